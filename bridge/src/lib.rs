@@ -1,0 +1,10 @@
+//! The machinery every clawbridge backend stands on: a bounded line transport, a JSON-RPC peer for
+//! both dialects, and a supervisor that owns a native agent's process group from spawn to reap.
+//!
+//! Nothing in this crate knows Codex or Claude; adapters build on it.
+
+pub mod connection;
+pub mod exit;
+pub mod rpc;
+pub mod supervisor;
+pub mod transport;

@@ -1,0 +1,171 @@
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawbridge_protocol::jsonrpc::{ErrorObject, RequestId, ShapeError};
+
+use crate::exit::ExitState;
+use crate::transport::SendError;
+
+/// Why the peer is gone, with what is known about its process.
+#[derive(Clone, Debug)]
+pub struct PeerGone {
+    /// What ended the stream.
+    pub cause: GoneCause,
+    /// The process's exit, if it had exited when this was written (`None` for in-memory peers or a
+    /// process that closed its output and kept running).
+    pub exit: Option<ExitState>,
+    /// The last bytes the process wrote to stderr.
+    pub stderr_tail: String,
+}
+
+/// What ended a peer's stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GoneCause {
+    /// Its output reached EOF.
+    OutputClosed,
+    /// Reading its output failed.
+    ReadFailed(String),
+}
+
+impl fmt::Display for PeerGone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            GoneCause::OutputClosed => f.write_str("the peer closed its output")?,
+            GoneCause::ReadFailed(e) => write!(f, "reading from the peer failed ({e})")?,
+        }
+        match self.exit {
+            Some(exit) => write!(f, "; it ended with {exit}")?,
+            None => f.write_str("; it had not exited")?,
+        }
+        let tail = self.stderr_tail.trim_end();
+        if !tail.is_empty() {
+            // The last lines are what explains a crash; keep the message readable.
+            let lines: Vec<&str> = tail.lines().collect();
+            let last = &lines[lines.len().saturating_sub(5)..];
+            write!(f, "; stderr ends with: {}", last.join(" | "))?;
+        }
+        Ok(())
+    }
+}
+
+/// Something on the stream that was not a usable message. Reading continues after each.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum StreamProblem {
+    /// A line over the configured cap was skipped.
+    Oversize {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// A line that was not UTF-8 was skipped.
+    InvalidUtf8 {
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// A line that was not JSON (a banner, a debug print, a torn write).
+    NotJson {
+        /// The line's first characters.
+        preview: String,
+        /// The parser's complaint.
+        error: String,
+    },
+    /// JSON that is not a JSON-RPC message.
+    NotJsonRpc {
+        /// The line's first characters.
+        preview: String,
+        /// What is wrong with its shape.
+        error: ShapeError,
+    },
+    /// A response to no request we are waiting for (unknown id, or one that already timed out).
+    UnmatchedResponse {
+        /// The id it carried.
+        id: RequestId,
+    },
+    /// The stream ended inside a line.
+    TruncatedAtEof {
+        /// How many bytes the unfinished line had.
+        len: usize,
+    },
+}
+
+impl fmt::Display for StreamProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamProblem::Oversize { len } => {
+                write!(f, "skipped a {len}-byte line over the size cap")
+            }
+            StreamProblem::InvalidUtf8 { len } => {
+                write!(f, "skipped a {len}-byte line that is not UTF-8")
+            }
+            StreamProblem::NotJson { preview, error } => {
+                write!(f, "skipped a line that is not JSON ({error}): {preview}")
+            }
+            StreamProblem::NotJsonRpc { preview, error } => {
+                write!(f, "skipped JSON that is not JSON-RPC ({error}): {preview}")
+            }
+            StreamProblem::UnmatchedResponse { id } => {
+                write!(f, "ignored a response to unknown request id {id}")
+            }
+            StreamProblem::TruncatedAtEof { len } => {
+                write!(f, "the stream ended inside a {len}-byte line")
+            }
+        }
+    }
+}
+
+/// Why a request to the peer did not produce a result.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RpcError {
+    /// The peer answered with a JSON-RPC error.
+    #[error("`{method}` failed: {error}")]
+    Remote {
+        /// The method called.
+        method: String,
+        /// The peer's error object.
+        error: ErrorObject,
+    },
+    /// No answer arrived within the deadline; a late answer is ignored.
+    #[error("`{method}` got no answer within {after:?}")]
+    Timeout {
+        /// The method called.
+        method: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// The peer went away before answering.
+    #[error("`{method}` got no answer: {gone}")]
+    PeerGone {
+        /// The method called.
+        method: String,
+        /// What is known about the peer's end.
+        gone: Arc<PeerGone>,
+    },
+    /// The request could not be written (closed locally, or not serialisable).
+    #[error("`{method}` could not be sent: {reason}")]
+    NotSent {
+        /// The method called.
+        method: String,
+        /// Why.
+        reason: String,
+    },
+    /// The answer arrived but does not have the expected shape.
+    #[error("`{method}` answered with an unexpected result: {reason}")]
+    BadResult {
+        /// The method called.
+        method: String,
+        /// The decoder's complaint.
+        reason: String,
+    },
+}
+
+impl RpcError {
+    pub(crate) fn not_sent(method: &str, error: SendError) -> Self {
+        RpcError::NotSent {
+            method: method.to_string(),
+            reason: error.to_string(),
+        }
+    }
+}

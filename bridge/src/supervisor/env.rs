@@ -1,0 +1,141 @@
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+
+/// Parent variables a child sees unless a policy says otherwise: enough to find programs, a home,
+/// a locale, temp space, certificates and proxies, and nothing that carries credentials by accident.
+pub const DEFAULT_INHERIT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_*",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NO_PROXY",
+    "no_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// Variables that inject code into whatever the child loads (dynamic loader, Node). Never inherited,
+/// even when an inherit pattern matches them.
+pub const LOADER_INJECTION: &[&str] = &["LD_*", "DYLD_*", "NODE_OPTIONS"];
+
+/// How a child's environment is built: nothing is inherited unless allowlisted.
+#[derive(Clone, Debug)]
+pub struct EnvPolicy {
+    /// Names (or `PREFIX*` patterns) copied from the bridge's own environment.
+    pub inherit: Vec<String>,
+    /// Variables set for the child. They win over inherited values, and are deliberate, so they are
+    /// not filtered by [`LOADER_INJECTION`] (but are by `remove`).
+    pub set: Vec<(OsString, OsString)>,
+    /// Names (or `PREFIX*` patterns) removed last: per-backend removals such as `CLAUDECODE`.
+    pub remove: Vec<String>,
+}
+
+impl Default for EnvPolicy {
+    fn default() -> Self {
+        Self {
+            inherit: DEFAULT_INHERIT.iter().map(|s| s.to_string()).collect(),
+            set: Vec::new(),
+            remove: Vec::new(),
+        }
+    }
+}
+
+impl EnvPolicy {
+    /// Adds a variable to set.
+    pub fn with_var(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.set.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds a name or `PREFIX*` pattern to remove.
+    pub fn without(mut self, pattern: impl Into<String>) -> Self {
+        self.remove.push(pattern.into());
+        self
+    }
+
+    /// The child's complete environment given the parent's.
+    pub fn build(
+        &self,
+        parent: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> BTreeMap<OsString, OsString> {
+        let mut env: BTreeMap<OsString, OsString> = parent
+            .into_iter()
+            .filter(|(name, _)| matches_any(name, self.inherit.iter().map(String::as_str)))
+            .filter(|(name, _)| !matches_any(name, LOADER_INJECTION.iter().copied()))
+            .collect();
+        env.extend(self.set.iter().cloned());
+        env.retain(|name, _| !matches_any(name, self.remove.iter().map(String::as_str)));
+        env
+    }
+}
+
+fn matches_any<'a>(name: &OsStr, patterns: impl IntoIterator<Item = &'a str>) -> bool {
+    let Some(name) = name.to_str() else {
+        return false; // non-UTF-8 names match no pattern: never inherited, never removed
+    };
+    patterns
+        .into_iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parent() -> Vec<(OsString, OsString)> {
+        [
+            ("PATH", "/bin"),
+            ("HOME", "/h"),
+            ("LC_ALL", "C"),
+            ("LD_PRELOAD", "evil.so"),
+            ("NODE_OPTIONS", "--require evil"),
+            ("OPENAI_API_KEY", "secret"),
+            ("CLAUDECODE", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+    }
+
+    fn names(env: &BTreeMap<OsString, OsString>) -> Vec<&str> {
+        env.keys().map(|k| k.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn inherits_only_the_allowlist_and_never_loader_injection() {
+        let mut policy = EnvPolicy::default();
+        policy.inherit.push("LD_*".into()); // even an explicit pattern cannot bring these in
+        policy.inherit.push("NODE_OPTIONS".into());
+        let env = policy.build(parent());
+        assert_eq!(names(&env), ["HOME", "LC_ALL", "PATH"]);
+    }
+
+    #[test]
+    fn additions_win_and_removals_apply_last() {
+        let mut policy = EnvPolicy::default()
+            .with_var("HOME", "/tmp/fresh")
+            .with_var("CODEX_HOME", "/c")
+            .without("CODEX_*");
+        policy.inherit.push("CLAUDECODE".into());
+        let env = policy.without("CLAUDECODE").build(parent());
+        assert_eq!(env.get(OsStr::new("HOME")).unwrap(), "/tmp/fresh");
+        assert_eq!(names(&env), ["HOME", "LC_ALL", "PATH"]);
+    }
+}

@@ -1,0 +1,18 @@
+//! Owns a native agent process from spawn to reap: its own process group, a filtered environment,
+//! a continuously drained stderr with a bounded tail, a staged stop, a group kill on drop, and a
+//! registry that lets a restarted bridge reap what a crashed one left behind.
+
+mod env;
+mod group;
+mod process;
+mod registry;
+mod stderr;
+
+pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
+pub use group::{group_alive, group_members, signal_group};
+pub use process::{
+    ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy,
+    StopStage,
+};
+pub use registry::{PidRegistry, ReapedOrphan, RegistryError};
+pub use stderr::{DEFAULT_STDERR_TAIL_BYTES, StderrTail};

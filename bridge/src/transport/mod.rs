@@ -1,0 +1,19 @@
+//! Line-delimited framing over a byte stream: a decoder that turns bytes into [`Frame`]s without ever
+//! failing on peer input, and a writer task that sends whole lines with backpressure.
+
+mod codec;
+mod writer;
+
+pub use codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineCodec};
+pub use writer::{LineSender, SendError, spawn_line_writer};
+
+use tokio::io::AsyncRead;
+use tokio_util::codec::FramedRead;
+
+/// A stream of [`Frame`]s read from `reader`, with lines capped at `max_line_bytes`.
+///
+/// The codec never returns a decode error for bad input, so the stream only ends at EOF (or an I/O
+/// error): an oversize line does not make `FramedRead` yield `None` early.
+pub fn frame_reader<R: AsyncRead>(reader: R, max_line_bytes: usize) -> FramedRead<R, LineCodec> {
+    FramedRead::new(reader, LineCodec::new(max_line_bytes))
+}

@@ -1,0 +1,171 @@
+use bytes::Bytes;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Why a line could not be queued.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The writer task has stopped: the pipe broke (the peer is gone) or the writer was closed.
+    #[error("the outgoing stream is closed")]
+    Closed,
+    /// The message could not be serialised as JSON.
+    #[error("could not serialise an outgoing message: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// Queues whole lines for a writer task. Cloneable; the queue is bounded, so a peer that stops
+/// reading makes senders wait instead of growing memory.
+#[derive(Clone, Debug)]
+pub struct LineSender {
+    /// Lines waiting for the writer task, each already ending in `\n`.
+    queue: mpsc::Sender<Bytes>,
+    /// Cancelling it makes the writer task stop and drop the stream (closing the child's stdin).
+    close: CancellationToken,
+}
+
+impl LineSender {
+    /// Serialises `message` as one compact JSON line and queues it, waiting while the queue is full.
+    pub async fn send_json<T: serde::Serialize + ?Sized>(
+        &self,
+        message: &T,
+    ) -> Result<(), SendError> {
+        let mut line = serde_json::to_vec(message)?;
+        line.push(b'\n');
+        self.send_line(Bytes::from(line)).await
+    }
+
+    /// Queues bytes that already form one line ending in `\n` (compact JSON never holds a raw newline).
+    pub async fn send_line(&self, line: Bytes) -> Result<(), SendError> {
+        debug_assert!(
+            line.ends_with(b"\n") && memchr::memchr(b'\n', &line) == Some(line.len() - 1)
+        );
+        if self.close.is_cancelled() {
+            return Err(SendError::Closed);
+        }
+        self.queue.send(line).await.map_err(|_| SendError::Closed)
+    }
+
+    /// Stops the writer: lines still queued are dropped and the stream is closed (stdin EOF).
+    pub fn close(&self) {
+        self.close.cancel();
+    }
+
+    /// Whether the writer has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.close.is_cancelled() || self.queue.is_closed()
+    }
+}
+
+/// Starts a task that writes queued lines to `stream` in order, flushing whenever the queue runs dry.
+/// The task ends when every sender is dropped, [`LineSender::close`] is called, or a write fails
+/// (EPIPE: the peer is gone); the stream is dropped at that point.
+pub fn spawn_line_writer<W>(
+    stream: W,
+    queue_capacity: usize,
+) -> (LineSender, JoinHandle<std::io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel(queue_capacity.max(1));
+    let close = CancellationToken::new();
+    let task = tokio::spawn(write_lines(stream, rx, close.clone()));
+    (LineSender { queue: tx, close }, task)
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    stream: W,
+    mut queue: mpsc::Receiver<Bytes>,
+    close: CancellationToken,
+) -> std::io::Result<()> {
+    let mut out = tokio::io::BufWriter::new(stream);
+    let result = async {
+        loop {
+            let line = tokio::select! {
+                biased;
+                _ = close.cancelled() => return Ok(()),
+                line = queue.recv() => match line {
+                    Some(line) => line,
+                    None => return out.flush().await,
+                },
+            };
+            out.write_all(&line).await?;
+            if queue.is_empty() {
+                out.flush().await?;
+            }
+        }
+    }
+    .await;
+    // Whatever ended the loop, later sends must fail fast rather than queue into the void.
+    close.cancel();
+    if let Err(e) = &result {
+        tracing::debug!(error = %e, "outgoing stream failed; the peer is probably gone");
+    }
+    let _ = out.shutdown().await;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn lines_arrive_whole_and_in_order() {
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, task) = spawn_line_writer(client, 4);
+        let reader = tokio::spawn(async move {
+            let mut all = String::new();
+            server.read_to_string(&mut all).await.unwrap();
+            all
+        });
+        for i in 0..100 {
+            tx.send_json(&serde_json::json!({"n": i, "s": "a\nb"}))
+                .await
+                .unwrap();
+        }
+        drop(tx);
+        let all = reader.await.unwrap();
+        task.await.unwrap().unwrap();
+        let lines: Vec<&str> = all.lines().collect();
+        assert_eq!(lines.len(), 100);
+        assert_eq!(lines[7], r#"{"n":7,"s":"a\nb"}"#);
+    }
+
+    #[tokio::test]
+    async fn a_stalled_reader_applies_backpressure() {
+        let (client, _server) = tokio::io::duplex(16);
+        let (tx, _task) = spawn_line_writer(client, 2);
+        let mut sent = 0;
+        let blocked = tokio::time::timeout(std::time::Duration::from_millis(200), async {
+            loop {
+                tx.send_json(&"0123456789").await.unwrap();
+                sent += 1;
+            }
+        })
+        .await;
+        assert!(
+            blocked.is_err(),
+            "sends must block once the queue and the pipe are full"
+        );
+        assert!(
+            sent < 10,
+            "only a bounded number of lines may be queued, got {sent}"
+        );
+    }
+
+    #[tokio::test]
+    async fn closing_drops_the_stream_and_fails_later_sends() {
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, task) = spawn_line_writer(client, 4);
+        tx.send_json(&1).await.unwrap();
+        tokio::task::yield_now().await;
+        tx.close();
+        task.await.unwrap().unwrap();
+        let mut rest = Vec::new();
+        server.read_to_end(&mut rest).await.unwrap();
+        assert!(matches!(tx.send_json(&2).await, Err(SendError::Closed)));
+    }
+}

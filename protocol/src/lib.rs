@@ -1,0 +1,7 @@
+//! Wire types only. Every type here mirrors bytes on some pipe: the JSON-RPC envelope shared by all
+//! peers, and (as the backends land) the clawbridge host protocol and each native peer's messages.
+//!
+//! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
+//! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
+
+pub mod jsonrpc;

