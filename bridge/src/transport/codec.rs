@@ -4,6 +4,9 @@ use tokio_util::codec::Decoder;
 /// Default line cap. Real Codex lines exceed 1 MiB routinely (images, resume payloads, big diffs).
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
+/// Capacity of the read buffer after an oversize line was dropped.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// One unit read from a line-delimited stream. Bad input is an item, not an error, so a reader loop
 /// reports it and keeps going.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,10 +70,11 @@ impl LineCodec {
         }
     }
 
-    /// Drops the buffer's contents and its capacity: after a huge line the allocation would
-    /// otherwise stay at the cap for the life of the stream.
+    /// Drops the buffer's contents and its large allocation: after a huge line it would otherwise
+    /// stay at the cap for the life of the stream. The fresh buffer is big enough for efficient
+    /// reads (an empty one would make `FramedRead` read a byte at a time).
     fn release(buf: &mut BytesMut) {
-        *buf = BytesMut::new();
+        *buf = BytesMut::with_capacity(READ_CHUNK);
     }
 }
 
@@ -178,6 +182,45 @@ mod tests {
                 "chunk size {chunk}"
             );
         }
+    }
+
+    /// Serves `data` in reads as large as the caller's buffer allows, counting them.
+    struct CountingReader {
+        data: std::io::Cursor<Vec<u8>>,
+        reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl tokio::io::AsyncRead for CountingReader {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            self.reads
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            std::pin::Pin::new(&mut self.data).poll_read(cx, buf)
+        }
+    }
+
+    #[tokio::test]
+    async fn skipping_an_oversize_line_reads_in_large_chunks() {
+        let mut data = vec![b'x'; 8 << 20];
+        data.extend(b"\nnext\n");
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let reader = CountingReader {
+            data: std::io::Cursor::new(data),
+            reads: reads.clone(),
+        };
+        let frames: Vec<Frame> = FramedRead::new(reader, LineCodec::new(1024))
+            .map(|f| f.unwrap())
+            .collect()
+            .await;
+        assert_eq!(frames, vec![Frame::Oversize { len: 8 << 20 }, line("next")]);
+        let reads = reads.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            reads < 1000,
+            "8 MiB took {reads} reads: the buffer must not shrink to a byte"
+        );
     }
 
     #[tokio::test]
