@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RejectAll};
 use clawbridge_bridge::supervisor::{CommandSpec, SpawnOptions, StopPolicy};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TARGET_MIB: f64 = 200.0;
 
@@ -27,13 +27,9 @@ fn peak_rss_mib() -> f64 {
 #[tokio::main]
 async fn main() {
     let spec = CommandSpec::new(clawbridge_fixtures::fixture_bin("fake-agent"));
-    let config = PeerConfig {
-        request_timeout: Duration::from_secs(600),
-        ..PeerConfig::default()
-    };
-    let (agent, mut events) =
-        AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll))
-            .expect("spawn the fake agent");
+    let config = PeerConfig { request_timeout: Duration::from_secs(600), ..PeerConfig::default() };
+    let (agent, mut events) = AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll))
+        .expect("spawn the fake agent");
     let drain = tokio::spawn(async move {
         let mut oversize = 0;
         while let Some(event) = events.recv().await {
@@ -55,18 +51,13 @@ async fn main() {
     let after_line = peak_rss_mib();
 
     let started = Instant::now();
-    agent
-        .peer()
-        .request("fake/stderr", Some(&json!({"bytes": 1u64 << 30})))
-        .await
-        .expect("answer after the flood");
+    agent.peer().request("fake/stderr", Some(&json!({"bytes": 1u64 << 30}))).await.expect("answer after the flood");
     let flood_time = started.elapsed();
     let after_flood = peak_rss_mib();
     let tail = agent.process().stderr().held_bytes();
 
     agent.shutdown(StopPolicy::default()).await;
     let problems = drain.await.unwrap_or(0);
-    let _ = Value::Null;
 
     println!("| scenario | time | peak RSS (VmHWM) |");
     println!("|---|---|---|");
@@ -79,10 +70,6 @@ async fn main() {
         "| 1 GiB stderr drained (tail kept: {tail} bytes) | {:.2} s | {after_flood:.1} MiB |",
         flood_time.as_secs_f64()
     );
-    let verdict = if after_flood < TARGET_MIB {
-        "meets"
-    } else {
-        "MISSES"
-    };
+    let verdict = if after_flood < TARGET_MIB { "meets" } else { "MISSES" };
     println!("peak {after_flood:.1} MiB {verdict} the {TARGET_MIB} MiB target");
 }

@@ -3,9 +3,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawbridge_protocol::jsonrpc::{
-    Dialect, Message, Notification, Request, RequestId, Response, outgoing,
-};
+use clawbridge_protocol::jsonrpc::{Dialect, Message, Notification, Request, RequestId, Response, outgoing};
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -15,9 +13,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
-use crate::transport::{
-    DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer,
-};
+use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer};
 
 /// How a peer connection behaves.
 #[derive(Clone, Debug)]
@@ -106,15 +102,16 @@ pub struct RpcPeer {
 
 impl std::fmt::Debug for RpcPeer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RpcPeer")
-            .field("label", &self.config.label)
-            .finish_non_exhaustive()
+        f.debug_struct("RpcPeer").field("label", &self.config.label).finish_non_exhaustive()
     }
 }
 
 impl RpcPeer {
     /// Starts the reader and writer tasks. `exit` is asked, once the stream ends, what became of
     /// the process behind it.
+    ///
+    /// The returned events must be drained (or the receiver dropped): once `event_queue` events are
+    /// waiting, the reader waits too, and answers to our requests queue up behind them.
     pub fn start<R, W>(
         reader: R,
         writer: W,
@@ -134,29 +131,15 @@ impl RpcPeer {
             gone_watch: watch::channel(None).0,
             closed_locally: Default::default(),
         });
-        let peer = RpcPeer {
-            shared,
-            out,
-            config: Arc::new(config),
-        };
-        let reader_task = ReaderTask {
-            peer: peer.clone(),
-            events: events_tx,
-            handler,
-            exit,
-        };
+        let peer = RpcPeer { shared, out, config: Arc::new(config) };
+        let reader_task = ReaderTask { peer: peer.clone(), events: events_tx, handler, exit };
         tokio::spawn(reader_task.run(reader));
         (peer, events)
     }
 
     /// Sends a request and waits for its answer under the configured default deadline.
-    pub async fn request<P: Serialize>(
-        &self,
-        method: &str,
-        params: Option<&P>,
-    ) -> Result<Value, RpcError> {
-        self.request_with_timeout(method, params, self.config.request_timeout)
-            .await
+    pub async fn request<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<Value, RpcError> {
+        self.request_with_timeout(method, params, self.config.request_timeout).await
     }
 
     /// Sends a request and decodes its result as `R`.
@@ -166,10 +149,8 @@ impl RpcPeer {
         params: Option<&P>,
     ) -> Result<R, RpcError> {
         let value = self.request(method, params).await?;
-        serde_json::from_value(value).map_err(|e| RpcError::BadResult {
-            method: method.to_string(),
-            reason: e.to_string(),
-        })
+        serde_json::from_value(value)
+            .map_err(|e| RpcError::BadResult { method: method.to_string(), reason: e.to_string() })
     }
 
     /// Sends a request and waits at most `timeout` for its answer.
@@ -184,10 +165,7 @@ impl RpcPeer {
         {
             let mut pending = self.shared.lock();
             if let Some(gone) = &pending.gone {
-                return Err(RpcError::PeerGone {
-                    method: method.into(),
-                    gone: gone.clone(),
-                });
+                return Err(RpcError::PeerGone { method: method.into(), gone: gone.clone() });
             }
             pending.waiting.insert(id, tx);
         }
@@ -199,34 +177,20 @@ impl RpcPeer {
         }
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
-            Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote {
-                method: method.into(),
-                error,
-            }),
-            Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone {
-                method: method.into(),
-                gone,
-            }),
-            Ok(Err(_)) => Err(RpcError::NotSent {
-                method: method.into(),
-                reason: "the peer connection was dropped".into(),
-            }),
+            Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
+            Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
+            Ok(Err(_)) => {
+                Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
+            }
             Err(_) => {
                 self.shared.lock().waiting.remove(&id);
-                Err(RpcError::Timeout {
-                    method: method.into(),
-                    after: timeout,
-                })
+                Err(RpcError::Timeout { method: method.into(), after: timeout })
             }
         }
     }
 
     /// Sends a notification.
-    pub async fn notify<P: Serialize>(
-        &self,
-        method: &str,
-        params: Option<&P>,
-    ) -> Result<(), RpcError> {
+    pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<(), RpcError> {
         let call = outgoing::Call::new(self.config.dialect, None, method, params);
         match self.out.send_json(&call).await {
             Ok(()) => Ok(()),
@@ -248,26 +212,16 @@ impl RpcPeer {
     /// Waits until the peer's stream has ended.
     pub async fn closed(&self) -> Arc<PeerGone> {
         let mut watch = self.shared.gone_watch.subscribe();
-        let gone = watch
-            .wait_for(Option::is_some)
-            .await
-            .expect("the sender lives in `self`");
+        let gone = watch.wait_for(Option::is_some).await.expect("the sender lives in `self`");
         gone.clone().expect("wait_for returned a Some")
     }
 
     /// A write failure usually means the peer died; prefer reporting its exit over "broken pipe".
-    async fn explain_send_failure(
-        &self,
-        method: &str,
-        error: crate::transport::SendError,
-    ) -> RpcError {
+    async fn explain_send_failure(&self, method: &str, error: crate::transport::SendError) -> RpcError {
         let local = self.shared.closed_locally.load(Ordering::Relaxed);
         if matches!(error, crate::transport::SendError::Closed) && !local {
             if let Ok(gone) = tokio::time::timeout(Duration::from_secs(5), self.closed()).await {
-                return RpcError::PeerGone {
-                    method: method.into(),
-                    gone,
-                };
+                return RpcError::PeerGone { method: method.into(), gone };
             }
         }
         RpcError::not_sent(method, error)
@@ -295,20 +249,12 @@ impl ReaderTask {
             match frame {
                 Frame::Line(line) => self.on_line(&line, &handlers).await,
                 Frame::Oversize { len } => self.problem(StreamProblem::Oversize { len }).await,
-                Frame::InvalidUtf8 { len, .. } => {
-                    self.problem(StreamProblem::InvalidUtf8 { len }).await
-                }
-                Frame::TruncatedAtEof { len } => {
-                    self.problem(StreamProblem::TruncatedAtEof { len }).await
-                }
+                Frame::InvalidUtf8 { len, .. } => self.problem(StreamProblem::InvalidUtf8 { len }).await,
+                Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
             }
         };
         let (exit, stderr_tail) = self.exit.report().await;
-        let gone = Arc::new(PeerGone {
-            cause,
-            exit,
-            stderr_tail,
-        });
+        let gone = Arc::new(PeerGone { cause, exit, stderr_tail });
         tracing::debug!(peer = %config.label, %gone, "peer stream ended");
         let waiting = {
             let mut pending = self.peer.shared.lock();
@@ -326,12 +272,7 @@ impl ReaderTask {
         let value: Value = match serde_json::from_str(line) {
             Ok(value) => value,
             Err(e) => {
-                return self
-                    .problem(StreamProblem::NotJson {
-                        preview: preview(line),
-                        error: e.to_string(),
-                    })
-                    .await;
+                return self.problem(StreamProblem::NotJson { preview: preview(line), error: e.to_string() }).await;
             }
         };
         match Message::from_value(value) {
@@ -341,11 +282,7 @@ impl ReaderTask {
             }
             Ok(Message::Response(response)) => self.on_response(response).await,
             Ok(Message::Request(request)) => {
-                let permit = handlers
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .expect("the semaphore is never closed");
+                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
                 let peer = self.peer.clone();
                 let handler = self.handler.clone();
                 tokio::spawn(async move {
@@ -353,29 +290,17 @@ impl ReaderTask {
                     drop(permit);
                 });
             }
-            Err(error) => {
-                self.problem(StreamProblem::NotJsonRpc {
-                    preview: preview(line),
-                    error,
-                })
-                .await
-            }
+            Err(error) => self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await,
         }
     }
 
     async fn on_response(&self, response: Response) {
-        let waiter = response
-            .id
-            .as_i64()
-            .and_then(|id| self.peer.shared.lock().waiting.remove(&id));
+        let waiter = response.id.as_i64().and_then(|id| self.peer.shared.lock().waiting.remove(&id));
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(Reply::Answer(response.outcome));
             }
-            None => {
-                self.problem(StreamProblem::UnmatchedResponse { id: response.id })
-                    .await
-            }
+            None => self.problem(StreamProblem::UnmatchedResponse { id: response.id }).await,
         }
     }
 
@@ -389,11 +314,7 @@ impl ReaderTask {
 async fn answer(peer: RpcPeer, handler: Arc<dyn RequestHandler>, request: Request) {
     let Request { id, method, params } = request;
     let timeout = peer.config.handler_timeout;
-    let work = tokio::spawn(handler.handle(Request {
-        id: id.clone(),
-        method: method.clone(),
-        params: params.clone(),
-    }));
+    let work = tokio::spawn(handler.handle(Request { id: id.clone(), method: method.clone(), params: params.clone() }));
     let abort = work.abort_handle();
     let failure = match tokio::time::timeout(timeout, work).await {
         Ok(Ok(Ok(value))) => return send_answer(&peer, &id, Ok(value)).await,
