@@ -7,12 +7,10 @@ use std::time::Duration;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::exit::ExitState;
 use clawbridge_bridge::rpc::{
-    HandlerError, HandlerFailure, PeerConfig, PeerEvent, RejectAll, RequestHandler, RpcError,
-    StreamProblem,
+    HandlerError, HandlerFailure, PeerConfig, PeerEvent, RejectAll, RequestHandler, RpcError, StreamProblem,
 };
 use clawbridge_bridge::supervisor::{
-    CommandSpec, EnvPolicy, PidRegistry, SpawnOptions, StopPolicy, StopStage, group_alive,
-    group_members,
+    CommandSpec, EnvPolicy, PidRegistry, SpawnOptions, StopPolicy, StopStage, group_alive, group_members,
 };
 use clawbridge_protocol::jsonrpc::{Dialect, ErrorObject, Request};
 use futures::future::BoxFuture;
@@ -23,9 +21,7 @@ use tokio::sync::mpsc;
 const TEST_LIMIT: Duration = Duration::from_secs(120);
 
 async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(TEST_LIMIT, fut)
-        .await
-        .expect("the test hung")
+    tokio::time::timeout(TEST_LIMIT, fut).await.expect("the test hung")
 }
 
 fn fake_agent(flags: &[&str]) -> CommandSpec {
@@ -45,34 +41,24 @@ fn spawn_with(
     config: PeerConfig,
     handler: Arc<dyn RequestHandler>,
 ) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    AgentConnection::spawn(&spec, SpawnOptions::default(), config, handler)
-        .expect("the fake agent starts")
+    AgentConnection::spawn(&spec, SpawnOptions::default(), config, handler).expect("the fake agent starts")
 }
 
 fn spawn(flags: &[&str]) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    spawn_with(
-        fake_agent(flags),
-        PeerConfig::default(),
-        Arc::new(RejectAll),
-    )
+    spawn_with(fake_agent(flags), PeerConfig::default(), Arc::new(RejectAll))
 }
 
 /// Waits for the next event that is not a notification the test does not care about.
 async fn next_event(events: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
-    events
-        .recv()
-        .await
-        .expect("the reader ends with a Closed event, never silently")
+    events.recv().await.expect("the reader ends with a Closed event, never silently")
 }
 
 /// Whether `pid` is running (a zombie counts as gone: it holds nothing but a table slot).
 fn running(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !matches!(
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.trim_start().chars().next()),
-            Some('Z' | 'X')
-        ),
+        Ok(stat) => {
+            !matches!(stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()), Some('Z' | 'X'))
+        }
         Err(_) => false,
     }
 }
@@ -92,29 +78,17 @@ async fn a_100_mb_line_is_reported_and_the_next_message_still_arrives() {
     within(async {
         let (agent, mut events) = spawn(&[]);
         let peer = agent.peer().clone();
-        let request = tokio::spawn(async move {
-            peer.request("fake/oversize", Some(&json!({"bytes": 100_000_000})))
-                .await
-        });
+        let request =
+            tokio::spawn(async move { peer.request("fake/oversize", Some(&json!({"bytes": 100_000_000}))).await });
         match next_event(&mut events).await {
             PeerEvent::Problem(StreamProblem::Oversize { len }) => assert_eq!(len, 100_000_000),
             other => panic!("expected the oversize report first, got {other:?}"),
         }
-        let answer = request
-            .await
-            .unwrap()
-            .expect("the response after the huge line is delivered");
+        let answer = request.await.unwrap().expect("the response after the huge line is delivered");
         assert_eq!(answer, json!({"bytes": 100_000_000}));
-        let echo = agent
-            .peer()
-            .request("fake/echo", Some(&json!({"still": "alive"})))
-            .await
-            .unwrap();
+        let echo = agent.peer().request("fake/echo", Some(&json!({"still": "alive"}))).await.unwrap();
         assert_eq!(echo, json!({"still": "alive"}));
-        assert_eq!(
-            agent.shutdown(quick_stop()).await.stage,
-            StopStage::StdinClosed
-        );
+        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::StdinClosed);
     })
     .await
 }
@@ -156,14 +130,7 @@ async fn line_separators_inside_strings_are_ordinary_characters() {
     within(async {
         let (agent, _events) = spawn(&["--dialect", "codex"]);
         let text = json!({"text": "a\u{2028}b\u{2029}c\r\nd"});
-        assert_eq!(
-            agent
-                .peer()
-                .request("fake/echo", Some(&text))
-                .await
-                .unwrap(),
-            text
-        );
+        assert_eq!(agent.peer().request("fake/echo", Some(&text)).await.unwrap(), text);
         agent.shutdown(quick_stop()).await;
     })
     .await
@@ -172,26 +139,15 @@ async fn line_separators_inside_strings_are_ordinary_characters() {
 #[tokio::test]
 async fn a_1_gb_stderr_flood_does_not_stall_the_child_and_only_a_bounded_tail_is_kept() {
     within(async {
-        let config = PeerConfig {
-            request_timeout: Duration::from_secs(100),
-            ..PeerConfig::default()
-        };
+        let config = PeerConfig { request_timeout: Duration::from_secs(100), ..PeerConfig::default() };
         let (agent, _events) = spawn_with(fake_agent(&[]), config, Arc::new(RejectAll));
         let bytes: u64 = 1 << 30;
         // The child answers only after writing everything: an answer proves it never blocked for good.
-        let answer = agent
-            .peer()
-            .request("fake/stderr", Some(&json!({"bytes": bytes})))
-            .await
-            .unwrap();
+        let answer = agent.peer().request("fake/stderr", Some(&json!({"bytes": bytes}))).await.unwrap();
         assert_eq!(answer, json!({"written": bytes}));
         let stderr = agent.process().stderr();
         eventually("the flood is drained", || stderr.total_bytes() > bytes).await;
-        assert!(
-            stderr.held_bytes() <= 64 * 1024,
-            "tail holds {} bytes",
-            stderr.held_bytes()
-        );
+        assert!(stderr.held_bytes() <= 64 * 1024, "tail holds {} bytes", stderr.held_bytes());
         assert!(stderr.snapshot().ends_with("fake-agent: flood done\n"));
         agent.shutdown(quick_stop()).await;
     })
@@ -205,44 +161,26 @@ async fn a_crash_fails_every_pending_request_with_exit_status_and_stderr_tail() 
         let peer = agent.peer().clone();
         let hanging = tokio::spawn(async move { peer.request("fake/hang", None::<&Value>).await });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let crash = agent
-            .peer()
-            .request(
-                "fake/crash",
-                Some(&json!({"code": 7, "stderr": "panic: the model exploded"})),
-            )
-            .await;
+        let crash =
+            agent.peer().request("fake/crash", Some(&json!({"code": 7, "stderr": "panic: the model exploded"}))).await;
         for result in [crash, hanging.await.unwrap()] {
             match result {
                 Err(RpcError::PeerGone { gone, .. }) => {
                     assert_eq!(gone.exit, Some(ExitState::Code(7)));
-                    assert!(
-                        gone.stderr_tail.contains("panic: the model exploded"),
-                        "tail: {:?}",
-                        gone.stderr_tail
-                    );
+                    assert!(gone.stderr_tail.contains("panic: the model exploded"), "tail: {:?}", gone.stderr_tail);
                     let message = gone.to_string();
-                    assert!(
-                        message.contains("exit code 7") && message.contains("the model exploded"),
-                        "{message}"
-                    );
+                    assert!(message.contains("exit code 7") && message.contains("the model exploded"), "{message}");
                 }
                 other => panic!("expected PeerGone, got {other:?}"),
             }
         }
-        assert!(matches!(
-            next_event(&mut events).await,
-            PeerEvent::Closed(_)
-        ));
+        assert!(matches!(next_event(&mut events).await, PeerEvent::Closed(_)));
         // After the end, new requests fail at once with the same facts.
         match agent.peer().request("fake/echo", None::<&Value>).await {
             Err(RpcError::PeerGone { gone, .. }) => assert_eq!(gone.exit, Some(ExitState::Code(7))),
             other => panic!("expected PeerGone, got {other:?}"),
         }
-        assert_eq!(
-            agent.shutdown(quick_stop()).await.stage,
-            StopStage::AlreadyExited
-        );
+        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::AlreadyExited);
     })
     .await
 }
@@ -252,21 +190,15 @@ async fn eof_in_the_middle_of_a_line_is_reported() {
     within(async {
         let (agent, mut events) = spawn(&[]);
         let peer = agent.peer().clone();
-        let _ = tokio::spawn(async move {
-            peer.request(
-                "fake/eof_mid_line",
-                Some(&json!({"text": "{\"method\":\"tor"})),
-            )
-            .await
+        let pending = tokio::spawn(async move {
+            peer.request("fake/eof_mid_line", Some(&json!({"text": "{\"method\":\"tor"}))).await
         });
-        assert!(matches!(
-            next_event(&mut events).await,
-            PeerEvent::Problem(StreamProblem::TruncatedAtEof { len: 14 })
-        ));
+        assert!(matches!(next_event(&mut events).await, PeerEvent::Problem(StreamProblem::TruncatedAtEof { len: 14 })));
         match next_event(&mut events).await {
             PeerEvent::Closed(gone) => assert_eq!(gone.exit, Some(ExitState::Code(0))),
             other => panic!("expected Closed, got {other:?}"),
         }
+        assert!(matches!(pending.await.unwrap(), Err(RpcError::PeerGone { .. })), "the unanswered request fails");
         agent.shutdown(quick_stop()).await;
     })
     .await
@@ -276,11 +208,7 @@ async fn eof_in_the_middle_of_a_line_is_reported() {
 async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
     within(async {
         let (agent, _events) = spawn(&[]);
-        agent
-            .peer()
-            .request("fake/close_stdout", None::<&Value>)
-            .await
-            .unwrap();
+        agent.peer().request("fake/close_stdout", None::<&Value>).await.unwrap();
         match agent.peer().request("fake/echo", None::<&Value>).await {
             Err(RpcError::PeerGone { gone, .. }) => {
                 assert_eq!(gone.exit, None, "it is still running")
@@ -288,10 +216,7 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
             other => panic!("expected PeerGone, got {other:?}"),
         }
         // It exits on stdin EOF, the first stage of the stop.
-        assert_eq!(
-            agent.shutdown(quick_stop()).await.stage,
-            StopStage::StdinClosed
-        );
+        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::StdinClosed);
     })
     .await
 }
@@ -300,11 +225,7 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
 async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
     within(async {
         let (agent, _events) = spawn(&[]);
-        let grandchild = agent
-            .peer()
-            .request("fake/spawn_grandchild", None::<&Value>)
-            .await
-            .unwrap()["pid"]
+        let grandchild = agent.peer().request("fake/spawn_grandchild", None::<&Value>).await.unwrap()["pid"]
             .as_i64()
             .unwrap() as i32;
         let pgid = agent.process().pid() as i32;
@@ -322,17 +243,13 @@ async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
 #[tokio::test]
 async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
     within(async {
-        let (agent, _events) =
-            spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
+        let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
         let pgid = agent.process().pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
         let outcome = agent.shutdown(quick_stop()).await;
         assert_eq!(outcome.stage, StopStage::Killed);
         assert_eq!(outcome.exit, Some(ExitState::Signal(9)));
-        assert!(
-            group_members(pgid).is_empty(),
-            "no process of the group survives"
-        );
+        assert!(group_members(pgid).is_empty(), "no process of the group survives");
     })
     .await
 }
@@ -340,8 +257,7 @@ async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
 #[tokio::test]
 async fn dropping_the_connection_kills_the_group() {
     within(async {
-        let (agent, _events) =
-            spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
+        let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
         let pgid = agent.process().pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
         drop(agent);
@@ -360,21 +276,13 @@ impl RequestHandler for Flaky {
                 "approve/fails" => Err(HandlerError::Failed("the approval service is down".into())),
                 "approve/panics" => panic!("handler bug"),
                 "approve/hangs" => std::future::pending().await,
-                "approve/refused" => Err(HandlerError::Reply(ErrorObject::new(
-                    -32601,
-                    "no such method",
-                ))),
+                "approve/refused" => Err(HandlerError::Reply(ErrorObject::new(-32601, "no such method"))),
                 _ => Ok(json!({"decision": "accept"})),
             }
         })
     }
 
-    fn fallback(
-        &self,
-        _method: &str,
-        _params: Option<&Value>,
-        failure: &HandlerFailure,
-    ) -> Result<Value, ErrorObject> {
+    fn fallback(&self, _method: &str, _params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
         Ok(json!({"decision": "decline", "why": failure.to_string()}))
     }
 }
@@ -387,16 +295,12 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
             handler_timeout: Duration::from_millis(300),
             ..PeerConfig::default()
         };
-        let (agent, _events) =
-            spawn_with(fake_agent(&["--dialect", "codex"]), config, Arc::new(Flaky));
+        let (agent, _events) = spawn_with(fake_agent(&["--dialect", "codex"]), config, Arc::new(Flaky));
         let ask = |method: &'static str| {
             let peer = agent.peer().clone();
             async move {
                 let answer = peer
-                    .request(
-                        "fake/ask",
-                        Some(&json!({"method": method, "params": {"cmd": "rm -rf /"}})),
-                    )
+                    .request("fake/ask", Some(&json!({"method": method, "params": {"cmd": "rm -rf /"}})))
                     .await
                     .unwrap();
                 answer["clientReplied"].clone()
@@ -410,39 +314,15 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
             ask("approve/refused")
         );
         assert_eq!(ok["result"], json!({"decision": "accept"}));
-        assert!(
-            ok.get("jsonrpc").is_none(),
-            "the Codex dialect omits the version field"
-        );
-        assert!(
-            ok["id"].as_str().unwrap().starts_with("fake-"),
-            "string ids are echoed"
-        );
+        assert!(ok.get("jsonrpc").is_none(), "the Codex dialect omits the version field");
+        assert!(ok["id"].as_str().unwrap().starts_with("fake-"), "string ids are echoed");
         assert_eq!(fails["result"]["decision"], "decline");
-        assert!(
-            fails["result"]["why"]
-                .as_str()
-                .unwrap()
-                .contains("approval service is down")
-        );
+        assert!(fails["result"]["why"].as_str().unwrap().contains("approval service is down"));
         assert_eq!(panics["result"]["decision"], "decline");
-        assert!(
-            panics["result"]["why"]
-                .as_str()
-                .unwrap()
-                .contains("panicked")
-        );
+        assert!(panics["result"]["why"].as_str().unwrap().contains("panicked"));
         assert_eq!(hangs["result"]["decision"], "decline");
-        assert!(
-            hangs["result"]["why"]
-                .as_str()
-                .unwrap()
-                .contains("no answer within")
-        );
-        assert_eq!(
-            refused["error"]["code"], -32601,
-            "a deliberate error answer is not replaced"
-        );
+        assert!(hangs["result"]["why"].as_str().unwrap().contains("no answer within"));
+        assert_eq!(refused["error"]["code"], -32601, "a deliberate error answer is not replaced");
         agent.shutdown(quick_stop()).await;
     })
     .await
@@ -451,10 +331,7 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
 #[tokio::test]
 async fn requests_time_out_and_late_answers_are_ignored() {
     within(async {
-        let config = PeerConfig {
-            request_timeout: Duration::from_millis(100),
-            ..PeerConfig::default()
-        };
+        let config = PeerConfig { request_timeout: Duration::from_millis(100), ..PeerConfig::default() };
         let (agent, _events) = spawn_with(fake_agent(&[]), config, Arc::new(RejectAll));
         match agent.peer().request("fake/hang", None::<&Value>).await {
             Err(RpcError::Timeout { method, .. }) => assert_eq!(method, "fake/hang"),
@@ -483,11 +360,7 @@ async fn the_child_environment_is_an_allowlist_without_loader_injection() {
             .with_var("CLAUDECODE", "1")
             .without("CLAUDECODE");
         let (agent, _events) = spawn_with(spec, PeerConfig::default(), Arc::new(RejectAll));
-        let env = agent
-            .peer()
-            .request("fake/env", None::<&Value>)
-            .await
-            .unwrap();
+        let env = agent.peer().request("fake/env", None::<&Value>).await.unwrap();
         assert_eq!(env["CODEX_HOME"], "/tmp/codex-home");
         assert!(env.get("PATH").is_some());
         for absent in ["LD_PRELOAD", "CLAWBRIDGE_TEST_SECRET", "CLAUDECODE"] {
@@ -501,18 +374,10 @@ async fn the_child_environment_is_an_allowlist_without_loader_injection() {
 #[tokio::test]
 async fn a_missing_program_is_a_clear_spawn_error() {
     let spec = CommandSpec::new("/nonexistent/agent-binary");
-    let error = AgentConnection::spawn(
-        &spec,
-        SpawnOptions::default(),
-        PeerConfig::default(),
-        Arc::new(RejectAll),
-    )
-    .unwrap_err();
+    let error =
+        AgentConnection::spawn(&spec, SpawnOptions::default(), PeerConfig::default(), Arc::new(RejectAll)).unwrap_err();
     let message = format!("{error}: {}", std::error::Error::source(&error).unwrap());
-    assert!(
-        message.contains("/nonexistent/agent-binary") && message.contains("No such file"),
-        "{message}"
-    );
+    assert!(message.contains("/nonexistent/agent-binary") && message.contains("No such file"), "{message}");
 }
 
 #[tokio::test]
@@ -520,38 +385,24 @@ async fn a_restarted_bridge_reaps_children_orphaned_by_a_dead_one() {
     within(async {
         let dir = tempfile::tempdir().unwrap();
         let registry = PidRegistry::open(dir.path()).unwrap();
-        let options = SpawnOptions {
-            registry: Some(registry.clone()),
-            die_with_bridge: false,
-            ..SpawnOptions::default()
-        };
+        let options =
+            SpawnOptions { registry: Some(registry.clone()), die_with_bridge: false, ..SpawnOptions::default() };
         let spec = fake_agent(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
         let (agent, _events) =
-            AgentConnection::spawn(&spec, options, PeerConfig::default(), Arc::new(RejectAll))
-                .unwrap();
+            AgentConnection::spawn(&spec, options, PeerConfig::default(), Arc::new(RejectAll)).unwrap();
         let pgid = agent.process().pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
 
         // The owner is alive: nothing is touched.
-        assert!(
-            registry
-                .reap_orphans(Duration::from_millis(100))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(registry.reap_orphans(Duration::from_millis(100)).await.unwrap().is_empty());
         assert!(group_alive(pgid));
 
         // Pretend the bridge that spawned it crashed: its record now names an owner that is gone.
         let record_path = dir.path().join(format!("{pgid}.json"));
-        let mut record: Value =
-            serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+        let mut record: Value = serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
         record["owner_pid"] = json!(i32::MAX - 7);
         std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
-        let reaped = registry
-            .reap_orphans(Duration::from_millis(200))
-            .await
-            .unwrap();
+        let reaped = registry.reap_orphans(Duration::from_millis(200)).await.unwrap();
         assert_eq!(reaped.len(), 1);
         assert_eq!((reaped[0].pgid, reaped[0].members), (pgid, 2));
         eventually("the orphaned group is gone", || !group_alive(pgid)).await;
