@@ -3,8 +3,11 @@
 //!
 //! Nothing in this crate knows Codex or Claude; adapters build on it.
 
+pub mod binding;
 pub mod connection;
+pub mod events;
 pub mod exit;
 pub mod rpc;
 pub mod supervisor;
+pub mod transcript;
 pub mod transport;

@@ -1,0 +1,98 @@
+//! The transcript mirror: normalized events of a turn become OpenClaw v4 session entries, appended
+//! to a sink by stable identity so a retried or re-run mirror never duplicates a row (lessons D1).
+//!
+//! [`TranscriptMirror`] turns one turn's events into [`Message`]s, each carrying its idempotency key;
+//! a [`TranscriptSink`] chains them (`id`, `parentId`, timestamp) and skips keys it already holds.
+//! [`JsonlSink`] writes a crash-safe JSONL file for standalone runs; [`MemorySink`] is for tests and
+//! for collecting a turn before handing it to the host's append-by-identity API.
+
+mod chain;
+pub mod entry;
+mod jsonl;
+mod memory;
+mod mirror;
+
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+
+pub use entry::Message;
+pub use entry::{
+    AssistantMessage, ContentBlock, Cost, Entry, MessageEntry, SESSION_VERSION, SessionHeader, StopReason,
+    ToolResultMessage, TranscriptUsage, UserMessage,
+};
+pub use jsonl::JsonlSink;
+pub use memory::MemorySink;
+pub use mirror::{EntryRole, ModelLabel, TranscriptMirror, idempotency_key};
+
+/// Why a transcript could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    /// Another writer holds the transcript's lock; two writers would interleave and fork the chain.
+    #[error("transcript {path} is already open for writing elsewhere (lock {lock_path} is held)")]
+    Locked {
+        /// The transcript.
+        path: PathBuf,
+        /// The lock file whose lock is held.
+        lock_path: PathBuf,
+    },
+    /// Reading, writing or syncing a file failed.
+    #[error("transcript I/O at {path}")]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An entry could not be encoded as JSON.
+    #[error("cannot encode a transcript entry")]
+    Encode(#[source] serde_json::Error),
+    /// The blocking writer task did not finish (it panicked, or the runtime is shutting down).
+    #[error("the transcript writer task did not finish: {0}")]
+    Task(String),
+}
+
+/// What became of one message passed to [`TranscriptSink::append`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AppendOutcome {
+    /// It was written as a new entry.
+    Appended {
+        /// Its idempotency key (`None` for messages without one, which are never deduplicated).
+        key: Option<String>,
+        /// The new entry's id.
+        entry_id: String,
+        /// The entry it was chained to.
+        parent_id: Option<String>,
+    },
+    /// An entry with the same key was already there; nothing was written.
+    AlreadyPresent {
+        /// The key.
+        key: String,
+        /// The id of the entry already holding it.
+        entry_id: String,
+    },
+}
+
+impl AppendOutcome {
+    /// Whether a new entry was written.
+    pub fn is_new(&self) -> bool {
+        matches!(self, AppendOutcome::Appended { .. })
+    }
+}
+
+/// Where mirrored messages go. Appends are acknowledged: the returned future resolves only once the
+/// entries are written (or known to be present already).
+pub trait TranscriptSink: Send {
+    /// Appends `messages` in order as one group, chaining each to the previous entry. A message whose
+    /// idempotency key is already present is skipped and reported as [`AppendOutcome::AlreadyPresent`].
+    fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<Vec<AppendOutcome>, TranscriptError>>;
+
+    /// Makes everything appended so far durable; called at the end of a turn.
+    fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>>;
+}
+
+#[cfg(test)]
+mod tests;
