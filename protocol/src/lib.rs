@@ -4,4 +4,5 @@
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
 
+pub mod codex;
 pub mod jsonrpc;

@@ -1,0 +1,180 @@
+//! Codex `app-server` wire types, as observed on codex-cli 0.169.0 (`shared/reference/codex-app-server.md`).
+//!
+//! The dialect is JSON-RPC without the `jsonrpc` field (see [`crate::jsonrpc::Dialect::Codex`]); this
+//! module only types the `params` / `result` payloads:
+//!
+//! - client → server requests and their results: [`initialize`], [`thread`], [`turn`];
+//! - server → client notifications: [`ServerNotification`] (built by [`ServerNotification::from_notification`]);
+//! - server → client requests and our replies: [`ServerRequest`] (built by [`ServerRequest::from_request`]);
+//! - thread items carried by `item/*` notifications and turn snapshots: [`ThreadItem`];
+//! - the version gate on the `initialize` result's `userAgent`: [`version`].
+//!
+//! Decoding is tolerant by design (lessons.md G2): every field the server may leave out is optional or
+//! defaulted, every struct keeps the fields it does not model in `extra`, every enum has a catch-all
+//! variant holding what arrived, and `deny_unknown_fields` is never used. Client-sent params skip unset
+//! optional fields, so what goes on the wire is exactly what the caller set.
+//!
+//! Field names follow the wire (camelCase) except where Codex itself keeps snake_case
+//! (`text_elements`, `move_path`, `execpolicy_amendment`, `network_policy_amendment`).
+
+use serde_json::{Map, Value};
+
+/// Fields of a wire object that these types do not model, kept exactly as received so nothing the server
+/// sends is lost (and, on client-sent params, a way to pass fields a newer server understands).
+pub type Extra = Map<String, Value>;
+
+/// Defines an enum of methods, one variant per known method with its typed params, plus an
+/// `Unknown { method, params, decode_error }` catch-all, together with a never-failing decoder and the
+/// reverse mapping back to `(method, params)`.
+macro_rules! method_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident, decode = $decode:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident($ty:ty) = $method:literal,
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                #[doc = concat!("`", $method, "`")]
+                $variant($ty),
+            )+
+            /// A method these types do not know, or known params that did not decode. Kept whole so a
+            /// caller can still log it, forward it or answer it.
+            Unknown {
+                /// The method exactly as received.
+                method: String,
+                /// The params exactly as received (`null` when absent).
+                params: serde_json::Value,
+                /// Why the params did not decode, for a known method; `None` for an unknown method.
+                decode_error: Option<String>,
+            },
+        }
+
+        impl $name {
+            /// Every method that has its own variant.
+            pub const KNOWN_METHODS: &'static [&'static str] = &[$($method),+];
+
+            /// Decodes `params` for `method`. Never fails: an unknown method, or params that do not fit
+            /// the known method's type, land in the `Unknown` variant (with the decode error text).
+            pub fn $decode(method: &str, params: Option<serde_json::Value>) -> Self {
+                let params = params.unwrap_or(serde_json::Value::Null);
+                let decode_error = match method {
+                    $(
+                        $method => match <$ty as serde::Deserialize>::deserialize(&params) {
+                            Ok(decoded) => return $name::$variant(decoded),
+                            Err(e) => Some(e.to_string()),
+                        },
+                    )+
+                    _ => None,
+                };
+                $name::Unknown { method: method.to_owned(), params, decode_error }
+            }
+
+            /// The wire method name.
+            pub fn method(&self) -> &str {
+                match self {
+                    $($name::$variant(_) => $method,)+
+                    $name::Unknown { method, .. } => method,
+                }
+            }
+
+            /// The params as JSON (the inverse of decoding; used by test peers that play the server).
+            pub fn params(&self) -> serde_json::Value {
+                let encoded = match self {
+                    $($name::$variant(p) => serde_json::to_value(p),)+
+                    $name::Unknown { params, .. } => return params.clone(),
+                };
+                // Serialising these types cannot fail: every map key is a string.
+                encoded.unwrap_or(serde_json::Value::Null)
+            }
+        }
+    };
+}
+
+/// Defines a string enum whose wire values are an open set: known values get unit variants, anything
+/// else lands in `Unknown(String)` instead of failing the enclosing message.
+macro_rules! open_string_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident = $wire:literal,
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        pub enum $name {
+            $(
+                $(#[$vmeta])*
+                #[serde(rename = $wire)]
+                $variant,
+            )+
+            /// A value these types do not know, kept as received.
+            #[serde(untagged)]
+            Unknown(String),
+        }
+
+        impl $name {
+            /// The wire string.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $wire,)+
+                    $name::Unknown(s) => s,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+pub mod initialize;
+pub mod items;
+pub mod notifications;
+pub mod policy;
+pub mod server_requests;
+pub mod thread;
+pub mod turn;
+pub mod version;
+
+pub use initialize::*;
+pub use items::*;
+pub use notifications::*;
+pub use policy::*;
+pub use server_requests::*;
+pub use thread::*;
+pub use turn::*;
+pub use version::{Version, VersionPolicy, VersionRejected, VersionVerdict};
+
+/// Method names of the client → server messages clawbridge sends.
+pub mod methods {
+    /// Request: the handshake; params [`super::InitializeParams`], result [`super::InitializeResponse`].
+    pub const INITIALIZE: &str = "initialize";
+    /// Notification (no params): ends the handshake. Never acknowledged.
+    pub const INITIALIZED: &str = "initialized";
+    /// Request: [`super::ThreadStartParams`] → [`super::ThreadStartResponse`].
+    pub const THREAD_START: &str = "thread/start";
+    /// Request: [`super::ThreadResumeParams`] → [`super::ThreadResumeResponse`].
+    pub const THREAD_RESUME: &str = "thread/resume";
+    /// Request: [`super::TurnStartParams`] → [`super::TurnStartResponse`].
+    pub const TURN_START: &str = "turn/start";
+    /// Request: [`super::TurnSteerParams`] → [`super::TurnSteerResponse`].
+    pub const TURN_STEER: &str = "turn/steer";
+    /// Request: [`super::TurnInterruptParams`] → [`super::TurnInterruptResponse`].
+    pub const TURN_INTERRUPT: &str = "turn/interrupt";
+}
+
+#[cfg(test)]
+mod tests;
