@@ -3,6 +3,7 @@
 //!
 //! Nothing in this crate knows Codex or Claude; adapters build on it.
 
+pub mod attempt;
 pub mod binding;
 pub mod connection;
 pub mod events;
