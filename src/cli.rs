@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use clawbridge_bridge::attempt::hooks::ApprovalDecision;
 use clawbridge_bridge::supervisor::PidRegistry;
 
 #[derive(Debug, Parser)]
@@ -26,15 +27,27 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (bundled recording, no peers needed), codex or claude.
+        /// Which backend: demo (a bundled Codex recording played back, no peers needed) or codex.
         #[arg(long, default_value = "demo")]
         backend: String,
-        /// Session name; running again with the same name resumes the native session.
+        /// Session name; running again with the same name resumes the native thread.
         #[arg(long)]
         session: Option<String>,
-        /// Print normalized events as JSONL instead of the person's view.
+        /// Print normalized events as JSONL (and the attempt result last) instead of the person's view.
         #[arg(long)]
         json: bool,
+        /// Approve every approval request.
+        #[arg(long, conflicts_with = "deny")]
+        approve: bool,
+        /// Decline every approval request (the default without a terminal to ask at).
+        #[arg(long)]
+        deny: bool,
+        /// The codex executable for `--backend codex`.
+        #[arg(long, env = "CLAWBRIDGE_CODEX_BIN")]
+        codex: Option<PathBuf>,
+        /// The model to ask the backend for.
+        #[arg(long)]
+        model: Option<String>,
         /// The prompt.
         prompt: String,
     },
@@ -44,6 +57,13 @@ enum Command {
     Record,
     /// Run the benchmarks and print a table.
     Bench,
+    /// (internal) Play the demo's bundled Codex recording on stdio, as `codex app-server` would.
+    #[command(hide = true)]
+    DemoAgent {
+        /// Ignored: the arguments a Codex launch passes (`app-server`, `-c …`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        ignored: Vec<String>,
+    },
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
         /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
@@ -55,12 +75,19 @@ enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
     match cli.command {
-        Command::Run {
-            backend,
-            session: _,
-            json: _,
-            prompt,
-        } => run_turn(&backend, &prompt),
+        Command::Run { backend, session, json, approve, deny, codex, model, prompt } => {
+            if !clawbridge_adapters::BACKENDS.contains(&backend.as_str()) {
+                bail!("unknown backend `{backend}` (known: {})", clawbridge_adapters::BACKENDS.join(", "));
+            }
+            let approval = match (approve, deny) {
+                (true, _) => Some(ApprovalDecision::Allow),
+                (_, true) => Some(ApprovalDecision::Deny { message: None }),
+                _ => None,
+            };
+            let args = crate::run::RunArgs { backend, session, json, approval, codex, model, prompt };
+            crate::run::run(args, &state_dir).await
+        }
+        Command::DemoAgent { ignored: _ } => demo_agent(),
         Command::Serve => not_yet("serve", "the host protocol and OpenClaw plugin (issue #5)"),
         Command::Record => not_yet("record", "the real-peer test kit (issue #3)"),
         Command::Bench => not_yet("bench", "benchmarks and the fault matrix (issue #7)"),
@@ -68,25 +95,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn run_turn(backend: &str, prompt: &str) -> anyhow::Result<()> {
-    if !clawbridge_adapters::BACKENDS.contains(&backend) {
-        bail!(
-            "unknown backend `{backend}` (known: {})",
-            clawbridge_adapters::BACKENDS.join(", ")
-        );
-    }
-    match backend {
-        "demo" => {
-            println!(
-                "clawbridge demo backend (stub): would send {prompt:?} to a replay agent playing a bundled Codex recording."
-            );
-            println!(
-                "The demo turn arrives with the Codex app-server backend (issue #4); the foundation it runs on is in place."
-            );
-            Ok(())
-        }
-        other => not_yet(&format!("run --backend {other}"), "its backend issue"),
-    }
+/// The recording the demo backend plays: a real codex app-server 0.169.0 turn (an approved
+/// command), recorded with clawbridge's own Codex session as the client.
+const DEMO_RECORDING: &str = include_str!("../fixtures/recordings/demo/codex-demo.jsonl");
+
+fn demo_agent() -> anyhow::Result<()> {
+    use clawbridge_fixtures::recording::{Recording, ReplayOptions, replay};
+    let recording = Recording::parse(DEMO_RECORDING).context("the bundled demo recording is damaged")?;
+    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    replay(&recording, std::io::stdin().lock(), stdout, &ReplayOptions::default())
+        .context("the demo client did not follow the bundled recording")
 }
 
 fn not_yet(what: &str, arrives_with: &str) -> anyhow::Result<()> {
@@ -95,21 +113,14 @@ fn not_yet(what: &str, arrives_with: &str) -> anyhow::Result<()> {
 
 async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()> {
     let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
-    let reaped = registry
-        .reap_orphans(grace)
-        .await
-        .context("reaping orphaned agents")?;
+    let reaped = registry.reap_orphans(grace).await.context("reaping orphaned agents")?;
     for orphan in &reaped {
         println!(
             "reaped process group {} ({} live members) left by bridge pid {}",
             orphan.pgid, orphan.members, orphan.owner_pid
         );
     }
-    println!(
-        "{} orphaned process group(s) reaped from {}",
-        reaped.len(),
-        registry.dir().display()
-    );
+    println!("{} orphaned process group(s) reaped from {}", reaped.len(), registry.dir().display());
     Ok(())
 }
 

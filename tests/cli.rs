@@ -22,11 +22,31 @@ fn help_lists_every_subcommand() {
 }
 
 #[test]
-fn the_demo_backend_runs_and_says_what_it_is() {
-    let out = clawbridge(&["run", "--backend", "demo", "hello"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+fn the_demo_backend_plays_a_whole_turn_and_writes_a_transcript() {
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "demo", "--session", "demo-test", "list the files"])
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .output()
+        .expect("clawbridge runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("demo backend"), "the demo says what it is: {stderr}");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("demo backend") && text.contains("\"hello\""), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.iter().any(|l| l.starts_with("→ ") && l.contains("echo live-")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("✓ ") && l.contains("(exit 0)")), "{text}");
+    assert!(text.contains("live-42"), "the recorded command output is shown: {text}");
+    assert!(lines.last().is_some_and(|l| l.starts_with("— ok · 1 tool call(s)")), "{text}");
+
+    let transcript = std::fs::read_to_string(state.path().join("sessions/demo-test/transcript.jsonl")).unwrap();
+    let roles: Vec<String> = transcript
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["message"]["role"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"], "{transcript}");
+    assert!(transcript.lines().nth(1).unwrap().contains("\"content\":\"list the files\""));
 }
 
 #[test]

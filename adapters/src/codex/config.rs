@@ -1,0 +1,90 @@
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_protocol::codex::version::VersionPolicy;
+
+/// How to launch `codex app-server` and the policies of a session with it.
+#[derive(Clone, Debug)]
+pub struct CodexConfig {
+    /// The `codex` executable: the native binary (preferred, one process less) or the Node launcher.
+    pub program: PathBuf,
+    /// Arguments before `app-server`: for launchers that wrap the real binary (a recorder, the
+    /// demo's replay agent).
+    pub launcher_args: Vec<OsString>,
+    /// `-c key=value` overrides (TOML values), e.g. the model provider of a test.
+    pub config_overrides: Vec<String>,
+    /// `CODEX_HOME` for the child; its threads and config live there. `None` keeps the child's default.
+    pub codex_home: Option<PathBuf>,
+    /// The child's environment policy (`CODEX_HOME` is added to it).
+    pub env: EnvPolicy,
+    /// The child's working directory.
+    pub cwd: Option<PathBuf>,
+    /// Which server versions are accepted.
+    pub version_policy: VersionPolicy,
+    /// Our name in `clientInfo` (no `/`, no spaces: it becomes an HTTP header value).
+    pub client_name: String,
+    /// Deadline for `initialize` (the child's start-up is inside it).
+    pub handshake_timeout: Duration,
+    /// Deadline for ordinary requests (`thread/start`, `turn/start`, …).
+    pub request_timeout: Duration,
+    /// A turn with no progress for this long ends as `timeout` (suspended while an approval is pending).
+    pub turn_idle_timeout: Duration,
+    /// How long the host may take to decide an approval before it counts as declined.
+    pub approval_timeout: Duration,
+    /// How long a host tool may run before it counts as failed.
+    pub tool_timeout: Duration,
+    /// After an interrupt, how long to wait for `turn/completed` before giving up on the turn.
+    pub interrupt_grace: Duration,
+    /// The staged stop's graces.
+    pub stop: StopPolicy,
+    /// Where to record the child for orphan reaping.
+    pub registry: Option<PidRegistry>,
+}
+
+impl CodexConfig {
+    /// Defaults for launching `program`.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            launcher_args: Vec::new(),
+            config_overrides: Vec::new(),
+            codex_home: None,
+            env: EnvPolicy::default(),
+            cwd: None,
+            version_policy: VersionPolicy::default(),
+            client_name: "clawbridge".into(),
+            handshake_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            turn_idle_timeout: Duration::from_secs(300),
+            approval_timeout: Duration::from_secs(600),
+            tool_timeout: Duration::from_secs(600),
+            interrupt_grace: Duration::from_secs(10),
+            stop: StopPolicy {
+                after_stdin_close: Duration::from_secs(2),
+                after_sigterm: Duration::from_secs(2),
+                after_sigkill: Duration::from_secs(2),
+            },
+            registry: None,
+        }
+    }
+
+    /// The command to spawn.
+    pub(crate) fn command(&self) -> CommandSpec {
+        let mut args = self.launcher_args.clone();
+        args.push("app-server".into());
+        for value in &self.config_overrides {
+            args.push("-c".into());
+            args.push(value.into());
+        }
+        let mut env = self.env.clone();
+        // Another originator would change the userAgent the version gate parses.
+        env.remove.push("CODEX_INTERNAL_ORIGINATOR_OVERRIDE".into());
+        if let Some(home) = &self.codex_home {
+            env.set.push(("CODEX_HOME".into(), home.clone().into_os_string()));
+        }
+        env.set.push(("NO_COLOR".into(), "1".into()));
+        CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env }
+    }
+}

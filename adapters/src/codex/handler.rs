@@ -1,0 +1,234 @@
+//! Answers Codex's requests through the attempt's hooks. Every request is answered: a hook that
+//! fails or runs out of time yields the safe answer (decline, tool failure), never a hang
+//! (lessons B1). Requests Codex re-sends after a resume are answered from a cache, never run twice
+//! (lessons C2).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::hooks::{
+    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools,
+};
+use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
+use clawbridge_protocol::codex::server_requests::{
+    CommandExecutionApprovalDecision, CommandExecutionRequestApprovalResponse, DynamicToolCallResponse,
+    FileChangeApprovalDecision, FileChangeRequestApprovalResponse, PermissionGrantScope,
+    PermissionsRequestApprovalResponse, ServerRequest,
+};
+use clawbridge_protocol::jsonrpc::{ErrorObject, Request};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::mapping::{PATCH_TOOL_NAME, SHELL_TOOL_NAME};
+
+/// Facts the turn loop needs from the request side.
+#[derive(Debug, Default)]
+pub struct RequestActivity {
+    /// Approvals waiting for the host; the idle watchdog is suspended while this is non-zero,
+    /// because a person deciding is not a stuck turn (lessons A4).
+    pub approvals_pending: AtomicUsize,
+    /// The host granted at least one approval: the attempt may have had effects (lessons C1).
+    pub approval_accepted: AtomicBool,
+    /// Bumped on every request, so the watchdog counts requests as progress.
+    pub requests_seen: AtomicUsize,
+}
+
+type CachedAnswer = Shared<BoxFuture<'static, Value>>;
+
+/// The [`RequestHandler`] of a Codex connection.
+pub struct CodexRequestHandler {
+    /// Decides approvals.
+    approver: Arc<dyn Approver>,
+    /// Runs dynamic (host) tools.
+    tools: Arc<dyn HostTools>,
+    /// Shared with the turn loop.
+    activity: Arc<RequestActivity>,
+    /// Deadline for one approval decision.
+    approval_timeout: Duration,
+    /// Deadline for one host tool call.
+    tool_timeout: Duration,
+    /// Answers by dedupe key: tool calls by (thread, turn, call), approvals by (thread, approval).
+    answers: Mutex<HashMap<String, CachedAnswer>>,
+}
+
+impl CodexRequestHandler {
+    /// A handler using these hooks and deadlines.
+    pub fn new(
+        approver: Arc<dyn Approver>,
+        tools: Arc<dyn HostTools>,
+        activity: Arc<RequestActivity>,
+        approval_timeout: Duration,
+        tool_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self { approver, tools, activity, approval_timeout, tool_timeout, answers: Mutex::default() })
+    }
+
+    /// The answer for `key`, computing it with `make` only the first time.
+    fn once(&self, key: String, make: impl FnOnce() -> BoxFuture<'static, Value>) -> CachedAnswer {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        answers.entry(key).or_insert_with(|| make().shared()).clone()
+    }
+
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalDecision> {
+        let approver = self.approver.clone();
+        let activity = self.activity.clone();
+        let limit = self.approval_timeout;
+        Box::pin(async move {
+            let _pending = PendingApproval::start(&activity);
+            let decision = match tokio::time::timeout(limit, approver.decide(request)).await {
+                Ok(Ok(decision)) => decision,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "the approval could not be decided; declining");
+                    ApprovalDecision::Deny { message: Some(format!("approval failed: {error}")) }
+                }
+                Err(_) => ApprovalDecision::Deny { message: Some(format!("no decision within {limit:?}")) },
+            };
+            if decision.allows() {
+                activity.approval_accepted.store(true, Ordering::Relaxed);
+            }
+            decision
+        })
+    }
+
+    fn answer(&self, request: ServerRequest) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        match request {
+            ServerRequest::CommandExecutionApproval(p) => {
+                let ask = ApprovalRequest {
+                    kind: ApprovalKind::Command,
+                    call_id: p.item_id.clone(),
+                    tool_name: SHELL_TOOL_NAME.into(),
+                    arguments: json!({"command": p.command, "cwd": p.cwd}),
+                    reason: p.reason.clone(),
+                };
+                let decision = self.decide(ask);
+                let key = format!("approval:{}:{}", p.thread_id, p.approval_key());
+                cached(self.once(key, || {
+                    Box::pin(async move {
+                        let decision = match decision.await {
+                            ApprovalDecision::Allow => CommandExecutionApprovalDecision::Accept,
+                            ApprovalDecision::AllowForSession => CommandExecutionApprovalDecision::AcceptForSession,
+                            ApprovalDecision::Abort => CommandExecutionApprovalDecision::Cancel,
+                            _ => CommandExecutionApprovalDecision::Decline,
+                        };
+                        to_value(CommandExecutionRequestApprovalResponse { decision })
+                    })
+                }))
+            }
+            ServerRequest::FileChangeApproval(p) => {
+                let ask = ApprovalRequest {
+                    kind: ApprovalKind::FileChange,
+                    call_id: p.item_id.clone(),
+                    tool_name: PATCH_TOOL_NAME.into(),
+                    arguments: json!({"grantRoot": p.grant_root}),
+                    reason: p.reason.clone(),
+                };
+                let decision = self.decide(ask);
+                let key = format!("approval:{}:{}", p.thread_id, p.item_id);
+                cached(self.once(key, || {
+                    Box::pin(async move {
+                        let decision = match decision.await {
+                            ApprovalDecision::Allow => FileChangeApprovalDecision::Accept,
+                            ApprovalDecision::AllowForSession => FileChangeApprovalDecision::AcceptForSession,
+                            ApprovalDecision::Abort => FileChangeApprovalDecision::Cancel,
+                            _ => FileChangeApprovalDecision::Decline,
+                        };
+                        to_value(FileChangeRequestApprovalResponse { decision })
+                    })
+                }))
+            }
+            ServerRequest::PermissionsApproval(p) => {
+                let ask = ApprovalRequest {
+                    kind: ApprovalKind::Permissions,
+                    call_id: p.item_id.clone(),
+                    tool_name: "permissions".into(),
+                    arguments: to_value(&p.permissions),
+                    reason: p.reason.clone(),
+                };
+                let decision = self.decide(ask);
+                let requested = p.permissions.clone();
+                let key = format!("approval:{}:{}", p.thread_id, p.item_id);
+                cached(self.once(key, || {
+                    Box::pin(async move {
+                        let reply = match decision.await {
+                            ApprovalDecision::Allow => PermissionsRequestApprovalResponse {
+                                permissions: requested,
+                                scope: PermissionGrantScope::Turn,
+                            },
+                            ApprovalDecision::AllowForSession => PermissionsRequestApprovalResponse {
+                                permissions: requested,
+                                scope: PermissionGrantScope::Session,
+                            },
+                            _ => PermissionsRequestApprovalResponse::deny(),
+                        };
+                        to_value(reply)
+                    })
+                }))
+            }
+            ServerRequest::DynamicToolCall(p) => {
+                let tools = self.tools.clone();
+                let limit = self.tool_timeout;
+                let key = format!("tool:{}:{}:{}", p.thread_id, p.turn_id, p.call_id);
+                let call = HostToolCall { call_id: p.call_id, tool_name: p.tool, arguments: p.arguments };
+                cached(self.once(key, || {
+                    Box::pin(async move {
+                        let name = call.tool_name.clone();
+                        let reply = match tokio::time::timeout(limit, tools.call(call)).await {
+                            Ok(Ok(output)) if !output.is_error => DynamicToolCallResponse::success(output.text),
+                            Ok(Ok(output)) => DynamicToolCallResponse::failure(output.text),
+                            Ok(Err(error)) => DynamicToolCallResponse::failure(error),
+                            Err(_) => {
+                                DynamicToolCallResponse::failure(format!("`{name}` gave no result within {limit:?}"))
+                            }
+                        };
+                        to_value(reply)
+                    })
+                }))
+            }
+            // No person to ask: the safe answers (empty answers, declined elicitation, -32601).
+            other => {
+                let reply = other.fallback_reply();
+                Box::pin(async move { reply.map_err(HandlerError::Reply) })
+            }
+        }
+    }
+}
+
+impl RequestHandler for CodexRequestHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        self.activity.requests_seen.fetch_add(1, Ordering::Relaxed);
+        self.answer(ServerRequest::from_request(&request.method, request.params))
+    }
+
+    fn fallback(&self, method: &str, params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
+        tracing::warn!(%method, %failure, "answering Codex with the safe default");
+        ServerRequest::from_request(method, params.cloned()).fallback_reply()
+    }
+}
+
+fn cached(answer: CachedAnswer) -> BoxFuture<'static, Result<Value, HandlerError>> {
+    Box::pin(async move { Ok(answer.await) })
+}
+
+fn to_value<T: Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Counts an approval as pending for as long as it lives, even if its task is aborted.
+struct PendingApproval(Arc<RequestActivity>);
+
+impl PendingApproval {
+    fn start(activity: &Arc<RequestActivity>) -> Self {
+        activity.approvals_pending.fetch_add(1, Ordering::Relaxed);
+        PendingApproval(activity.clone())
+    }
+}
+
+impl Drop for PendingApproval {
+    fn drop(&mut self) {
+        self.0.approvals_pending.fetch_sub(1, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,18 @@
+//! The Codex app-server backend: `codex app-server` over stdio (JSON-RPC, Codex dialect).
+//!
+//! - [`mapping`]: Codex notifications → normalized events (pure).
+//! - [`config`]: how to launch it and the policies of a session.
+//! - [`handler`]: Codex's requests (approvals, dynamic tools, user input) → the attempt's hooks.
+//! - [`session`]: handshake with the version gate, threads, and one turn at a time.
+
+pub mod config;
+pub mod handler;
+pub mod mapping;
+pub mod session;
+
+pub use config::CodexConfig;
+pub use mapping::{TurnMapper, canonical_tool_name, tool_call};
+pub use session::{CodexError, CodexSession, SessionHooks, ThreadOptions, ThreadReady};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,397 @@
+//! One `codex app-server` process: the handshake with its version gate, threads, and turns.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
+use clawbridge_bridge::connection::AgentConnection;
+use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
+use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
+use clawbridge_protocol::codex::initialize::{
+    ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
+};
+use clawbridge_protocol::codex::methods;
+use clawbridge_protocol::codex::notifications::ServerNotification;
+use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
+use clawbridge_protocol::codex::thread::{
+    DynamicToolFunction, DynamicToolSpec, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
+};
+use clawbridge_protocol::codex::turn::{TurnInterruptParams, TurnStartParams, TurnStartResponse, UserInput};
+use clawbridge_protocol::codex::version::{Version, VersionRejected};
+use clawbridge_protocol::jsonrpc::Dialect;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::config::CodexConfig;
+use super::handler::{CodexRequestHandler, RequestActivity};
+use super::mapping::TurnMapper;
+
+/// How long the host gets to take in a tool terminal before the turn goes on without its answer.
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a Codex session could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodexError {
+    /// The app-server could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The server's version is refused; the child was stopped. Not retryable.
+    #[error("{rejected} (userAgent: {user_agent:?})")]
+    VersionRejected {
+        /// Why, naming found and required versions.
+        #[source]
+        rejected: VersionRejected,
+        /// The userAgent as the server sent it.
+        user_agent: Option<String>,
+    },
+    /// `initialize` failed or timed out; the child was stopped.
+    #[error("the codex app-server handshake failed")]
+    Handshake(#[source] RpcError),
+    /// A request failed.
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+}
+
+impl CodexError {
+    /// Whether trying again could help (a version refusal never does).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, CodexError::VersionRejected { .. })
+    }
+}
+
+/// What the host lends a session.
+#[derive(Clone)]
+pub struct SessionHooks {
+    /// Decides Codex's approval requests.
+    pub approver: Arc<dyn Approver>,
+    /// Host tools, declared as dynamic tools (needs the experimental API).
+    pub tools: Arc<dyn HostTools>,
+    /// Receives every tool terminal.
+    pub observer: Arc<dyn ToolTerminalObserver>,
+}
+
+/// Settings of a thread, sent on start and resume.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadOptions {
+    /// The thread's working directory.
+    pub cwd: Option<String>,
+    /// The model to use.
+    pub model: Option<String>,
+    /// When Codex asks before running things.
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// How much the sandbox allows.
+    pub sandbox: Option<SandboxMode>,
+    /// Extra instructions for the model.
+    pub developer_instructions: Option<String>,
+}
+
+/// A thread ready for turns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadReady {
+    /// Its id (kept in the session binding).
+    pub thread_id: String,
+    /// True when an existing thread was resumed.
+    pub resumed: bool,
+    /// Why a requested resume failed and a new thread was started instead (never silent).
+    pub resume_failure: Option<String>,
+}
+
+/// A live `codex app-server` after a successful handshake.
+pub struct CodexSession {
+    /// The process and its JSON-RPC peer.
+    conn: AgentConnection,
+    /// Notifications in arrival order.
+    events: mpsc::Receiver<PeerEvent>,
+    /// What the request handler saw (pending approvals, accepted approvals).
+    activity: Arc<RequestActivity>,
+    /// Receives tool terminals.
+    observer: Arc<dyn ToolTerminalObserver>,
+    /// Host tools, declared on every thread.
+    tools: Arc<dyn HostTools>,
+    /// Timeouts and policies.
+    config: CodexConfig,
+    /// The server's version, parsed from its userAgent.
+    server_version: Version,
+    /// Unknown notification methods already logged, so each is logged once.
+    unknown_methods: HashSet<String>,
+}
+
+impl CodexSession {
+    /// Spawns the app-server and performs the handshake. No other request can go out before it
+    /// succeeds: the session only exists afterwards. A refused version stops the child.
+    pub async fn connect(config: CodexConfig, hooks: SessionHooks) -> Result<CodexSession, CodexError> {
+        let activity = Arc::new(RequestActivity::default());
+        let handler = CodexRequestHandler::new(
+            hooks.approver.clone(),
+            hooks.tools.clone(),
+            activity.clone(),
+            config.approval_timeout,
+            config.tool_timeout,
+        );
+        let peer_config = PeerConfig {
+            dialect: Dialect::Codex,
+            request_timeout: config.request_timeout,
+            // The handler applies the approval and tool deadlines itself; this is the backstop.
+            handler_timeout: config.approval_timeout.max(config.tool_timeout) + Duration::from_secs(5),
+            label: "codex".into(),
+            ..PeerConfig::default()
+        };
+        let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };
+        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler)?;
+
+        let experimental_api = !hooks.tools.specs().is_empty();
+        let params = InitializeParams {
+            client_info: ClientInfo::new(config.client_name.clone(), env!("CARGO_PKG_VERSION")),
+            capabilities: Some(InitializeCapabilities { experimental_api, ..InitializeCapabilities::default() }),
+            ..InitializeParams::default()
+        };
+        let answer = match conn
+            .peer()
+            .request_with_timeout(methods::INITIALIZE, Some(&params), config.handshake_timeout)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(error) => {
+                conn.shutdown(config.stop).await;
+                return Err(CodexError::Handshake(error));
+            }
+        };
+        let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
+        let server_version = match config.version_policy.check(response.user_agent.as_deref()) {
+            Ok(verdict) => {
+                if let Some(warning) = verdict.warning() {
+                    tracing::warn!("{warning}");
+                }
+                verdict.found().clone()
+            }
+            Err(rejected) => {
+                let stop = conn.shutdown(config.stop).await;
+                tracing::debug!(?stop, "stopped a codex app-server of a refused version");
+                return Err(CodexError::VersionRejected { rejected, user_agent: response.user_agent });
+            }
+        };
+        conn.peer().notify::<Value>(methods::INITIALIZED, None).await?;
+        Ok(CodexSession {
+            conn,
+            events,
+            activity,
+            observer: hooks.observer,
+            tools: hooks.tools,
+            config,
+            server_version,
+            unknown_methods: HashSet::new(),
+        })
+    }
+
+    /// The server's version.
+    pub fn server_version(&self) -> &Version {
+        &self.server_version
+    }
+
+    /// The app-server's pid (its process group).
+    pub fn pid(&self) -> u32 {
+        self.conn.process().pid()
+    }
+
+    fn dynamic_tools(&self) -> Option<Vec<DynamicToolSpec>> {
+        let specs = self.tools.specs();
+        (!specs.is_empty()).then(|| {
+            specs
+                .into_iter()
+                .map(|spec| {
+                    DynamicToolSpec::Function(DynamicToolFunction {
+                        name: spec.name,
+                        description: spec.description,
+                        input_schema: spec.input_schema,
+                        ..DynamicToolFunction::default()
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Starts a new thread.
+    pub async fn start_thread(&mut self, options: &ThreadOptions) -> Result<ThreadReady, CodexError> {
+        let params = ThreadStartParams {
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            dynamic_tools: self.dynamic_tools(),
+            ..ThreadStartParams::default()
+        };
+        let response: ThreadStartResponse =
+            self.conn.peer().request_typed(methods::THREAD_START, Some(&params)).await?;
+        Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None })
+    }
+
+    /// Resumes `thread_id`; if that fails, starts a new thread and says why in `resume_failure`.
+    pub async fn resume_or_start(
+        &mut self,
+        thread_id: &str,
+        options: &ThreadOptions,
+    ) -> Result<ThreadReady, CodexError> {
+        let params = ThreadResumeParams {
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            // History is in the native thread; we only need it live.
+            exclude_turns: Some(true),
+            ..ThreadResumeParams::new(thread_id)
+        };
+        match self.conn.peer().request_typed::<_, ThreadStartResponse>(methods::THREAD_RESUME, Some(&params)).await {
+            Ok(response) => Ok(ThreadReady { thread_id: response.thread.id, resumed: true, resume_failure: None }),
+            Err(error) => {
+                tracing::warn!(%thread_id, %error, "could not resume the codex thread; starting a new one");
+                let mut ready = self.start_thread(options).await?;
+                ready.resume_failure = Some(error.to_string());
+                Ok(ready)
+            }
+        }
+    }
+
+    /// Runs one turn on `thread_id`, passing every normalized event to `sink` as it happens and
+    /// every tool terminal to the observer (once each, before the result). Cancelling `cancel`
+    /// interrupts the turn. A turn that stops making progress ends as `timeout`; a dying server
+    /// ends it as `failed` — never a hang.
+    pub async fn run_turn(
+        &mut self,
+        thread_id: &str,
+        prompt: &str,
+        sink: &mut (dyn FnMut(&Event) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AttemptResult, CodexError> {
+        let peer = self.conn.peer().clone();
+        let params = TurnStartParams::new(thread_id, vec![UserInput::text(prompt)]);
+        // The answer may come after the notifications it causes: keep reading while it is pending.
+        let mut start = tokio::spawn(async move { peer.request(methods::TURN_START, Some(&params)).await });
+        let mut start_pending = true;
+        let mut started_turn: Option<String> = None;
+        let mut mapper = TurnMapper::new(thread_id);
+        let mut recorder = AttemptRecorder::new();
+        let idle = self.config.turn_idle_timeout;
+        let mut deadline = Instant::now() + idle;
+        let mut interrupting = false;
+        let mut interrupt_sent = false;
+        let mut requests_seen = self.activity.requests_seen.load(Ordering::Relaxed);
+
+        let closing: Vec<Event> = loop {
+            if interrupting && !interrupt_sent {
+                if let Some(turn_id) = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone()) {
+                    self.send_interrupt(thread_id, &turn_id);
+                    interrupt_sent = true;
+                }
+            }
+            tokio::select! {
+                event = self.events.recv() => match event {
+                    Some(PeerEvent::Notification(note)) => {
+                        if !interrupting {
+                            deadline = Instant::now() + idle;
+                        }
+                        let note = ServerNotification::from_notification(&note.method, note.params);
+                        if let ServerNotification::Unknown { method, .. } = &note {
+                            if self.unknown_methods.insert(method.clone()) {
+                                tracing::debug!(%method, "ignoring a codex notification this build does not map");
+                            }
+                        }
+                        for event in mapper.on_notification(&note) {
+                            self.deliver(event, &mut recorder, sink).await;
+                        }
+                        if mapper.is_complete() {
+                            break Vec::new();
+                        }
+                    }
+                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
+                    Some(PeerEvent::Closed(gone)) => {
+                        break mapper.abandon(TerminalKind::Failed, format!("the codex app-server went away: {gone}"));
+                    }
+                    Some(_) | None => {
+                        break mapper.abandon(TerminalKind::Failed, "the codex app-server connection closed".into());
+                    }
+                },
+                answer = &mut start, if start_pending => {
+                    start_pending = false;
+                    match answer {
+                        Ok(Ok(value)) => {
+                            started_turn = serde_json::from_value::<TurnStartResponse>(value).ok().map(|r| r.turn.id);
+                            // If `turn/started` was missed, the answer still pins the turn.
+                            if let Some(turn_id) = &started_turn {
+                                mapper.expect_turn(turn_id);
+                            }
+                        }
+                        Ok(Err(error)) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {error}")),
+                        Err(join) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {join}")),
+                    }
+                }
+                _ = cancel.cancelled(), if !interrupting => {
+                    interrupting = true;
+                    deadline = Instant::now() + self.config.interrupt_grace;
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    let seen = self.activity.requests_seen.load(Ordering::Relaxed);
+                    let waiting = self.activity.approvals_pending.load(Ordering::Relaxed) > 0;
+                    if !interrupting && (waiting || seen != requests_seen) {
+                        requests_seen = seen;
+                        deadline = Instant::now() + idle;
+                        continue;
+                    }
+                    if interrupting {
+                        break mapper.abandon(TerminalKind::Aborted, "interrupted; codex did not confirm in time".into());
+                    }
+                    // Best effort: stop the server working on a turn nobody waits for any more.
+                    if let Some(turn_id) = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone()) {
+                        self.send_interrupt(thread_id, &turn_id);
+                    }
+                    break mapper.abandon(TerminalKind::Timeout, format!("no progress from codex for {idle:?}"));
+                }
+            }
+        };
+        for event in closing {
+            self.deliver(event, &mut recorder, sink).await;
+        }
+        if start_pending {
+            start.abort();
+        }
+        if self.activity.approval_accepted.swap(false, Ordering::Relaxed) {
+            recorder.approval_accepted();
+        }
+        Ok(recorder.finish(Some(thread_id.to_string())))
+    }
+
+    fn send_interrupt(&self, thread_id: &str, turn_id: &str) {
+        let peer = self.conn.peer().clone();
+        let params = TurnInterruptParams { thread_id: thread_id.into(), turn_id: turn_id.into(), ..Default::default() };
+        tokio::spawn(async move {
+            if let Err(error) = peer.request(methods::TURN_INTERRUPT, Some(&params)).await {
+                tracing::debug!(%error, "turn/interrupt failed");
+            }
+        });
+    }
+
+    /// Records the event, reports a tool terminal to the host (before anything else sees the
+    /// result), then hands the event to the sink.
+    async fn deliver(&self, event: Event, recorder: &mut AttemptRecorder, sink: &mut (dyn FnMut(&Event) + Send)) {
+        if let Some(report) = recorder.record(&event) {
+            match tokio::time::timeout(OBSERVE_TIMEOUT, self.observer.observe(report)).await {
+                Ok(resolution) => recorder.set_last_tool_error(resolution.last_tool_error),
+                Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
+            }
+        }
+        sink(&event);
+    }
+
+    /// Stops the app-server (staged: stdin EOF, then signals to its group).
+    pub async fn shutdown(self) -> StopOutcome {
+        self.conn.shutdown(self.config.stop).await
+    }
+}
