@@ -8,9 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::exit::ExitState;
 use crate::rpc::{ExitReporter, PeerConfig, PeerEvent, RequestHandler, RpcPeer};
-use crate::supervisor::{
-    ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy,
-};
+use crate::supervisor::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy};
 
 /// How long, after the agent's stdout closes, to wait for its exit status before reporting without it.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);

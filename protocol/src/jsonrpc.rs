@@ -87,11 +87,7 @@ pub struct ErrorObject {
 impl ErrorObject {
     /// An error with no `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        Self { code, message: message.into(), data: None }
     }
 }
 
@@ -198,18 +194,11 @@ impl Message {
             return Err(ShapeError::Unclassifiable);
         };
         if let Some(error) = map.remove("error") {
-            let error: ErrorObject =
-                serde_json::from_value(error).map_err(|_| ShapeError::BadErrorObject)?;
-            return Ok(Message::Response(Response {
-                id,
-                outcome: Err(error),
-            }));
+            let error: ErrorObject = serde_json::from_value(error).map_err(|_| ShapeError::BadErrorObject)?;
+            return Ok(Message::Response(Response { id, outcome: Err(error) }));
         }
         match map.remove("result") {
-            Some(result) => Ok(Message::Response(Response {
-                id,
-                outcome: Ok(result),
-            })),
+            Some(result) => Ok(Message::Response(Response { id, outcome: Ok(result) })),
             None => Err(ShapeError::Unclassifiable),
         }
     }
@@ -242,10 +231,7 @@ impl Message {
                 map.insert("id".into(), id_value(&r.id));
                 match &r.outcome {
                     Ok(result) => map.insert("result".into(), result.clone()),
-                    Err(e) => map.insert(
-                        "error".into(),
-                        serde_json::to_value(e).unwrap_or(Value::Null),
-                    ),
+                    Err(e) => map.insert("error".into(), serde_json::to_value(e).unwrap_or(Value::Null)),
                 };
             }
         }
@@ -277,18 +263,8 @@ pub mod outgoing {
 
     impl<'a, P: Serialize> Call<'a, P> {
         /// A request (with `id`) or a notification (without).
-        pub fn new(
-            dialect: Dialect,
-            id: Option<&'a RequestId>,
-            method: &'a str,
-            params: Option<&'a P>,
-        ) -> Self {
-            Self {
-                jsonrpc: version(dialect),
-                id,
-                method,
-                params,
-            }
+        pub fn new(dialect: Dialect, id: Option<&'a RequestId>, method: &'a str, params: Option<&'a P>) -> Self {
+            Self { jsonrpc: version(dialect), id, method, params }
         }
     }
 
@@ -306,21 +282,12 @@ pub mod outgoing {
 
     impl<'a> Reply<'a> {
         /// A response carrying `outcome` for request `id`.
-        pub fn new(
-            dialect: Dialect,
-            id: &'a RequestId,
-            outcome: &'a Result<Value, ErrorObject>,
-        ) -> Self {
+        pub fn new(dialect: Dialect, id: &'a RequestId, outcome: &'a Result<Value, ErrorObject>) -> Self {
             let (result, error) = match outcome {
                 Ok(v) => (Some(v), None),
                 Err(e) => (None, Some(e)),
             };
-            Self {
-                jsonrpc: version(dialect),
-                id,
-                result,
-                error,
-            }
+            Self { jsonrpc: version(dialect), id, result, error }
         }
     }
 }
@@ -345,18 +312,12 @@ mod tests {
                     m["jsonrpc"] = json!(v);
                 }
             }
-            assert!(
-                matches!(classify(req).unwrap(), Message::Request(r) if r.id == RequestId::from(1))
-            );
+            assert!(matches!(classify(req).unwrap(), Message::Request(r) if r.id == RequestId::from(1)));
             assert!(matches!(classify(note).unwrap(), Message::Notification(n) if n.method == "n"));
             match classify(resp).unwrap() {
                 Message::Response(r) => {
                     assert_eq!(r.id, RequestId::String("x".into()));
-                    assert_eq!(
-                        r.outcome,
-                        Ok(Value::Null),
-                        "a null result is still a result"
-                    );
+                    assert_eq!(r.outcome, Ok(Value::Null), "a null result is still a result");
                 }
                 other => panic!("expected a response, got {other:?}"),
             }
@@ -365,47 +326,26 @@ mod tests {
 
     #[test]
     fn error_responses_and_bad_shapes() {
-        let m =
-            classify(json!({"id": 2, "error": {"code": -32601, "message": "nope", "extra": 1}}))
-                .unwrap();
-        assert!(
-            matches!(m, Message::Response(Response { outcome: Err(e), .. }) if e.code == -32601)
-        );
+        let m = classify(json!({"id": 2, "error": {"code": -32601, "message": "nope", "extra": 1}})).unwrap();
+        assert!(matches!(m, Message::Response(Response { outcome: Err(e), .. }) if e.code == -32601));
         assert_eq!(classify(json!([1])), Err(ShapeError::NotAnObject));
         assert_eq!(classify(json!({"id": 1})), Err(ShapeError::Unclassifiable));
-        assert_eq!(
-            classify(json!({"result": 1})),
-            Err(ShapeError::Unclassifiable)
-        );
-        assert_eq!(
-            classify(json!({"id": [1], "method": "m"})),
-            Err(ShapeError::BadId)
-        );
-        assert_eq!(
-            classify(json!({"method": 5})),
-            Err(ShapeError::MethodNotString)
-        );
-        assert_eq!(
-            classify(json!({"id": 1, "error": "boom"})),
-            Err(ShapeError::BadErrorObject)
-        );
+        assert_eq!(classify(json!({"result": 1})), Err(ShapeError::Unclassifiable));
+        assert_eq!(classify(json!({"id": [1], "method": "m"})), Err(ShapeError::BadId));
+        assert_eq!(classify(json!({"method": 5})), Err(ShapeError::MethodNotString));
+        assert_eq!(classify(json!({"id": 1, "error": "boom"})), Err(ShapeError::BadErrorObject));
     }
 
     #[test]
     fn ids_echo_exactly_as_received() {
-        for raw in [
-            r#"{"id":18446744073709551615,"method":"m"}"#,
-            r#"{"id":-3,"method":"m"}"#,
-            r#"{"id":"abc","method":"m"}"#,
-        ] {
-            let Message::Request(req) = classify(serde_json::from_str(raw).unwrap()).unwrap()
-            else {
+        for raw in
+            [r#"{"id":18446744073709551615,"method":"m"}"#, r#"{"id":-3,"method":"m"}"#, r#"{"id":"abc","method":"m"}"#]
+        {
+            let Message::Request(req) = classify(serde_json::from_str(raw).unwrap()).unwrap() else {
                 panic!("not a request")
             };
             let outcome = Ok(json!(true));
-            let reply =
-                serde_json::to_string(&outgoing::Reply::new(Dialect::Codex, &req.id, &outcome))
-                    .unwrap();
+            let reply = serde_json::to_string(&outgoing::Reply::new(Dialect::Codex, &req.id, &outcome)).unwrap();
             let echoed: Value = serde_json::from_str(&reply).unwrap();
             let sent: Value = serde_json::from_str(raw).unwrap();
             assert_eq!(echoed["id"], sent["id"]);
@@ -415,40 +355,16 @@ mod tests {
     #[test]
     fn dialects_differ_only_in_the_version_field() {
         let id = RequestId::from(5);
-        let strict = serde_json::to_string(&outgoing::Call::new(
-            Dialect::JsonRpc2,
-            Some(&id),
-            "m",
-            Some(&json!({})),
-        ))
-        .unwrap();
-        let codex = serde_json::to_string(&outgoing::Call::new(
-            Dialect::Codex,
-            Some(&id),
-            "m",
-            Some(&json!({})),
-        ))
-        .unwrap();
-        assert_eq!(
-            strict,
-            r#"{"jsonrpc":"2.0","id":5,"method":"m","params":{}}"#
-        );
+        let strict =
+            serde_json::to_string(&outgoing::Call::new(Dialect::JsonRpc2, Some(&id), "m", Some(&json!({})))).unwrap();
+        let codex =
+            serde_json::to_string(&outgoing::Call::new(Dialect::Codex, Some(&id), "m", Some(&json!({})))).unwrap();
+        assert_eq!(strict, r#"{"jsonrpc":"2.0","id":5,"method":"m","params":{}}"#);
         assert_eq!(codex, r#"{"id":5,"method":"m","params":{}}"#);
-        let note = serde_json::to_string(&outgoing::Call::<Value>::new(
-            Dialect::Codex,
-            None,
-            "initialized",
-            None,
-        ))
-        .unwrap();
+        let note =
+            serde_json::to_string(&outgoing::Call::<Value>::new(Dialect::Codex, None, "initialized", None)).unwrap();
         assert_eq!(note, r#"{"method":"initialized"}"#);
-        let msg = Message::Notification(Notification {
-            method: "n".into(),
-            params: None,
-        });
-        assert_eq!(
-            msg.to_value(Dialect::JsonRpc2),
-            json!({"jsonrpc": "2.0", "method": "n"})
-        );
+        let msg = Message::Notification(Notification { method: "n".into(), params: None });
+        assert_eq!(msg.to_value(Dialect::JsonRpc2), json!({"jsonrpc": "2.0", "method": "n"}));
     }
 }

@@ -201,11 +201,17 @@ impl ToolTerminalReport {
             ),
             ToolOutcome::Declined { reason } => (
                 TerminalOutcome::Failure,
-                Some(ToolFailure { error: Some(reason.clone().unwrap_or_else(|| "declined".into())), ..Default::default() }),
+                Some(ToolFailure {
+                    error: Some(reason.clone().unwrap_or_else(|| "declined".into())),
+                    ..Default::default()
+                }),
             ),
             ToolOutcome::Cancelled { reason } => (
                 TerminalOutcome::Failure,
-                Some(ToolFailure { error: Some(reason.clone().unwrap_or_else(|| "cancelled".into())), ..Default::default() }),
+                Some(ToolFailure {
+                    error: Some(reason.clone().unwrap_or_else(|| "cancelled".into())),
+                    ..Default::default()
+                }),
             ),
         };
         let declined = matches!(finish.outcome, ToolOutcome::Declined { .. });

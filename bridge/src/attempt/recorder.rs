@@ -268,7 +268,10 @@ mod tests {
         let result = recorder.finish(Some("th-1".into()));
         assert!(!result.replay.had_potential_side_effects, "a declined command changed nothing");
         assert!(!result.replay.replay_safe, "a tool started, so the host must not replay blindly");
-        assert_eq!(result.tools, vec![ToolMeta { tool_name: "bash".into(), tool_call_id: "c1".into(), is_error: true }]);
+        assert_eq!(
+            result.tools,
+            vec![ToolMeta { tool_name: "bash".into(), tool_call_id: "c1".into(), is_error: true }]
+        );
         assert_eq!(result.item_lifecycle, ItemLifecycle { started_count: 1, completed_count: 1, active_count: 0 });
     }
 

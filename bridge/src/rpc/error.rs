@@ -163,9 +163,6 @@ pub enum RpcError {
 
 impl RpcError {
     pub(crate) fn not_sent(method: &str, error: SendError) -> Self {
-        RpcError::NotSent {
-            method: method.to_string(),
-            reason: error.to_string(),
-        }
+        RpcError::NotSent { method: method.to_string(), reason: error.to_string() }
     }
 }

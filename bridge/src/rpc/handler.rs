@@ -49,16 +49,8 @@ pub trait RequestHandler: Send + Sync + 'static {
     /// The answer given when [`handle`](Self::handle) fails, times out or panics. It must be the
     /// safe choice for the method (decline an approval, fail a tool call); the default is a
     /// JSON-RPC internal error.
-    fn fallback(
-        &self,
-        method: &str,
-        _params: Option<&Value>,
-        failure: &HandlerFailure,
-    ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::new(
-            codes::INTERNAL_ERROR,
-            format!("`{method}` was not handled: {failure}"),
-        ))
+    fn fallback(&self, method: &str, _params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::new(codes::INTERNAL_ERROR, format!("`{method}` was not handled: {failure}")))
     }
 }
 
@@ -68,10 +60,7 @@ pub struct RejectAll;
 
 impl RequestHandler for RejectAll {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
-        let error = ErrorObject::new(
-            codes::METHOD_NOT_FOUND,
-            format!("unsupported method `{}`", request.method),
-        );
+        let error = ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unsupported method `{}`", request.method));
         Box::pin(async move { Err(HandlerError::Reply(error)) })
     }
 }

@@ -10,7 +10,5 @@ mod handler;
 mod peer;
 
 pub use error::{GoneCause, PeerGone, RpcError, StreamProblem};
-pub use handler::{
-    ExitReporter, HandlerError, HandlerFailure, NoProcess, RejectAll, RequestHandler,
-};
+pub use handler::{ExitReporter, HandlerError, HandlerFailure, NoProcess, RejectAll, RequestHandler};
 pub use peer::{PeerConfig, PeerEvent, RpcPeer};

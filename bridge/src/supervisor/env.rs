@@ -46,11 +46,7 @@ pub struct EnvPolicy {
 
 impl Default for EnvPolicy {
     fn default() -> Self {
-        Self {
-            inherit: DEFAULT_INHERIT.iter().map(|s| s.to_string()).collect(),
-            set: Vec::new(),
-            remove: Vec::new(),
-        }
+        Self { inherit: DEFAULT_INHERIT.iter().map(|s| s.to_string()).collect(), set: Vec::new(), remove: Vec::new() }
     }
 }
 
@@ -68,10 +64,7 @@ impl EnvPolicy {
     }
 
     /// The child's complete environment given the parent's.
-    pub fn build(
-        &self,
-        parent: impl IntoIterator<Item = (OsString, OsString)>,
-    ) -> BTreeMap<OsString, OsString> {
+    pub fn build(&self, parent: impl IntoIterator<Item = (OsString, OsString)>) -> BTreeMap<OsString, OsString> {
         let mut env: BTreeMap<OsString, OsString> = parent
             .into_iter()
             .filter(|(name, _)| matches_any(name, self.inherit.iter().map(String::as_str)))
@@ -87,12 +80,10 @@ fn matches_any<'a>(name: &OsStr, patterns: impl IntoIterator<Item = &'a str>) ->
     let Some(name) = name.to_str() else {
         return false; // non-UTF-8 names match no pattern: never inherited, never removed
     };
-    patterns
-        .into_iter()
-        .any(|pattern| match pattern.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == pattern,
-        })
+    patterns.into_iter().any(|pattern| match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    })
 }
 
 #[cfg(test)]
@@ -129,10 +120,8 @@ mod tests {
 
     #[test]
     fn additions_win_and_removals_apply_last() {
-        let mut policy = EnvPolicy::default()
-            .with_var("HOME", "/tmp/fresh")
-            .with_var("CODEX_HOME", "/c")
-            .without("CODEX_*");
+        let mut policy =
+            EnvPolicy::default().with_var("HOME", "/tmp/fresh").with_var("CODEX_HOME", "/c").without("CODEX_*");
         policy.inherit.push("CLAUDECODE".into());
         let env = policy.without("CLAUDECODE").build(parent());
         assert_eq!(env.get(OsStr::new("HOME")).unwrap(), "/tmp/fresh");

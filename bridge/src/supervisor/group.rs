@@ -9,11 +9,7 @@ use nix::unistd::Pid;
 pub fn group_members(pgid: i32) -> Vec<i32> {
     let Ok(all) = procfs::process::all_processes() else {
         // No /proc: fall back to asking the kernel whether the group exists at all.
-        return if killpg(Pid::from_raw(pgid), None).is_ok() {
-            vec![pgid]
-        } else {
-            Vec::new()
-        };
+        return if killpg(Pid::from_raw(pgid), None).is_ok() { vec![pgid] } else { Vec::new() };
     };
     all.flatten()
         .filter_map(|p| p.stat().ok())

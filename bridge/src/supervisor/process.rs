@@ -29,12 +29,7 @@ pub struct CommandSpec {
 impl CommandSpec {
     /// A command with the default environment policy.
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Self {
-            program: program.into(),
-            args: Vec::new(),
-            cwd: None,
-            env: EnvPolicy::default(),
-        }
+        Self { program: program.into(), args: Vec::new(), cwd: None, env: EnvPolicy::default() }
     }
 
     /// Appends arguments.
@@ -49,11 +44,7 @@ impl CommandSpec {
 
     /// A short label for logs: the program's file name and pid are enough to find it.
     fn label(&self) -> String {
-        self.program
-            .file_name()
-            .unwrap_or(self.program.as_os_str())
-            .to_string_lossy()
-            .into_owned()
+        self.program.file_name().unwrap_or(self.program.as_os_str()).to_string_lossy().into_owned()
     }
 }
 
@@ -72,11 +63,7 @@ pub struct SpawnOptions {
 
 impl Default for SpawnOptions {
     fn default() -> Self {
-        Self {
-            stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
-            die_with_bridge: true,
-            registry: None,
-        }
+        Self { stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES, die_with_bridge: true, registry: None }
     }
 }
 
@@ -189,19 +176,13 @@ impl ChildProcess {
                 command.pre_exec(move || die_with_parent(bridge_pid));
             }
         }
-        let mut child = command.spawn().map_err(|source| SpawnError::Io {
-            program: spec.program.display().to_string(),
-            source,
-        })?;
+        let mut child =
+            command.spawn().map_err(|source| SpawnError::Io { program: spec.program.display().to_string(), source })?;
         let pid = child.id().expect("a just-spawned child has a pid");
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
-        let stderr = StderrTail::drain(
-            stderr_pipe,
-            options.stderr_tail_bytes,
-            format!("{label}[{pid}]"),
-        );
+        let stderr = StderrTail::drain(stderr_pipe, options.stderr_tail_bytes, format!("{label}[{pid}]"));
         let registration = options.registry.as_ref().and_then(|registry| {
             registry
                 .register(pid as i32, &spec.program, &spec.args)
@@ -221,16 +202,7 @@ impl ChildProcess {
             let _ = exit_tx.send(Some(state));
         });
         tracing::debug!(pid, program = %spec.program.display(), "spawned child in its own process group");
-        Ok(ChildProcess {
-            pid,
-            stdin,
-            stdout,
-            exit,
-            stderr,
-            group_gone: false,
-            _registration: registration,
-            label,
-        })
+        Ok(ChildProcess { pid, stdin, stdout, exit, stderr, group_gone: false, _registration: registration, label })
     }
 
     /// The child's pid (also its process-group id).
@@ -270,10 +242,7 @@ impl ChildProcess {
 
     /// A cloneable view of the child's end, for reporting why a peer went away.
     pub fn exit_watch(&self) -> ExitWatch {
-        ExitWatch {
-            exit: self.exit.clone(),
-            stderr: self.stderr.clone(),
-        }
+        ExitWatch { exit: self.exit.clone(), stderr: self.stderr.clone() }
     }
 
     /// Sends `signal` to the child's whole group. False if the group is gone.
@@ -315,20 +284,14 @@ impl ChildProcess {
         } else {
             self.group_gone = true;
         }
-        StopOutcome {
-            stage,
-            exit: self.try_exit(),
-        }
+        StopOutcome { stage, exit: self.try_exit() }
     }
 
     async fn wait_group_gone(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         let mut exit = self.exit.clone();
         // Reaping the child is event-driven; the rest of the group can only be polled.
-        if tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some))
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await.is_err() {
             return false;
         }
         loop {
@@ -372,9 +335,7 @@ impl ExitWatch {
             .ok()
             .and_then(|r| r.ok().and_then(|s| *s));
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        self.stderr
-            .settle(remaining.min(Duration::from_millis(250)))
-            .await;
+        self.stderr.settle(remaining.min(Duration::from_millis(250))).await;
         (state, self.stderr.snapshot())
     }
 }

@@ -84,10 +84,7 @@ impl PidRegistry {
     /// Opens (creating if needed) a registry in `dir`.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, RegistryError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|source| RegistryError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&dir).map_err(|source| RegistryError::Io { path: dir.clone(), source })?;
         Ok(Self { dir })
     }
 
@@ -96,12 +93,7 @@ impl PidRegistry {
         &self.dir
     }
 
-    pub(crate) fn register(
-        &self,
-        pid: i32,
-        program: &Path,
-        args: &[OsString],
-    ) -> Result<Registration, RegistryError> {
+    pub(crate) fn register(&self, pid: i32, program: &Path, args: &[OsString]) -> Result<Registration, RegistryError> {
         let me = std::process::id() as i32;
         let record = Record {
             pid,
@@ -116,11 +108,7 @@ impl PidRegistry {
             let path = path.to_path_buf();
             move |source| RegistryError::Io { path, source }
         };
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec(&record).expect("a record serialises"),
-        )
-        .map_err(io(&tmp))?;
+        std::fs::write(&tmp, serde_json::to_vec(&record).expect("a record serialises")).map_err(io(&tmp))?;
         std::fs::rename(&tmp, &path).map_err(io(&path))?;
         Ok(Registration { path })
     }
@@ -128,20 +116,15 @@ impl PidRegistry {
     /// Kills the process groups of every recorded child whose owning bridge is gone, and removes
     /// records that no longer name a live process. Records of live owners are left alone.
     pub async fn reap_orphans(&self, grace: Duration) -> Result<Vec<ReapedOrphan>, RegistryError> {
-        let entries = std::fs::read_dir(&self.dir).map_err(|source| RegistryError::Io {
-            path: self.dir.clone(),
-            source,
-        })?;
+        let entries =
+            std::fs::read_dir(&self.dir).map_err(|source| RegistryError::Io { path: self.dir.clone(), source })?;
         let mut reaped = Vec::new();
         for entry in entries.flatten() {
             let path = entry.path();
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            let record: Record = match std::fs::read(&path)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-            {
+            let record: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
                 Some(record) => record,
                 None => {
                     tracing::warn!(path = %path.display(), "removing an unreadable pid record");
@@ -162,17 +145,11 @@ impl PidRegistry {
                 );
                 signal_group(record.pid, Signal::SIGTERM);
                 let deadline = tokio::time::Instant::now() + grace;
-                while !orphaned_members(&record).is_empty()
-                    && tokio::time::Instant::now() < deadline
-                {
+                while !orphaned_members(&record).is_empty() && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
                 signal_group(record.pid, Signal::SIGKILL);
-                reaped.push(ReapedOrphan {
-                    pgid: record.pid,
-                    owner_pid: record.owner_pid,
-                    members: members.len(),
-                });
+                reaped.push(ReapedOrphan { pgid: record.pid, owner_pid: record.owner_pid, members: members.len() });
             }
             let _ = std::fs::remove_file(&path);
         }
@@ -194,11 +171,7 @@ fn orphaned_members(record: &Record) -> Vec<i32> {
 }
 
 fn start_ticks(pid: i32) -> Option<u64> {
-    procfs::process::Process::new(pid)
-        .ok()?
-        .stat()
-        .ok()
-        .map(|s| s.starttime)
+    procfs::process::Process::new(pid).ok()?.stat().ok().map(|s| s.starttime)
 }
 
 /// FNV-1a, 64-bit: stable across Rust releases (unlike `DefaultHasher`), and a diagnostic only.
@@ -231,22 +204,10 @@ mod tests {
         let registry = PidRegistry::open(dir.path()).unwrap();
         let me = std::process::id() as i32;
         let mine = registry.register(me, Path::new("self"), &[]).unwrap();
-        assert!(
-            registry
-                .reap_orphans(Duration::from_millis(10))
-                .await
-                .unwrap()
-                .is_empty()
-        );
-        assert!(
-            dir.path().join(format!("{me}.json")).exists(),
-            "a live owner's record stays"
-        );
+        assert!(registry.reap_orphans(Duration::from_millis(10)).await.unwrap().is_empty());
+        assert!(dir.path().join(format!("{me}.json")).exists(), "a live owner's record stays");
         drop(mine);
-        assert!(
-            !dir.path().join(format!("{me}.json")).exists(),
-            "dropping the registration removes it"
-        );
+        assert!(!dir.path().join(format!("{me}.json")).exists(), "dropping the registration removes it");
 
         // An owner that no longer exists, naming a child that no longer exists: cleaned, nothing killed.
         let stale = Record {
@@ -256,19 +217,9 @@ mod tests {
             owner_pid: i32::MAX - 2,
             owner_start_ticks: 1,
         };
-        std::fs::write(
-            dir.path().join("stale.json"),
-            serde_json::to_vec(&stale).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("stale.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
         std::fs::write(dir.path().join("torn.json"), b"{\"pid\":").unwrap();
-        assert!(
-            registry
-                .reap_orphans(Duration::from_millis(10))
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert!(registry.reap_orphans(Duration::from_millis(10)).await.unwrap().is_empty());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

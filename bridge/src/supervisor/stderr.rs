@@ -35,11 +35,8 @@ impl StderrTail {
     where
         R: AsyncRead + Unpin + Send + 'static,
     {
-        let ring = Arc::new(Mutex::new(Ring {
-            bytes: VecDeque::with_capacity(capacity.min(8192)),
-            capacity,
-            total: 0,
-        }));
+        let ring =
+            Arc::new(Mutex::new(Ring { bytes: VecDeque::with_capacity(capacity.min(8192)), capacity, total: 0 }));
         let (done_tx, done) = watch::channel(false);
         tokio::spawn(drain_task(stream, ring.clone(), label, done_tx));
         StderrTail { ring, done }
@@ -52,21 +49,14 @@ impl StderrTail {
         let mut bytes = Vec::with_capacity(a.len() + b.len());
         bytes.extend_from_slice(a);
         bytes.extend_from_slice(b);
-        let start = if ring.total > ring.bytes.len() as u64 {
-            memchr::memchr(b'\n', &bytes).map_or(0, |p| p + 1)
-        } else {
-            0
-        };
+        let start =
+            if ring.total > ring.bytes.len() as u64 { memchr::memchr(b'\n', &bytes).map_or(0, |p| p + 1) } else { 0 };
         String::from_utf8_lossy(&bytes[start..]).into_owned()
     }
 
     /// Bytes currently held (at most the capacity).
     pub fn held_bytes(&self) -> usize {
-        self.ring
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .bytes
-            .len()
+        self.ring.lock().unwrap_or_else(|e| e.into_inner()).bytes.len()
     }
 
     /// Bytes the child wrote to stderr in total.
@@ -147,17 +137,9 @@ mod tests {
         tail.settle(std::time::Duration::from_secs(5)).await;
         let text = tail.snapshot();
         assert!(text.len() <= 100);
-        assert!(
-            text.starts_with("line "),
-            "cut at a line boundary: {text:?}"
-        );
+        assert!(text.starts_with("line "), "cut at a line boundary: {text:?}");
         assert!(text.ends_with("line 999\n"));
         assert!(tail.held_bytes() <= 100);
-        assert_eq!(
-            tail.total_bytes(),
-            (0..1000)
-                .map(|i: i32| format!("line {i}\n").len() as u64)
-                .sum::<u64>()
-        );
+        assert_eq!(tail.total_bytes(), (0..1000).map(|i: i32| format!("line {i}\n").len() as u64).sum::<u64>());
     }
 }

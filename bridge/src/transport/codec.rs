@@ -49,11 +49,7 @@ pub struct LineCodec {
 impl LineCodec {
     /// A codec that reports lines longer than `max_line_bytes` as [`Frame::Oversize`].
     pub fn new(max_line_bytes: usize) -> Self {
-        Self {
-            max_line_bytes,
-            searched: 0,
-            discarding: None,
-        }
+        Self { max_line_bytes, searched: 0, discarding: None }
     }
 
     fn finish_line(mut line: BytesMut) -> Frame {
@@ -63,10 +59,7 @@ impl LineCodec {
         let len = line.len();
         match String::from_utf8(Vec::from(line)) {
             Ok(s) => Frame::Line(s),
-            Err(e) => Frame::InvalidUtf8 {
-                len,
-                valid_up_to: e.utf8_error().valid_up_to(),
-            },
+            Err(e) => Frame::InvalidUtf8 { len, valid_up_to: e.utf8_error().valid_up_to() },
         }
     }
 
@@ -143,15 +136,10 @@ mod tests {
     use tokio_util::codec::FramedRead;
 
     async fn frames(input: &[u8], cap: usize, chunk: usize) -> Vec<Frame> {
-        let chunks: Vec<std::io::Result<bytes::Bytes>> = input
-            .chunks(chunk.max(1))
-            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
-            .collect();
+        let chunks: Vec<std::io::Result<bytes::Bytes>> =
+            input.chunks(chunk.max(1)).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
         let reader = tokio_util::io::StreamReader::new(futures::stream::iter(chunks));
-        FramedRead::new(reader, LineCodec::new(cap))
-            .map(|f| f.unwrap())
-            .collect()
-            .await
+        FramedRead::new(reader, LineCodec::new(cap)).map(|f| f.unwrap()).collect().await
     }
 
     fn line(s: &str) -> Frame {
@@ -196,8 +184,7 @@ mod tests {
             cx: &mut std::task::Context<'_>,
             buf: &mut tokio::io::ReadBuf<'_>,
         ) -> std::task::Poll<std::io::Result<()>> {
-            self.reads
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             std::pin::Pin::new(&mut self.data).poll_read(cx, buf)
         }
     }
@@ -207,20 +194,11 @@ mod tests {
         let mut data = vec![b'x'; 8 << 20];
         data.extend(b"\nnext\n");
         let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let reader = CountingReader {
-            data: std::io::Cursor::new(data),
-            reads: reads.clone(),
-        };
-        let frames: Vec<Frame> = FramedRead::new(reader, LineCodec::new(1024))
-            .map(|f| f.unwrap())
-            .collect()
-            .await;
+        let reader = CountingReader { data: std::io::Cursor::new(data), reads: reads.clone() };
+        let frames: Vec<Frame> = FramedRead::new(reader, LineCodec::new(1024)).map(|f| f.unwrap()).collect().await;
         assert_eq!(frames, vec![Frame::Oversize { len: 8 << 20 }, line("next")]);
         let reads = reads.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(
-            reads < 1000,
-            "8 MiB took {reads} reads: the buffer must not shrink to a byte"
-        );
+        assert!(reads < 1000, "8 MiB took {reads} reads: the buffer must not shrink to a byte");
     }
 
     #[tokio::test]
@@ -236,28 +214,15 @@ mod tests {
         let input = b"ok\n\xff\xfeab\npartial";
         assert_eq!(
             frames(input, 64, 2).await,
-            vec![
-                line("ok"),
-                Frame::InvalidUtf8 {
-                    len: 4,
-                    valid_up_to: 0
-                },
-                Frame::TruncatedAtEof { len: 7 },
-            ]
+            vec![line("ok"), Frame::InvalidUtf8 { len: 4, valid_up_to: 0 }, Frame::TruncatedAtEof { len: 7 },]
         );
         // EOF while skipping an oversize line counts the skipped bytes too.
-        assert_eq!(
-            frames(b"0123456789abc", 4, 3).await,
-            vec![Frame::TruncatedAtEof { len: 13 }]
-        );
+        assert_eq!(frames(b"0123456789abc", 4, 3).await, vec![Frame::TruncatedAtEof { len: 13 }]);
     }
 
     #[tokio::test]
     async fn multibyte_characters_split_across_chunks_survive() {
         let text = "héllo wörld ✓ 🎉\n";
-        assert_eq!(
-            frames(text.as_bytes(), 1024, 1).await,
-            vec![line(text.trim_end())]
-        );
+        assert_eq!(frames(text.as_bytes(), 1024, 1).await, vec![line(text.trim_end())]);
     }
 }

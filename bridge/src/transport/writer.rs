@@ -28,10 +28,7 @@ pub struct LineSender {
 
 impl LineSender {
     /// Serialises `message` as one compact JSON line and queues it, waiting while the queue is full.
-    pub async fn send_json<T: serde::Serialize + ?Sized>(
-        &self,
-        message: &T,
-    ) -> Result<(), SendError> {
+    pub async fn send_json<T: serde::Serialize + ?Sized>(&self, message: &T) -> Result<(), SendError> {
         let mut line = serde_json::to_vec(message)?;
         line.push(b'\n');
         self.send_line(Bytes::from(line)).await
@@ -39,9 +36,7 @@ impl LineSender {
 
     /// Queues bytes that already form one line ending in `\n` (compact JSON never holds a raw newline).
     pub async fn send_line(&self, line: Bytes) -> Result<(), SendError> {
-        debug_assert!(
-            line.ends_with(b"\n") && memchr::memchr(b'\n', &line) == Some(line.len() - 1)
-        );
+        debug_assert!(line.ends_with(b"\n") && memchr::memchr(b'\n', &line) == Some(line.len() - 1));
         if self.close.is_cancelled() {
             return Err(SendError::Closed);
         }
@@ -62,10 +57,7 @@ impl LineSender {
 /// Starts a task that writes queued lines to `stream` in order, flushing whenever the queue runs dry.
 /// The task ends when every sender is dropped, [`LineSender::close`] is called, or a write fails
 /// (EPIPE: the peer is gone); the stream is dropped at that point.
-pub fn spawn_line_writer<W>(
-    stream: W,
-    queue_capacity: usize,
-) -> (LineSender, JoinHandle<std::io::Result<()>>)
+pub fn spawn_line_writer<W>(stream: W, queue_capacity: usize) -> (LineSender, JoinHandle<std::io::Result<()>>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
@@ -122,9 +114,7 @@ mod tests {
             all
         });
         for i in 0..100 {
-            tx.send_json(&serde_json::json!({"n": i, "s": "a\nb"}))
-                .await
-                .unwrap();
+            tx.send_json(&serde_json::json!({"n": i, "s": "a\nb"})).await.unwrap();
         }
         drop(tx);
         let all = reader.await.unwrap();
@@ -146,14 +136,8 @@ mod tests {
             }
         })
         .await;
-        assert!(
-            blocked.is_err(),
-            "sends must block once the queue and the pipe are full"
-        );
-        assert!(
-            sent < 10,
-            "only a bounded number of lines may be queued, got {sent}"
-        );
+        assert!(blocked.is_err(), "sends must block once the queue and the pipe are full");
+        assert!(sent < 10, "only a bounded number of lines may be queued, got {sent}");
     }
 
     #[tokio::test]
