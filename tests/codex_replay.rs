@@ -1,0 +1,169 @@
+//! Every recorded Codex fixture, replayed through the real Codex session: the transcript it mirrors
+//! and the tool terminals it reports must match the checked-in golden files
+//! (`fixtures/golden/codex/<scenario>.json`). `CLAWBRIDGE_UPDATE_GOLDEN=1` rewrites them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
+use clawbridge_bridge::attempt::hooks::{
+    ApprovalDecision, FixedApprover, HostToolCall, HostToolOutput, HostToolSpec, HostTools, NoHostTools,
+    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
+};
+use clawbridge_bridge::events::Event;
+use clawbridge_bridge::transcript::{ModelLabel, TranscriptMirror};
+use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+#[derive(Default)]
+struct Observed(Mutex<Vec<ToolTerminalReport>>);
+
+impl ToolTerminalObserver for Observed {
+    fn observe(&self, report: ToolTerminalReport) -> BoxFuture<'static, ToolTerminalResolution> {
+        self.0.lock().unwrap().push(report);
+        Box::pin(async { ToolTerminalResolution::default() })
+    }
+}
+
+/// The test executor the dynamic-tool fixture was recorded with.
+struct Weather;
+
+impl HostTools for Weather {
+    fn specs(&self) -> Vec<HostToolSpec> {
+        vec![HostToolSpec {
+            name: "lookup_weather".into(),
+            description: "Looks up the weather in a city.".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        }]
+    }
+
+    fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
+        let text = format!("{} answered for {}", call.tool_name, call.arguments);
+        Box::pin(async move { Ok(HostToolOutput { text, is_error: false }) })
+    }
+}
+
+/// How each scenario's client behaves (what the recording's client did).
+fn client(scenario: &str) -> (ApprovalDecision, Arc<dyn HostTools>, &'static str, Option<&'static str>) {
+    let approve = ApprovalDecision::Allow;
+    match scenario {
+        "command-approved" | "command-auto" => {
+            (approve, Arc::new(NoHostTools), "Please run the live test command.", None)
+        }
+        "command-declined" => {
+            (ApprovalDecision::Deny { message: None }, Arc::new(NoHostTools), "Please run the live test command.", None)
+        }
+        "command-cancelled" => {
+            (ApprovalDecision::Abort, Arc::new(NoHostTools), "Please run the live test command.", None)
+        }
+        "dynamic-tool" => (approve, Arc::new(Weather), "What is the weather in Paris?", None),
+        "resume" => (approve, Arc::new(NoHostTools), "Say hello again.", Some("<uuid-2>")),
+        _ => (approve, Arc::new(NoHostTools), "Say hello.", None),
+    }
+}
+
+/// Replays one fixture through the session; returns the golden document.
+async fn replay(fixture: &Path, scenario: &str) -> Value {
+    let (decision, tools, prompt, resume) = client(scenario);
+    let observed = Arc::new(Observed::default());
+    let mut config = CodexConfig::new(clawbridge_fixtures::fixture_bin("replay-agent"));
+    config.launcher_args = vec![fixture.into()];
+    config.stop.after_stdin_close = Duration::from_secs(2);
+    let hooks = SessionHooks { approver: Arc::new(FixedApprover(decision)), tools, observer: observed.clone() };
+    let mut session = CodexSession::connect(config, hooks).await.expect("the recorded server passes the gate");
+    let options = ThreadOptions {
+        cwd: Some("/replay/cwd".into()),
+        approval_policy: Some(ApprovalPolicy::OnRequest),
+        sandbox: Some(SandboxMode::ReadOnly),
+        ..ThreadOptions::default()
+    };
+    let thread = match resume {
+        Some(id) => session.resume_or_start(id, &options).await.unwrap(),
+        None => session.start_thread(&options).await.unwrap(),
+    };
+    assert_eq!(thread.resume_failure, None);
+    let mut mirror: Option<TranscriptMirror> = None;
+    let mut transcript = Vec::new();
+    let result = session
+        .run_turn(
+            &thread.thread_id,
+            prompt,
+            &mut |event: &Event| {
+                if let Event::TurnStarted { turn_id } = event {
+                    let fresh = TranscriptMirror::new("clawbridge:golden", turn_id.clone(), ModelLabel::default());
+                    transcript.push(fresh.prompt(prompt));
+                    mirror = Some(fresh);
+                }
+                if let Some(mirror) = mirror.as_mut() {
+                    transcript.extend(mirror.on_event(event));
+                }
+            },
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("the replayed turn runs");
+    let outcome = session.shutdown().await;
+    assert_eq!(outcome.exit.map(|e| e.success()), Some(true), "the replay agent saw the recorded client lines");
+    let mut transcript = serde_json::to_value(&transcript).unwrap();
+    zero_timestamps(&mut transcript);
+    json!({
+        "transcript": transcript,
+        "toolTerminals": *observed.0.lock().unwrap(),
+        "result": result,
+    })
+}
+
+fn zero_timestamps(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if key == "timestamp" {
+                    *v = json!(0);
+                } else {
+                    zero_timestamps(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(zero_timestamps),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn every_codex_fixture_replays_to_its_golden_transcript_and_tool_terminals() {
+    let dir = repo().join("fixtures/recordings/codex");
+    let golden_dir = repo().join("fixtures/golden/codex");
+    let update = std::env::var_os("CLAWBRIDGE_UPDATE_GOLDEN").is_some();
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the codex fixtures are checked in")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && !p.to_string_lossy().ends_with(".model.jsonl"))
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() >= 8, "all Codex scenarios are recorded: {fixtures:?}");
+    let mut failures = Vec::new();
+    for fixture in &fixtures {
+        let scenario = fixture.file_stem().unwrap().to_string_lossy().into_owned();
+        let actual = serde_json::to_string_pretty(&replay(fixture, &scenario).await).unwrap() + "\n";
+        let golden = golden_dir.join(format!("{scenario}.json"));
+        if update {
+            std::fs::create_dir_all(&golden_dir).unwrap();
+            std::fs::write(&golden, &actual).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&golden) {
+            Ok(expected) if expected == actual => {}
+            Ok(_) => failures.push(format!("{scenario}: differs from {}", golden.display())),
+            Err(e) => failures.push(format!("{scenario}: no golden file ({e})")),
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}\n(re-create with CLAWBRIDGE_UPDATE_GOLDEN=1 after checking the diff)");
+}
