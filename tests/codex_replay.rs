@@ -167,3 +167,55 @@ async fn every_codex_fixture_replays_to_its_golden_transcript_and_tool_terminals
     }
     assert!(failures.is_empty(), "{failures:#?}\n(re-create with CLAWBRIDGE_UPDATE_GOLDEN=1 after checking the diff)");
 }
+
+/// A server that goes quiet after the command finished and never sends `turn/completed` (lessons
+/// A1): the watchdog ends the attempt as `timeout`, and since a tool ran it is not safe to replay.
+#[tokio::test]
+async fn a_turn_that_never_completes_ends_as_timeout_and_replay_unsafe() {
+    let source = std::fs::read_to_string(repo().join("fixtures/recordings/codex/command-approved.jsonl")).unwrap();
+    let mut kept = Vec::new();
+    for line in source.lines() {
+        if line.contains("\"method\":\"turn/completed\"") {
+            break;
+        }
+        kept.push(line);
+    }
+    assert!(kept.len() < source.lines().count(), "the recording had a turn/completed to drop");
+    let dir = tempfile::tempdir().unwrap();
+    let hung = dir.path().join("hung.jsonl");
+    std::fs::write(&hung, kept.join("\n") + "\n").unwrap();
+
+    let observed = Arc::new(Observed::default());
+    let mut config = CodexConfig::new(clawbridge_fixtures::fixture_bin("replay-agent"));
+    config.launcher_args = vec![hung.clone().into()];
+    config.turn_idle_timeout = Duration::from_millis(300);
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: observed.clone(),
+    };
+    let mut session = CodexSession::connect(config, hooks).await.unwrap();
+    let options = ThreadOptions {
+        cwd: Some("/replay/cwd".into()),
+        approval_policy: Some(ApprovalPolicy::OnRequest),
+        sandbox: Some(SandboxMode::ReadOnly),
+        ..ThreadOptions::default()
+    };
+    let thread = session.start_thread(&options).await.unwrap();
+    let result = tokio::time::timeout(
+        Duration::from_secs(30),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the live test command.",
+            &mut |_| {},
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the watchdog fires; no hang")
+    .unwrap();
+    assert_eq!(result.terminal.kind, clawbridge_bridge::events::TerminalKind::Timeout, "{:?}", result.terminal);
+    assert!(!result.replay.replay_safe, "a tool ran before the silence");
+    assert_eq!(observed.0.lock().unwrap().len(), 1, "the finished command was still reported");
+    session.shutdown().await;
+}

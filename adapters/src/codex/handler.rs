@@ -232,3 +232,95 @@ impl Drop for PendingApproval {
         self.0.approvals_pending.fetch_sub(1, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawbridge_bridge::attempt::hooks::{FixedApprover, HostToolOutput, HostToolSpec};
+    use clawbridge_protocol::jsonrpc::RequestId;
+
+    /// Counts calls; answers after a short pause so duplicates overlap the first call.
+    #[derive(Default)]
+    struct Counting(AtomicUsize);
+
+    impl HostTools for Counting {
+        fn specs(&self) -> Vec<HostToolSpec> {
+            Vec::new()
+        }
+
+        fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
+            let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                Ok(HostToolOutput { text: format!("{} run {n}", call.tool_name), is_error: false })
+            })
+        }
+    }
+
+    fn request(id: i64, method: &str, params: Value) -> Request {
+        Request { id: RequestId::from(id), method: method.into(), params: Some(params) }
+    }
+
+    fn handler(decision: ApprovalDecision, tools: Arc<Counting>) -> (Arc<CodexRequestHandler>, Arc<RequestActivity>) {
+        let activity = Arc::new(RequestActivity::default());
+        let handler = CodexRequestHandler::new(
+            Arc::new(FixedApprover(decision)),
+            tools,
+            activity.clone(),
+            Duration::from_secs(5),
+            Duration::from_secs(5),
+        );
+        (handler, activity)
+    }
+
+    #[tokio::test]
+    async fn a_re_sent_tool_call_is_answered_from_the_cache_never_run_twice() {
+        let tools = Arc::new(Counting::default());
+        let (handler, _) = handler(ApprovalDecision::Allow, tools.clone());
+        let params = json!({"threadId": "t", "turnId": "u", "callId": "c1", "tool": "lookup", "arguments": {}});
+        let (a, b) = tokio::join!(
+            handler.handle(request(0, "item/tool/call", params.clone())),
+            handler.handle(request(7, "item/tool/call", params.clone()))
+        );
+        let again = handler.handle(request(9, "item/tool/call", params)).await.unwrap();
+        assert_eq!(tools.0.load(Ordering::SeqCst), 1, "the tool ran once");
+        assert_eq!(a.unwrap(), again);
+        assert_eq!(b.unwrap(), again);
+        assert_eq!(again["success"], true);
+        let other = json!({"threadId": "t", "turnId": "u", "callId": "c2", "tool": "lookup", "arguments": {}});
+        handler.handle(request(10, "item/tool/call", other)).await.unwrap();
+        assert_eq!(tools.0.load(Ordering::SeqCst), 2, "another call id runs");
+    }
+
+    #[tokio::test]
+    async fn approvals_map_deny_and_abort_to_decline_and_cancel_and_record_acceptance() {
+        let params = json!({"threadId": "t", "turnId": "u", "itemId": "call_1", "command": "rm -rf /", "cwd": "/"});
+        let cases = [
+            (ApprovalDecision::Allow, "accept", true),
+            (ApprovalDecision::AllowForSession, "acceptForSession", true),
+            (ApprovalDecision::Deny { message: None }, "decline", false),
+            (ApprovalDecision::Abort, "cancel", false),
+        ];
+        for (decision, wire, accepted) in cases {
+            let (handler, activity) = handler(decision, Arc::new(Counting::default()));
+            let answer = handler.handle(request(0, "item/commandExecution/requestApproval", params.clone())).await;
+            assert_eq!(answer.unwrap(), json!({"decision": wire}));
+            assert_eq!(activity.approval_accepted.load(Ordering::Relaxed), accepted);
+            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    #[test]
+    fn undecidable_requests_fall_back_to_the_safe_answer() {
+        let (handler, _) = handler(ApprovalDecision::Allow, Arc::new(Counting::default()));
+        let failure = HandlerFailure::TimedOut(Duration::from_secs(1));
+        let approval = json!({"threadId": "t", "turnId": "u", "itemId": "i"});
+        assert_eq!(
+            handler.fallback("item/commandExecution/requestApproval", Some(&approval), &failure),
+            Ok(json!({"decision": "decline"}))
+        );
+        let call = json!({"threadId": "t", "turnId": "u", "callId": "c", "tool": "x"});
+        assert_eq!(handler.fallback("item/tool/call", Some(&call), &failure).unwrap()["success"], false);
+        assert!(handler.fallback("no/such", None, &failure).is_err());
+    }
+}

@@ -12,7 +12,7 @@ pub mod session;
 
 pub use config::CodexConfig;
 pub use mapping::{TurnMapper, canonical_tool_name, tool_call};
-pub use session::{CodexError, CodexSession, SessionHooks, ThreadOptions, ThreadReady};
+pub use session::{CodexError, CodexSession, SessionHooks, Steering, ThreadOptions, ThreadReady};
 
 #[cfg(test)]
 mod tests;

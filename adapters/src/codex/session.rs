@@ -20,7 +20,9 @@ use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
 use clawbridge_protocol::codex::thread::{
     DynamicToolFunction, DynamicToolSpec, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
 };
-use clawbridge_protocol::codex::turn::{TurnInterruptParams, TurnStartParams, TurnStartResponse, UserInput};
+use clawbridge_protocol::codex::turn::{
+    TurnInterruptParams, TurnStartParams, TurnStartResponse, TurnSteerParams, TurnSteerResponse, UserInput,
+};
 use clawbridge_protocol::codex::version::{Version, VersionRejected};
 use clawbridge_protocol::jsonrpc::Dialect;
 use serde_json::Value;
@@ -101,6 +103,29 @@ pub struct ThreadReady {
     pub resumed: bool,
     /// Why a requested resume failed and a new thread was started instead (never silent).
     pub resume_failure: Option<String>,
+}
+
+/// Sends more input into a running turn (`turn/steer`) from outside [`CodexSession::run_turn`],
+/// which holds the session while the turn runs.
+#[derive(Clone, Debug)]
+pub struct Steering {
+    /// The session's peer; steering is just another request on it.
+    peer: clawbridge_bridge::rpc::RpcPeer,
+}
+
+impl Steering {
+    /// Adds `text` to the running turn `expected_turn_id` (from [`Event::TurnStarted`]); Codex refuses
+    /// it when that turn is no longer the active one. Returns the turn that took the input.
+    pub async fn steer(&self, thread_id: &str, expected_turn_id: &str, text: &str) -> Result<String, CodexError> {
+        let params = TurnSteerParams {
+            thread_id: thread_id.into(),
+            input: vec![UserInput::text(text)],
+            expected_turn_id: expected_turn_id.into(),
+            ..TurnSteerParams::default()
+        };
+        let response: TurnSteerResponse = self.peer.request_typed(methods::TURN_STEER, Some(&params)).await?;
+        Ok(response.turn_id)
+    }
 }
 
 /// A live `codex app-server` after a successful handshake.
@@ -188,6 +213,11 @@ impl CodexSession {
             server_version,
             unknown_methods: HashSet::new(),
         })
+    }
+
+    /// A handle for steering running turns.
+    pub fn steering(&self) -> Steering {
+        Steering { peer: self.conn.peer().clone() }
     }
 
     /// The server's version.
