@@ -6,4 +6,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-peers.sh all >&2
 export CLAWBRIDGE_REQUIRE_PEERS="${CLAWBRIDGE_REQUIRE_PEERS:-1}"
-cargo test --workspace --locked "$@"
+cargo test --workspace --locked --no-fail-fast "$@"

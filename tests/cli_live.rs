@@ -1,0 +1,65 @@
+//! `clawbridge run --backend codex` against the real codex and the mock model: the person's view,
+//! the JSONL view, and a second run on the same session resuming the same Codex thread.
+
+use std::process::Command;
+
+use clawbridge_fixtures::peers::codex::config_toml;
+use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use serde_json::{Value, json};
+
+fn run(sandbox: &Sandbox, state: &std::path::Path, codex: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .arg("run")
+        .args(["--backend", "codex", "--codex"])
+        .arg(codex)
+        .args(args)
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CODEX_HOME", sandbox.codex_home())
+        .env("CLAWBRIDGE_STATE_DIR", state)
+        .output()
+        .expect("clawbridge runs")
+}
+
+fn result_line(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let line: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(line["type"], "result", "{stdout}");
+    line["result"].clone()
+}
+
+// The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_on_the_same_session_resumes_the_codex_thread() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&json!({"default": {"text": "Hello from the mock model."}})).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+
+    let first = run(&sandbox, state.path(), &codex, &["--session", "s1", "--json", "Say hello."]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let first = result_line(&first);
+    assert_eq!(first["terminal"]["kind"], "ok");
+    assert_eq!(first["assistantTexts"], json!(["Hello from the mock model."]));
+
+    let second = run(&sandbox, state.path(), &codex, &["--session", "s1", "Say hello again."]);
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(stdout.starts_with("Hello from the mock model."), "the person's view streams the text: {stdout}");
+    let thread = first["nativeSessionId"].as_str().unwrap();
+    assert!(stdout.contains(&format!("thread {thread}")), "the same Codex thread was resumed: {stdout}");
+    assert_eq!(mock.model_requests().len(), 2);
+
+    let transcript = std::fs::read_to_string(state.path().join("sessions/s1/transcript.jsonl")).unwrap();
+    let roles: Vec<String> = transcript
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["message"]["role"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"], "both turns, each row once: {transcript}");
+}
