@@ -19,7 +19,11 @@ fn main() -> ExitCode {
             return report(anyhow::Error::new(e).context("could not start the async runtime"));
         }
     };
-    match runtime.block_on(cli::run(cli)) {
+    let outcome = runtime.block_on(cli::run(cli));
+    // A terminal prompt may still be blocked reading stdin (the turn ended meanwhile); do not wait
+    // for a keypress to exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => report(e),
     }

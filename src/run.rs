@@ -15,6 +15,7 @@ use clawbridge_bridge::attempt::hooks::{
 };
 use clawbridge_bridge::binding::{Binding, Fingerprints, sidecar_path};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
+use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{JsonlSink, ModelLabel, SessionHeader, TranscriptMirror};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -51,6 +52,13 @@ pub async fn run(args: RunArgs, state_dir: &Path) -> anyhow::Result<()> {
         other => bail!("`run --backend {other}` is not available yet (known: demo, codex)"),
     };
     config.cwd = Some(cwd.clone());
+    // Record the app-server so a later run (or `clawbridge reap`) can stop it should this one crash,
+    // and reap what crashed runs left behind before starting another.
+    let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
+    for orphan in registry.reap_orphans(std::time::Duration::from_secs(2)).await.context("reaping orphans")? {
+        eprintln!("clawbridge: stopped process group {} left behind by a crashed run", orphan.pgid);
+    }
+    config.registry = Some(registry);
 
     let session_name = args.session.clone().unwrap_or_else(|| format!("run-{}", std::process::id()));
     let session_dir = state_dir.join("sessions").join(&session_name);

@@ -188,7 +188,7 @@ async fn a_turn_that_never_completes_ends_as_timeout_and_replay_unsafe() {
     let observed = Arc::new(Observed::default());
     let mut config = CodexConfig::new(clawbridge_fixtures::fixture_bin("replay-agent"));
     config.launcher_args = vec![hung.clone().into()];
-    config.turn_idle_timeout = Duration::from_millis(300);
+    config.turn_idle_timeout = Duration::from_secs(2);
     let hooks = SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
         tools: Arc::new(NoHostTools),

@@ -28,11 +28,22 @@ fn fake_agent(flags: &[&str]) -> CommandSpec {
     CommandSpec::new(clawbridge_fixtures::fixture_bin("fake-agent")).args(flags.iter().copied())
 }
 
-fn quick_stop() -> StopPolicy {
+/// For children that exit on stdin EOF: generous graces (a loaded machine may take a while to
+/// schedule the exit), which cost nothing because each stage ends as soon as the group is gone.
+fn polite_stop() -> StopPolicy {
+    StopPolicy {
+        after_stdin_close: Duration::from_secs(10),
+        after_sigterm: Duration::from_secs(10),
+        after_sigkill: Duration::from_secs(5),
+    }
+}
+
+/// For children that ignore stdin EOF and SIGTERM: short graces, so the test sees the escalation.
+fn escalating_stop() -> StopPolicy {
     StopPolicy {
         after_stdin_close: Duration::from_millis(300),
         after_sigterm: Duration::from_millis(300),
-        after_sigkill: Duration::from_secs(2),
+        after_sigkill: Duration::from_secs(5),
     }
 }
 
@@ -88,7 +99,7 @@ async fn a_100_mb_line_is_reported_and_the_next_message_still_arrives() {
         assert_eq!(answer, json!({"bytes": 100_000_000}));
         let echo = agent.peer().request("fake/echo", Some(&json!({"still": "alive"}))).await.unwrap();
         assert_eq!(echo, json!({"still": "alive"}));
-        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::StdinClosed);
+        assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::StdinClosed);
     })
     .await
 }
@@ -120,7 +131,7 @@ async fn garbage_lines_are_reported_and_the_stream_continues() {
         assert_eq!(problems.len(), 6);
         assert_eq!(notes[0].method, "after/garbage");
         assert_eq!(notes[1].params, Some(json!({"seq": 1})), "notifications arrive in order");
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -131,7 +142,7 @@ async fn line_separators_inside_strings_are_ordinary_characters() {
         let (agent, _events) = spawn(&["--dialect", "codex"]);
         let text = json!({"text": "a\u{2028}b\u{2029}c\r\nd"});
         assert_eq!(agent.peer().request("fake/echo", Some(&text)).await.unwrap(), text);
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -149,7 +160,7 @@ async fn a_1_gb_stderr_flood_does_not_stall_the_child_and_only_a_bounded_tail_is
         eventually("the flood is drained", || stderr.total_bytes() > bytes).await;
         assert!(stderr.held_bytes() <= 64 * 1024, "tail holds {} bytes", stderr.held_bytes());
         assert!(stderr.snapshot().ends_with("fake-agent: flood done\n"));
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -180,7 +191,7 @@ async fn a_crash_fails_every_pending_request_with_exit_status_and_stderr_tail() 
             Err(RpcError::PeerGone { gone, .. }) => assert_eq!(gone.exit, Some(ExitState::Code(7))),
             other => panic!("expected PeerGone, got {other:?}"),
         }
-        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::AlreadyExited);
+        assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::AlreadyExited);
     })
     .await
 }
@@ -199,7 +210,7 @@ async fn eof_in_the_middle_of_a_line_is_reported() {
             other => panic!("expected Closed, got {other:?}"),
         }
         assert!(matches!(pending.await.unwrap(), Err(RpcError::PeerGone { .. })), "the unanswered request fails");
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -216,7 +227,7 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
             other => panic!("expected PeerGone, got {other:?}"),
         }
         // It exits on stdin EOF, the first stage of the stop.
-        assert_eq!(agent.shutdown(quick_stop()).await.stage, StopStage::StdinClosed);
+        assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::StdinClosed);
     })
     .await
 }
@@ -230,7 +241,7 @@ async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
             .unwrap() as i32;
         let pgid = agent.process().pid() as i32;
         assert_eq!(group_members(pgid).len(), 2);
-        let outcome = agent.shutdown(quick_stop()).await;
+        let outcome = agent.shutdown(StopPolicy { after_stdin_close: Duration::from_secs(3), ..polite_stop() }).await;
         // The child exits on stdin EOF, but its grandchild keeps the group alive until SIGTERM.
         assert_eq!(outcome.stage, StopStage::Terminated);
         assert_eq!(outcome.exit, Some(ExitState::Code(0)));
@@ -246,7 +257,7 @@ async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
         let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
         let pgid = agent.process().pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
-        let outcome = agent.shutdown(quick_stop()).await;
+        let outcome = agent.shutdown(escalating_stop()).await;
         assert_eq!(outcome.stage, StopStage::Killed);
         assert_eq!(outcome.exit, Some(ExitState::Signal(9)));
         assert!(group_members(pgid).is_empty(), "no process of the group survives");
@@ -323,7 +334,7 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
         assert_eq!(hangs["result"]["decision"], "decline");
         assert!(hangs["result"]["why"].as_str().unwrap().contains("no answer within"));
         assert_eq!(refused["error"]["code"], -32601, "a deliberate error answer is not replaced");
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -331,17 +342,22 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
 #[tokio::test]
 async fn requests_time_out_and_late_answers_are_ignored() {
     within(async {
-        let config = PeerConfig { request_timeout: Duration::from_millis(100), ..PeerConfig::default() };
-        let (agent, _events) = spawn_with(fake_agent(&[]), config, Arc::new(RejectAll));
-        match agent.peer().request("fake/hang", None::<&Value>).await {
-            Err(RpcError::Timeout { method, .. }) => assert_eq!(method, "fake/hang"),
+        let (agent, mut events) = spawn(&[]);
+        let late = json!({"ms": 500});
+        match agent.peer().request_with_timeout("fake/delay", Some(&late), Duration::from_millis(100)).await {
+            Err(RpcError::Timeout { method, .. }) => assert_eq!(method, "fake/delay"),
             other => panic!("expected a timeout, got {other:?}"),
+        }
+        // The answer still comes, to a request nobody waits for any more: reported, then dropped.
+        match next_event(&mut events).await {
+            PeerEvent::Problem(StreamProblem::UnmatchedResponse { id }) => assert_eq!(id.as_i64(), Some(1)),
+            other => panic!("expected the late answer to be reported as unmatched, got {other:?}"),
         }
         match agent.peer().request("no/such/method", None::<&Value>).await {
             Err(RpcError::Remote { error, .. }) => assert_eq!(error.code, -32601),
             other => panic!("expected a remote error, got {other:?}"),
         }
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }
@@ -360,13 +376,19 @@ async fn the_child_environment_is_an_allowlist_without_loader_injection() {
             .with_var("CLAUDECODE", "1")
             .without("CLAUDECODE");
         let (agent, _events) = spawn_with(spec, PeerConfig::default(), Arc::new(RejectAll));
+        // The child has its environment; take the variables back out of this process at once,
+        // before anything else this binary spawns (cargo, other fake agents) inherits them.
+        unsafe {
+            std::env::remove_var("LD_PRELOAD");
+            std::env::remove_var("CLAWBRIDGE_TEST_SECRET");
+        }
         let env = agent.peer().request("fake/env", None::<&Value>).await.unwrap();
         assert_eq!(env["CODEX_HOME"], "/tmp/codex-home");
         assert!(env.get("PATH").is_some());
         for absent in ["LD_PRELOAD", "CLAWBRIDGE_TEST_SECRET", "CLAUDECODE"] {
             assert!(env.get(absent).is_none(), "{absent} leaked into the child");
         }
-        agent.shutdown(quick_stop()).await;
+        agent.shutdown(polite_stop()).await;
     })
     .await
 }

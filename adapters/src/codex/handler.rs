@@ -51,7 +51,8 @@ pub struct CodexRequestHandler {
     approval_timeout: Duration,
     /// Deadline for one host tool call.
     tool_timeout: Duration,
-    /// Answers by dedupe key: tool calls by (thread, turn, call), approvals by (thread, approval).
+    /// Answers by dedupe key: tool calls by (thread, turn, call), approvals by (kind, thread, item),
+    /// so a re-sent request is answered the same and never run twice (lessons C2).
     answers: Mutex<HashMap<String, CachedAnswer>>,
 }
 
@@ -65,6 +66,11 @@ impl CodexRequestHandler {
         tool_timeout: Duration,
     ) -> Arc<Self> {
         Arc::new(Self { approver, tools, activity, approval_timeout, tool_timeout, answers: Mutex::default() })
+    }
+
+    /// Forgets cached answers (after a turn: a re-sent request comes within its turn).
+    pub fn forget_answers(&self) {
+        self.answers.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// The answer for `key`, computing it with `make` only the first time.
@@ -105,7 +111,7 @@ impl CodexRequestHandler {
                     reason: p.reason.clone(),
                 };
                 let decision = self.decide(ask);
-                let key = format!("approval:{}:{}", p.thread_id, p.approval_key());
+                let key = format!("command-approval:{}:{}", p.thread_id, p.approval_key());
                 cached(self.once(key, || {
                     Box::pin(async move {
                         let decision = match decision.await {
@@ -127,7 +133,7 @@ impl CodexRequestHandler {
                     reason: p.reason.clone(),
                 };
                 let decision = self.decide(ask);
-                let key = format!("approval:{}:{}", p.thread_id, p.item_id);
+                let key = format!("file-change-approval:{}:{}", p.thread_id, p.item_id);
                 cached(self.once(key, || {
                     Box::pin(async move {
                         let decision = match decision.await {
@@ -150,7 +156,7 @@ impl CodexRequestHandler {
                 };
                 let decision = self.decide(ask);
                 let requested = p.permissions.clone();
-                let key = format!("approval:{}:{}", p.thread_id, p.item_id);
+                let key = format!("permissions-approval:{}:{}", p.thread_id, p.item_id);
                 cached(self.once(key, || {
                     Box::pin(async move {
                         let reply = match decision.await {

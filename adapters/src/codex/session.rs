@@ -138,6 +138,8 @@ pub struct CodexSession {
     activity: Arc<RequestActivity>,
     /// Receives tool terminals.
     observer: Arc<dyn ToolTerminalObserver>,
+    /// Answers Codex's requests; its answer cache is cleared after each turn.
+    handler: Arc<CodexRequestHandler>,
     /// Host tools, declared on every thread.
     tools: Arc<dyn HostTools>,
     /// Timeouts and policies.
@@ -169,7 +171,7 @@ impl CodexSession {
             ..PeerConfig::default()
         };
         let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };
-        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler)?;
+        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
 
         let experimental_api = !hooks.tools.specs().is_empty();
         let params = InitializeParams {
@@ -208,6 +210,7 @@ impl CodexSession {
             events,
             activity,
             observer: hooks.observer,
+            handler,
             tools: hooks.tools,
             config,
             server_version,
@@ -301,6 +304,19 @@ impl CodexSession {
         sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, CodexError> {
+        // Whatever is still queued belongs to an earlier turn (one abandoned by the watchdog, say):
+        // it must neither count as progress nor lend this turn its turn id.
+        while let Ok(stale) = self.events.try_recv() {
+            if let PeerEvent::Closed(gone) = stale {
+                let mut recorder = AttemptRecorder::new();
+                for event in TurnMapper::new(thread_id)
+                    .abandon(TerminalKind::Failed, format!("the codex app-server went away: {gone}"))
+                {
+                    self.deliver(event, &mut recorder, sink).await;
+                }
+                return Ok(recorder.finish(Some(thread_id.to_string())));
+            }
+        }
         let peer = self.conn.peer().clone();
         let params = TurnStartParams::new(thread_id, vec![UserInput::text(prompt)]);
         // The answer may come after the notifications it causes: keep reading while it is pending.
@@ -314,6 +330,8 @@ impl CodexSession {
         let mut interrupting = false;
         let mut interrupt_sent = false;
         let mut requests_seen = self.activity.requests_seen.load(Ordering::Relaxed);
+        // A native tool may run silently for long; while one runs, the turn is not idle (lessons A4).
+        let mut active_tools = 0usize;
 
         let closing: Vec<Event> = loop {
             if interrupting && !interrupt_sent {
@@ -323,18 +341,29 @@ impl CodexSession {
                 }
             }
             tokio::select! {
+                // Events first: a late wake-up must not let the deadline win over progress that
+                // is already queued.
+                biased;
                 event = self.events.recv() => match event {
                     Some(PeerEvent::Notification(note)) => {
-                        if !interrupting {
-                            deadline = Instant::now() + idle;
-                        }
                         let note = ServerNotification::from_notification(&note.method, note.params);
                         if let ServerNotification::Unknown { method, .. } = &note {
                             if self.unknown_methods.insert(method.clone()) {
                                 tracing::debug!(%method, "ignoring a codex notification this build does not map");
                             }
                         }
-                        for event in mapper.on_notification(&note) {
+                        let events = mapper.on_notification(&note);
+                        // Only this turn's progress feeds the watchdog (rate-limit updates and
+                        // other threads' chatter do not), lessons A1/A4.
+                        if !interrupting && !events.is_empty() {
+                            deadline = Instant::now() + idle;
+                        }
+                        for event in events {
+                            match &event {
+                                Event::ToolStarted(_) => active_tools += 1,
+                                Event::ToolFinished(_) => active_tools = active_tools.saturating_sub(1),
+                                _ => {}
+                            }
                             self.deliver(event, &mut recorder, sink).await;
                         }
                         if mapper.is_complete() {
@@ -356,7 +385,11 @@ impl CodexSession {
                             started_turn = serde_json::from_value::<TurnStartResponse>(value).ok().map(|r| r.turn.id);
                             // If `turn/started` was missed, the answer still pins the turn.
                             if let Some(turn_id) = &started_turn {
-                                mapper.expect_turn(turn_id);
+                                if !mapper.expect_turn(turn_id) {
+                                    // The mapper adopted another turn's id: start over on this one.
+                                    mapper = TurnMapper::new(thread_id);
+                                    mapper.expect_turn(turn_id);
+                                }
                             }
                         }
                         Ok(Err(error)) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {error}")),
@@ -368,8 +401,11 @@ impl CodexSession {
                     deadline = Instant::now() + self.config.interrupt_grace;
                 }
                 _ = tokio::time::sleep_until(deadline) => {
+                    if !self.events.is_empty() {
+                        continue;
+                    }
                     let seen = self.activity.requests_seen.load(Ordering::Relaxed);
-                    let waiting = self.activity.approvals_pending.load(Ordering::Relaxed) > 0;
+                    let waiting = self.activity.approvals_pending.load(Ordering::Relaxed) > 0 || active_tools > 0;
                     if !interrupting && (waiting || seen != requests_seen) {
                         requests_seen = seen;
                         deadline = Instant::now() + idle;
@@ -395,6 +431,8 @@ impl CodexSession {
         if self.activity.approval_accepted.swap(false, Ordering::Relaxed) {
             recorder.approval_accepted();
         }
+        // Re-sent requests arrive within a turn (or on a resume, which is a new connection).
+        self.handler.forget_answers();
         Ok(recorder.finish(Some(thread_id.to_string())))
     }
 

@@ -334,8 +334,10 @@ impl ExitWatch {
             .await
             .ok()
             .and_then(|r| r.ok().and_then(|s| *s));
+        // stderr reaches EOF right after the exit unless a grandchild holds it: only then is the
+        // rest of the budget spent, and the crash message is not lost to a late-scheduled drain.
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-        self.stderr.settle(remaining.min(Duration::from_millis(250))).await;
+        self.stderr.settle(remaining).await;
         (state, self.stderr.snapshot())
     }
 }

@@ -83,9 +83,17 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                     None => return out.flush().await,
                 },
             };
-            out.write_all(&line).await?;
-            if queue.is_empty() {
-                out.flush().await?;
+            // A peer that stopped reading blocks the write; closing must still close its stdin.
+            tokio::select! {
+                biased;
+                _ = close.cancelled() => return Ok(()),
+                written = async {
+                    out.write_all(&line).await?;
+                    if queue.is_empty() {
+                        out.flush().await?;
+                    }
+                    Ok::<(), std::io::Error>(())
+                } => written?,
             }
         }
     }
