@@ -250,6 +250,31 @@ impl CodexSession {
         })
     }
 
+    /// A request made between turns. Notifications keep coming meanwhile (`thread/started`, rate
+    /// limits, config warnings); nobody else reads them now, so they are drained here — otherwise a
+    /// full queue would stall the reader, and with it this very answer.
+    async fn request_outside_turn<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: &P,
+    ) -> Result<R, RpcError> {
+        let peer = self.conn.peer().clone();
+        let request = peer.request_typed::<P, R>(method, Some(params));
+        tokio::pin!(request);
+        loop {
+            tokio::select! {
+                answer = &mut request => return answer,
+                event = self.events.recv() => match event {
+                    Some(PeerEvent::Notification(note)) => {
+                        tracing::trace!(method = %note.method, "notification between turns");
+                    }
+                    Some(PeerEvent::Closed(_)) | None => return request.await,
+                    Some(_) => {}
+                },
+            }
+        }
+    }
+
     /// Starts a new thread.
     pub async fn start_thread(&mut self, options: &ThreadOptions) -> Result<ThreadReady, CodexError> {
         let params = ThreadStartParams {
@@ -261,8 +286,7 @@ impl CodexSession {
             dynamic_tools: self.dynamic_tools(),
             ..ThreadStartParams::default()
         };
-        let response: ThreadStartResponse =
-            self.conn.peer().request_typed(methods::THREAD_START, Some(&params)).await?;
+        let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
         Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None })
     }
 
@@ -282,7 +306,7 @@ impl CodexSession {
             exclude_turns: Some(true),
             ..ThreadResumeParams::new(thread_id)
         };
-        match self.conn.peer().request_typed::<_, ThreadStartResponse>(methods::THREAD_RESUME, Some(&params)).await {
+        match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
             Ok(response) => Ok(ThreadReady { thread_id: response.thread.id, resumed: true, resume_failure: None }),
             Err(error) => {
                 tracing::warn!(%thread_id, %error, "could not resume the codex thread; starting a new one");
