@@ -8,29 +8,15 @@ use std::time::Duration;
 
 use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
 use clawbridge_bridge::attempt::AttemptResult;
-use clawbridge_bridge::attempt::hooks::{
-    ApprovalDecision, FixedApprover, HostToolCall, HostToolOutput, HostToolSpec, HostTools, NoHostTools,
-    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
-};
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
 use clawbridge_bridge::supervisor::group_alive;
+use clawbridge_fixtures::hooks::{RecordingObserver, WeatherTool};
 use clawbridge_fixtures::mock_model::MockModel;
 use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
 use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
-use futures::future::BoxFuture;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// Keeps every terminal the session reports.
-#[derive(Default)]
-struct Observed(Mutex<Vec<ToolTerminalReport>>);
-
-impl ToolTerminalObserver for Observed {
-    fn observe(&self, report: ToolTerminalReport) -> BoxFuture<'static, ToolTerminalResolution> {
-        self.0.lock().unwrap().push(report);
-        Box::pin(async { ToolTerminalResolution::default() })
-    }
-}
 
 struct Live {
     sandbox: Sandbox,
@@ -47,7 +33,7 @@ async fn live(scenario: serde_json::Value) -> Option<Live> {
 }
 
 impl Live {
-    async fn connect(&self, decision: ApprovalDecision, observed: Arc<Observed>) -> CodexSession {
+    async fn connect(&self, decision: ApprovalDecision, observed: Arc<RecordingObserver>) -> CodexSession {
         let mut config = CodexConfig::new(&self.codex);
         config.codex_home = Some(self.sandbox.codex_home());
         config.env = self.sandbox.env();
@@ -81,7 +67,7 @@ async fn turn(session: &mut CodexSession, thread: &str, prompt: &str) -> (Attemp
 #[tokio::test]
 async fn an_approved_command_runs_and_its_terminal_is_reported_once() {
     let Some(live) = live(command_mock(true)).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Allow, observed.clone()).await;
     assert_eq!(session.server_version().to_string(), "0.169.0");
     let thread = session.start_thread(&live.options()).await.unwrap();
@@ -89,7 +75,7 @@ async fn an_approved_command_runs_and_its_terminal_is_reported_once() {
 
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
     assert_eq!(result.native_session_id.as_deref(), Some(thread.thread_id.as_str()));
-    let reports = observed.0.lock().unwrap().clone();
+    let reports = observed.reports();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].tool_name, "bash");
     assert!(reports[0].execution_started);
@@ -104,13 +90,13 @@ async fn an_approved_command_runs_and_its_terminal_is_reported_once() {
 #[tokio::test]
 async fn a_declined_command_never_starts_and_the_model_is_told() {
     let Some(live) = live(command_mock(true)).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Deny { message: None }, observed.clone()).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
     let (result, _) = turn(&mut session, &thread.thread_id, "Please run the live test command.").await;
 
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "decline lets the turn go on");
-    let reports = observed.0.lock().unwrap().clone();
+    let reports = observed.reports();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert!(!reports[0].execution_started, "a declined command never started");
     let rejection_reached_model = live
@@ -125,19 +111,19 @@ async fn a_declined_command_never_starts_and_the_model_is_told() {
 #[tokio::test]
 async fn an_aborted_approval_interrupts_the_turn() {
     let Some(live) = live(command_mock(true)).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Abort, observed.clone()).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
     let (result, _) = turn(&mut session, &thread.thread_id, "Please run the live test command.").await;
     assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}", result.terminal);
-    assert_eq!(observed.0.lock().unwrap().len(), 1, "the cancelled call still gets its terminal");
+    assert_eq!(observed.reports().len(), 1, "the cancelled call still gets its terminal");
     session.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_new_process_resumes_the_same_thread() {
     let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut first = live.connect(ApprovalDecision::Allow, observed.clone()).await;
     let thread = first.start_thread(&live.options()).await.unwrap();
     turn(&mut first, &thread.thread_id, "Say hello.").await;
@@ -152,7 +138,7 @@ async fn a_new_process_resumes_the_same_thread() {
     assert_eq!(result.terminal.kind, TerminalKind::Ok);
     second.shutdown().await;
 
-    let mut third = live.connect(ApprovalDecision::Allow, Arc::new(Observed::default())).await;
+    let mut third = live.connect(ApprovalDecision::Allow, Arc::new(RecordingObserver::default())).await;
     let fresh = third.resume_or_start("019a0000-0000-7000-8000-000000000000", &live.options()).await.unwrap();
     assert!(!fresh.resumed);
     assert!(fresh.resume_failure.is_some(), "a failed resume is reported, never silent");
@@ -189,7 +175,7 @@ async fn record_demo(live: &Live, out: &std::path::Path) -> String {
     let hooks = SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
         tools: Arc::new(NoHostTools),
-        observer: Arc::new(Observed::default()),
+        observer: Arc::new(RecordingObserver::default()),
     };
     let mut session = CodexSession::connect(config, hooks).await.expect("codex behind the recorder");
     let thread = session.start_thread(&live.options()).await.unwrap();
@@ -250,24 +236,6 @@ fn first_difference(expected: &str, actual: &str) -> String {
     format!("{} lines checked in, {} recorded", expected.lines().count(), actual.lines().count())
 }
 
-/// A host tool for the dynamic-tool test.
-struct Weather;
-
-impl HostTools for Weather {
-    fn specs(&self) -> Vec<HostToolSpec> {
-        vec![HostToolSpec {
-            name: "lookup_weather".into(),
-            description: "Looks up the weather in a city.".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        }]
-    }
-
-    fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
-        let city = call.arguments["city"].as_str().unwrap_or("nowhere").to_string();
-        Box::pin(async move { Ok(HostToolOutput { text: format!("sunny-in-{city}"), is_error: false }) })
-    }
-}
-
 #[tokio::test]
 async fn a_dynamic_tool_is_run_by_the_host_executor_and_its_result_reaches_the_model() {
     let scenario = json!({"rules": [
@@ -277,26 +245,26 @@ async fn a_dynamic_tool_is_run_by_the_host_executor_and_its_result_reaches_the_m
          "reply": {"tool_call": {"name": "lookup_weather", "arguments": {"city": "Paris"}}}}
     ]});
     let Some(live) = live(scenario).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut config = CodexConfig::new(&live.codex);
     config.codex_home = Some(live.sandbox.codex_home());
     config.env = live.sandbox.env();
     config.cwd = Some(live.sandbox.work());
     let hooks = SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Deny { message: None })),
-        tools: Arc::new(Weather),
+        tools: Arc::new(WeatherTool),
         observer: observed.clone(),
     };
     let mut session = CodexSession::connect(config, hooks).await.unwrap();
     let thread = session.start_thread(&live.options()).await.unwrap();
     let (result, _) = turn(&mut session, &thread.thread_id, "What is the weather in Paris?").await;
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
-    let reports = observed.0.lock().unwrap().clone();
+    let reports = observed.reports();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].tool_name, "lookup_weather");
     assert!(reports[0].execution_started);
     assert!(
-        live.mock.model_requests().iter().any(|r| r.body.to_string().contains("sunny-in-Paris")),
+        live.mock.model_requests().iter().any(|r| r.body.to_string().contains("lookup_weather answered for")),
         "the host tool's output reached the model"
     );
     session.shutdown().await;
@@ -310,7 +278,7 @@ async fn an_app_server_killed_mid_turn_fails_the_attempt_without_a_hang_or_an_or
          "reply": {"run_command": {"command": "sleep 30", "escalated": true, "justification": "wait"}}}
     ]});
     let Some(live) = live(scenario).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Allow, observed.clone()).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
     let pgid = session.pid() as i32;
@@ -336,7 +304,7 @@ async fn an_app_server_killed_mid_turn_fails_the_attempt_without_a_hang_or_an_or
     .expect("the attempt ends with a result");
     assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
     assert!(!result.replay.replay_safe, "a tool had started");
-    let reports = observed.0.lock().unwrap().clone();
+    let reports = observed.reports();
     assert_eq!(reports.len(), 1, "the interrupted tool still gets its terminal: {reports:?}");
     assert_eq!(reports[0].outcome, clawbridge_bridge::attempt::hooks::TerminalOutcome::Failure);
     assert!(reports[0].execution_started, "conservatively started");
@@ -369,7 +337,7 @@ fn slow_command(seconds: u32) -> serde_json::Value {
 #[tokio::test]
 async fn cancelling_interrupts_a_running_turn() {
     let Some(live) = live(slow_command(30)).await else { return };
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Allow, observed.clone()).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
     let cancel = CancellationToken::new();
@@ -392,7 +360,7 @@ async fn cancelling_interrupts_a_running_turn() {
     .unwrap();
     assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}", result.terminal);
     assert!(started.elapsed() < Duration::from_secs(25), "the 30 s command did not have to finish");
-    assert_eq!(observed.0.lock().unwrap().len(), 1, "the interrupted command still gets its terminal");
+    assert_eq!(observed.reports().len(), 1, "the interrupted command still gets its terminal");
     let pid = session.pid() as i32;
     session.shutdown().await;
     assert!(!group_alive(pid), "the interrupted command is gone with its server");
@@ -401,7 +369,7 @@ async fn cancelling_interrupts_a_running_turn() {
 #[tokio::test]
 async fn steering_adds_input_to_the_running_turn() {
     let Some(live) = live(slow_command(2)).await else { return };
-    let mut session = live.connect(ApprovalDecision::Allow, Arc::new(Observed::default())).await;
+    let mut session = live.connect(ApprovalDecision::Allow, Arc::new(RecordingObserver::default())).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
     let steering = session.steering();
     let steered = Arc::new(Mutex::new(None));

@@ -3,51 +3,20 @@
 //! (`fixtures/golden/codex/<scenario>.json`). `CLAWBRIDGE_UPDATE_GOLDEN=1` rewrites them.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
-use clawbridge_bridge::attempt::hooks::{
-    ApprovalDecision, FixedApprover, HostToolCall, HostToolOutput, HostToolSpec, HostTools, NoHostTools,
-    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
-};
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, HostTools, NoHostTools};
 use clawbridge_bridge::events::Event;
 use clawbridge_bridge::transcript::{ModelLabel, TranscriptMirror};
+use clawbridge_fixtures::hooks::{RecordingObserver, WeatherTool};
 use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-#[derive(Default)]
-struct Observed(Mutex<Vec<ToolTerminalReport>>);
-
-impl ToolTerminalObserver for Observed {
-    fn observe(&self, report: ToolTerminalReport) -> BoxFuture<'static, ToolTerminalResolution> {
-        self.0.lock().unwrap().push(report);
-        Box::pin(async { ToolTerminalResolution::default() })
-    }
-}
-
-/// The test executor the dynamic-tool fixture was recorded with.
-struct Weather;
-
-impl HostTools for Weather {
-    fn specs(&self) -> Vec<HostToolSpec> {
-        vec![HostToolSpec {
-            name: "lookup_weather".into(),
-            description: "Looks up the weather in a city.".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
-        }]
-    }
-
-    fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
-        let text = format!("{} answered for {}", call.tool_name, call.arguments);
-        Box::pin(async move { Ok(HostToolOutput { text, is_error: false }) })
-    }
 }
 
 /// How each scenario's client behaves (what the recording's client did).
@@ -63,7 +32,7 @@ fn client(scenario: &str) -> (ApprovalDecision, Arc<dyn HostTools>, &'static str
         "command-cancelled" => {
             (ApprovalDecision::Abort, Arc::new(NoHostTools), "Please run the live test command.", None)
         }
-        "dynamic-tool" => (approve, Arc::new(Weather), "What is the weather in Paris?", None),
+        "dynamic-tool" => (approve, Arc::new(WeatherTool), "What is the weather in Paris?", None),
         "resume" => (approve, Arc::new(NoHostTools), "Say hello again.", Some("<uuid-2>")),
         _ => (approve, Arc::new(NoHostTools), "Say hello.", None),
     }
@@ -72,7 +41,7 @@ fn client(scenario: &str) -> (ApprovalDecision, Arc<dyn HostTools>, &'static str
 /// Replays one fixture through the session; returns the golden document.
 async fn replay(fixture: &Path, scenario: &str) -> Value {
     let (decision, tools, prompt, resume) = client(scenario);
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut config = CodexConfig::new(clawbridge_fixtures::fixture_bin("replay-agent"));
     config.launcher_args = vec![fixture.into()];
     config.stop.after_stdin_close = Duration::from_secs(2);
@@ -115,7 +84,7 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
     zero_timestamps(&mut transcript);
     json!({
         "transcript": transcript,
-        "toolTerminals": *observed.0.lock().unwrap(),
+        "toolTerminals": observed.reports(),
         "result": result,
     })
 }
@@ -185,7 +154,7 @@ async fn a_turn_that_never_completes_ends_as_timeout_and_replay_unsafe() {
     let hung = dir.path().join("hung.jsonl");
     std::fs::write(&hung, kept.join("\n") + "\n").unwrap();
 
-    let observed = Arc::new(Observed::default());
+    let observed = Arc::new(RecordingObserver::default());
     let mut config = CodexConfig::new(clawbridge_fixtures::fixture_bin("replay-agent"));
     config.launcher_args = vec![hung.clone().into()];
     config.turn_idle_timeout = Duration::from_secs(2);
@@ -216,6 +185,6 @@ async fn a_turn_that_never_completes_ends_as_timeout_and_replay_unsafe() {
     .unwrap();
     assert_eq!(result.terminal.kind, clawbridge_bridge::events::TerminalKind::Timeout, "{:?}", result.terminal);
     assert!(!result.replay.replay_safe, "a tool ran before the silence");
-    assert_eq!(observed.0.lock().unwrap().len(), 1, "the finished command was still reported");
+    assert_eq!(observed.reports().len(), 1, "the finished command was still reported");
     session.shutdown().await;
 }
