@@ -53,8 +53,6 @@ enum Command {
     },
     /// Serve the clawbridge host protocol on stdio (started by the OpenClaw plugin).
     Serve,
-    /// Record a real backend running a scenario into a normalised fixture.
-    Record,
     /// Run the benchmarks and print a table.
     Bench,
     /// (internal) Play the demo's bundled Codex recording on stdio, as `codex app-server` would.
@@ -89,7 +87,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::DemoAgent { ignored: _ } => demo_agent(),
         Command::Serve => not_yet("serve", "the host protocol and OpenClaw plugin (issue #5)"),
-        Command::Record => not_yet("record", "the real-peer test kit (issue #3)"),
         Command::Bench => not_yet("bench", "benchmarks and the fault matrix (issue #7)"),
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }

@@ -16,7 +16,7 @@ fn help_lists_every_subcommand() {
     let out = clawbridge(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for sub in ["run", "serve", "record", "bench", "reap"] {
+    for sub in ["run", "serve", "bench", "reap"] {
         assert!(help.lines().any(|l| l.trim_start().starts_with(sub)), "`{sub}` missing from:\n{help}");
     }
 }
