@@ -5,4 +5,5 @@
 //! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
 
 pub mod codex;
+pub mod host;
 pub mod jsonrpc;

@@ -1,0 +1,216 @@
+//! `attempt/run` and `attempt/cancel`: one prepared OpenClaw attempt (`runAttempt`) run on a native
+//! backend. While it runs the bridge streams `attempt/event` notifications and may send the host
+//! requests (`host/*`); the `attempt/run` response is the attempt result and comes last.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::event::{TurnTerminal, Usage};
+
+/// `attempt/run` params: the subset of `AgentHarnessAttemptParamsV2` a native backend needs, plus the
+/// attempt's routing id.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRunParams {
+    /// Chosen by the host, unique among the connection's running attempts; every event, host request
+    /// and the cancel for this attempt carry it. Reusing a running id fails with `ATTEMPT_ALREADY_RUNNING`.
+    pub attempt_id: String,
+    /// Which harness runs it (a `harness/list` id).
+    pub harness_id: String,
+    /// The OpenClaw session id; the bridge keeps the native thread binding per session.
+    pub session_id: String,
+    /// The OpenClaw session key (`agent:main:explicit:<sessionId>`), when the host has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_key: Option<String>,
+    /// The OpenClaw agent id, when the host has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The host's run id; scopes the transcript idempotency keys (`clawbridge:<runId>:…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The prepared user prompt.
+    pub prompt: String,
+    /// Images attached to the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageInput>,
+    /// Extra system prompt text the host prepared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_system_prompt: Option<String>,
+    /// The workspace directory.
+    pub workspace_dir: String,
+    /// The working directory, when it differs from `workspaceDir`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The host provider id (stamped on mirrored assistant messages).
+    #[serde(default)]
+    pub provider: String,
+    /// The host model id (stamped on mirrored assistant messages, passed to the backend).
+    #[serde(default)]
+    pub model_id: String,
+    /// The host model's API family (`model.api`), stamped on mirrored assistant messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_api: Option<String>,
+    /// The thinking level (`off`, `low`, `medium`, `high`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_level: Option<String>,
+    /// The attempt's budget; the bridge interrupts the turn and reports `timeout` when it runs out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Host tools the agent may call through `host/tool/execute` (from `createToolSurface`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_tools: Vec<HostToolSpec>,
+    /// `disableTools`: the turn runs without tools.
+    #[serde(default)]
+    pub disable_tools: bool,
+    /// `toolsAllow`: when present, only these tools may be offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_allow: Option<Vec<String>>,
+}
+
+/// An image attached to the prompt, in the host's `{type:"image", data, mimeType}` shape minus `type`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInput {
+    /// Base64 image bytes.
+    pub data: String,
+    /// E.g. `image/png`.
+    pub mime_type: String,
+}
+
+/// A host tool declared to the backend. Mirrors the bridge's `HostToolSpec`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostToolSpec {
+    /// The tool's name (what `host/tool/execute` names).
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of its arguments (the host tool's `parameters`).
+    #[serde(default)]
+    pub input_schema: Value,
+}
+
+/// `attempt/run` result: the attempt result. Mirrors the bridge's `AttemptResult`, plus transcript
+/// ownership; the plugin maps it onto `AgentHarnessAttemptResult`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRunResponse {
+    /// The attempt this is the result of.
+    pub attempt_id: String,
+    /// How the turn ended (`terminal.kind`).
+    pub terminal: TurnTerminal,
+    /// The native thread/session the turn ran in (diagnostics; the bridge keeps the binding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_session_id: Option<String>,
+    /// The final text of each assistant message, in order (`assistantTexts`).
+    #[serde(default)]
+    pub assistant_texts: Vec<String>,
+    /// The turn's token usage, when the backend reported any (`attemptUsage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why a completed turn produced no answer (`agentHarnessResultClassification`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<Classification>,
+    /// Whether the host may retry the attempt (`replayMetadata`).
+    pub replay: ReplayMetadata,
+    /// One entry per tool call (`toolMetas`).
+    #[serde(default)]
+    pub tools: Vec<ToolMeta>,
+    /// The host's unresolved tool error from `host/toolTerminal/observe`, carried through unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tool_error: Option<Value>,
+    /// How many items started and finished (`itemLifecycle`).
+    pub item_lifecycle: ItemLifecycle,
+    /// Whether the bridge mirrored the assistant and tool rows itself (`assistantTranscriptOwned`);
+    /// every append was acknowledged before this result was sent.
+    #[serde(default)]
+    pub transcript_owned: bool,
+    /// The idempotency key of the final assistant row (`assistantTranscriptIdempotencyKey`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_idempotency_key: Option<String>,
+}
+
+/// `agentHarnessResultClassification`. Mirrors the bridge's `Classification`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Classification {
+    /// Nothing at all.
+    Empty,
+    /// Only reasoning.
+    ReasoningOnly,
+    /// Only a plan.
+    PlanningOnly,
+}
+
+/// `replayMetadata`. Mirrors the bridge's `ReplayMetadata`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayMetadata {
+    /// A tool that may change state started.
+    pub had_potential_side_effects: bool,
+    /// Running the attempt again cannot repeat anything.
+    pub replay_safe: bool,
+}
+
+/// A `toolMetas` entry. Mirrors the bridge's `ToolMeta`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolMeta {
+    /// The canonical tool name.
+    pub tool_name: String,
+    /// The protocol call id.
+    pub tool_call_id: String,
+    /// It failed, was declined or cancelled.
+    pub is_error: bool,
+}
+
+/// `itemLifecycle`. Mirrors the bridge's `ItemLifecycle`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemLifecycle {
+    /// Tool calls started.
+    pub started_count: u32,
+    /// Tool calls finished.
+    pub completed_count: u32,
+    /// Started and not finished.
+    pub active_count: u32,
+}
+
+/// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptCancelParams {
+    /// The attempt to cancel.
+    pub attempt_id: String,
+    /// Why, for logs and the terminal message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `attempt/cancel` result. Cancelling is idempotent and never an error: the attempt may have finished
+/// while the cancel was on the wire, which is a normal race, not a host bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptCancelResponse {
+    /// What the cancel found.
+    pub status: CancelStatus,
+}
+
+/// What an `attempt/cancel` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum CancelStatus {
+    /// The attempt was running and is being interrupted; its `attempt/run` result (terminal
+    /// `aborted`) follows.
+    Cancelling,
+    /// No attempt with that id is running (finished, or never started); nothing was done.
+    NotRunning,
+    /// A status this build does not know.
+    // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}

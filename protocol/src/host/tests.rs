@@ -1,0 +1,228 @@
+//! Wire-shape tests. The JSON strings here are lines (params or results) of `docs/host-protocol.md`;
+//! `protocol/tests/host_schema.rs` checks the doc side, these check that the Rust values the bridge
+//! builds produce exactly those bytes, and that host input is decoded tolerantly.
+
+use serde_json::{Value, json};
+
+use super::event::{NativeMutation, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
+use super::host_requests::{TerminalOutcome, ToolFailure};
+use super::*;
+
+fn encode<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("wire types serialise")
+}
+
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> T {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{text} does not decode: {e}"))
+}
+
+const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":1,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":false}}"#;
+const INITIALIZE_RESULT: &str = r#"{"protocolVersion":1,"supportedProtocolVersions":{"min":1,"max":1},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":8,"streamingDeltas":true}}"#;
+const VERSION_ERROR: &str = r#"{"code":-32010,"message":"host protocol version 2 is not supported: clawbridge 0.1.0 speaks version 1; upgrade whichever side is older","data":{"bridgeVersion":"0.1.0","requestedVersion":2,"supportedVersions":{"max":1,"min":1}}}"#;
+const TOOL_STARTED_EVENT: &str = r#"{"attemptId":"run-a:1","seq":1,"event":{"type":"toolStarted","callId":"call_1","toolName":"exec","arguments":{"command":"echo hi"},"native":true,"nativeMutation":{"mutatingAction":false,"replaySafe":true}}}"#;
+const OBSERVE_PARAMS: &str = r#"{"attemptId":"run-a:1","toolCallId":"call_6","toolName":"write","arguments":{"content":"y","path":"x.txt"},"executionStarted":true,"outcome":"failure","failure":{"error":"EACCES: permission denied","errorCode":"EACCES","timedOut":false},"nativeMutation":{"mutatingAction":true,"replaySafe":false}}"#;
+const CANCELLED_RESULT: &str = r#"{"attemptId":"run-b:1","terminal":{"kind":"aborted","message":"user pressed stop"},"nativeSessionId":"th-9","assistantTexts":[],"replay":{"hadPotentialSideEffects":false,"replaySafe":true},"tools":[],"itemLifecycle":{"startedCount":0,"completedCount":0,"activeCount":0},"transcriptOwned":true}"#;
+
+/// The protocol doc, whose example lines must contain every string above verbatim.
+const DOC: &str = include_str!("../../../docs/host-protocol.md");
+
+#[test]
+fn every_string_here_is_in_the_doc() {
+    for text in
+        [INITIALIZE_PARAMS, INITIALIZE_RESULT, VERSION_ERROR, TOOL_STARTED_EVENT, OBSERVE_PARAMS, CANCELLED_RESULT]
+    {
+        assert!(DOC.contains(text), "docs/host-protocol.md has no line containing {text}");
+    }
+}
+
+#[test]
+fn versions_are_one_consistent_range() {
+    assert_eq!(PROTOCOL_VERSION, 1);
+    assert!(SUPPORTED_PROTOCOL_VERSIONS.contains(&PROTOCOL_VERSION));
+    assert_eq!(VersionRange::SUPPORTED, VersionRange { min: MIN_PROTOCOL_VERSION, max: MAX_PROTOCOL_VERSION });
+    assert_eq!(negotiate(PROTOCOL_VERSION, "0.1.0"), Ok(PROTOCOL_VERSION));
+}
+
+#[test]
+fn an_unsupported_version_is_an_error_naming_both_versions_and_the_range() {
+    for requested in [0, 2, u32::MAX] {
+        let error = negotiate(requested, "0.1.0").expect_err("no silent downgrade");
+        assert_eq!(error.code, errors::UNSUPPORTED_PROTOCOL_VERSION);
+        assert!(error.message.contains(&format!("version {requested} ")), "{}", error.message);
+        assert!(error.message.contains("clawbridge 0.1.0 speaks version 1"), "{}", error.message);
+    }
+    assert_eq!(encode(&negotiate(2, "0.1.0").unwrap_err()), VERSION_ERROR);
+}
+
+#[test]
+fn handshake_lines_are_the_documented_bytes() {
+    let params = InitializeParams {
+        protocol_version: 1,
+        host: PeerInfo { name: "openclaw".into(), version: "2026.9.6".into() },
+        capabilities: HostCapabilities {
+            host_tools: true,
+            approvals: true,
+            tool_terminals: true,
+            transcript_append: true,
+            user_input: false,
+        },
+    };
+    assert_eq!(encode(&params), INITIALIZE_PARAMS);
+    assert_eq!(decode::<InitializeParams>(INITIALIZE_PARAMS), params);
+
+    let result = InitializeResponse {
+        protocol_version: 1,
+        supported_protocol_versions: VersionRange::SUPPORTED,
+        bridge: PeerInfo { name: "clawbridge".into(), version: "0.1.0".into() },
+        harnesses: vec![HarnessInfo {
+            id: "clawbridge-codex".into(),
+            label: "Codex (clawbridge)".into(),
+            backend: "codex".into(),
+            available: true,
+            unavailable_reason: None,
+            provider_ids: vec![],
+        }],
+        backends: vec![
+            BackendInfo { id: "codex".into(), available: true, version: Some("0.169.0".into()), detail: None },
+            BackendInfo {
+                id: "claude".into(),
+                available: false,
+                version: None,
+                detail: Some("claude not found on PATH".into()),
+            },
+        ],
+        capabilities: BridgeCapabilities { max_concurrent_attempts: Some(8), streaming_deltas: true },
+    };
+    assert_eq!(encode(&result), INITIALIZE_RESULT);
+    assert_eq!(decode::<InitializeResponse>(INITIALIZE_RESULT), result);
+}
+
+#[test]
+fn events_and_tool_terminals_are_the_documented_bytes() {
+    let call = ToolCall {
+        call_id: "call_1".into(),
+        tool_name: "exec".into(),
+        arguments: json!({"command": "echo hi"}),
+        native: true,
+        native_mutation: Some(NativeMutation { mutating_action: false, replay_safe: true }),
+    };
+    let event = AttemptEventParams { attempt_id: "run-a:1".into(), seq: 1, event: AttemptEvent::ToolStarted(call) };
+    assert_eq!(encode(&event), TOOL_STARTED_EVENT);
+    assert_eq!(decode::<AttemptEventParams>(TOOL_STARTED_EVENT), event);
+
+    let observe = ToolTerminalObserveParams {
+        attempt_id: "run-a:1".into(),
+        tool_call_id: "call_6".into(),
+        tool_name: "write".into(),
+        arguments: json!({"content": "y", "path": "x.txt"}),
+        execution_started: true,
+        outcome: TerminalOutcome::Failure,
+        failure: Some(ToolFailure {
+            error: Some("EACCES: permission denied".into()),
+            error_code: Some("EACCES".into()),
+            timed_out: false,
+        }),
+        native_mutation: Some(NativeMutation { mutating_action: true, replay_safe: false }),
+    };
+    assert_eq!(encode(&observe), OBSERVE_PARAMS);
+}
+
+#[test]
+fn a_cancelled_attempt_result_is_the_documented_bytes() {
+    let result = AttemptRunResponse {
+        attempt_id: "run-b:1".into(),
+        terminal: TurnTerminal { kind: event::TerminalKind::Aborted, message: Some("user pressed stop".into()) },
+        native_session_id: Some("th-9".into()),
+        assistant_texts: vec![],
+        usage: None,
+        classification: None,
+        replay: ReplayMetadata { had_potential_side_effects: false, replay_safe: true },
+        tools: vec![],
+        last_tool_error: None,
+        item_lifecycle: ItemLifecycle::default(),
+        transcript_owned: true,
+        transcript_idempotency_key: None,
+    };
+    assert_eq!(encode(&result), CANCELLED_RESULT);
+    assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);
+}
+
+#[test]
+fn host_input_is_decoded_tolerantly() {
+    // Unknown fields anywhere are ignored; missing optional parts default.
+    let params: InitializeParams = decode(r#"{"protocolVersion":1,"future":{"x":1}}"#);
+    assert_eq!(params.capabilities, HostCapabilities::default(), "a missing capability is false");
+    assert_eq!(params.host, PeerInfo::default());
+    // The version itself is required: guessing it would be a silent downgrade.
+    assert!(serde_json::from_str::<InitializeParams>(r#"{"host":{"name":"openclaw"}}"#).is_err());
+
+    // The host may return observeToolTerminal's whole output; only lastToolError is kept.
+    let resolution: ToolTerminalObserveResponse = decode(
+        r#"{"lastToolError":{"toolName":"write"},"executionStarted":true,"sideEffectEvidence":true,"effectReceipt":{"state":"uncertain"}}"#,
+    );
+    assert_eq!(resolution.last_tool_error, Some(json!({"toolName": "write"})));
+    assert_eq!(decode::<ToolTerminalObserveResponse>("{}"), ToolTerminalObserveResponse::default());
+
+    // A decision from a newer host is unknown, which the bridge treats as deny.
+    assert_eq!(decode::<ApprovalDecideResponse>(r#"{"decision":"allowAlways"}"#), ApprovalDecideResponse::Unknown);
+    assert_eq!(
+        decode::<ApprovalDecideResponse>(r#"{"decision":"deny","extra":1}"#),
+        ApprovalDecideResponse::Deny { message: None }
+    );
+
+    // supports(ctx) is forwarded as the host built it, with fields this build does not model.
+    let supports: SupportsParams = decode(
+        r#"{"harnessId":"h","provider":"mock","providerOwnerStatus":"unowned","modelProvider":{"endpointOverrides":"none","preparedAuth":{"source":"direct"},"runtimePolicy":{}}}"#,
+    );
+    assert_eq!(supports.model_provider.and_then(|m| m.runtime_policy).map(|p| p.compatible_ids), Some(vec![]));
+
+    // Reset reasons the host adds later fall into `unknown`; empty params are fine.
+    assert_eq!(decode::<SessionResetParams>(r#"{"reason":"archived"}"#).reason, Some(ResetReason::Unknown));
+    assert_eq!(decode::<SessionResetParams>("{}"), SessionResetParams::default());
+    assert_eq!(decode::<ShutdownParams>("{}"), ShutdownParams::default());
+    assert_eq!(decode::<HarnessListParams>(r#"{"verbose":true}"#), HarnessListParams::default());
+
+    // Appends and user input answered with nothing are still acknowledgements.
+    assert_eq!(decode::<TranscriptAppendResponse>("{}"), TranscriptAppendResponse::default());
+    assert!(decode::<UserInputResponse>("{}").answers.is_empty());
+    assert!(!decode::<HostToolExecuteResponse>(r#"{"text":"ok"}"#).is_error);
+}
+
+#[test]
+fn readers_skip_what_a_newer_bridge_sends() {
+    let event: AttemptEventParams = decode(r#"{"attemptId":"a","seq":9,"event":{"type":"compacted","tokens":5}}"#);
+    assert_eq!(event.event, AttemptEvent::Unknown);
+    let finish: ToolFinish = decode(
+        r#"{"call":{"callId":"c","toolName":"exec"},"outcome":{"kind":"failure","errorCode":"EACCES"},"executionStarted":true}"#,
+    );
+    assert_eq!(finish.call.arguments, Value::Null);
+    assert_eq!(
+        finish.outcome,
+        ToolOutcome::Failure { error: None, error_code: Some("EACCES".into()), timed_out: false }
+    );
+    assert_eq!(decode::<AttemptCancelResponse>(r#"{"status":"queued"}"#).status, CancelStatus::Unknown);
+}
+
+#[test]
+fn method_names_are_unique_and_host_requests_are_prefixed() {
+    let mut names: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), METHODS.len());
+    for method in METHODS {
+        assert_eq!(
+            method.name.starts_with("host/"),
+            method.sender == Sender::Bridge && method.kind == MethodKind::Request
+        );
+    }
+    let mut codes: Vec<i64> = errors::ALL.iter().map(|e| e.code).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), errors::ALL.len());
+    assert!(codes.iter().all(|c| (-32099..=-32000).contains(c)), "server-error range");
+}
+
+#[test]
+fn the_schema_is_deterministic() {
+    assert_eq!(schema(), schema());
+}
