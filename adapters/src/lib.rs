@@ -1,7 +1,8 @@
 //! One module per native backend, each mapping its peer's messages to clawbridge's normalized
-//! events. Adapters never reach into each other. [`codex`] is the Codex app-server backend; the
-//! Claude and ACP adapters land with their issues.
+//! events. Adapters never reach into each other. [`codex`] is the Codex app-server backend;
+//! [`claude`] holds the Claude Code stream-json mapping (its process handling comes with its issue).
 
+pub mod claude;
 pub mod codex;
 
 /// The backends clawbridge can drive, as named on the command line.

@@ -4,6 +4,8 @@
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
 
+pub mod claude;
 pub mod codex;
 pub mod host;
 pub mod jsonrpc;
+pub mod version;

@@ -6,12 +6,13 @@
 //! every upgrade. Unparseable or missing versions fail closed, and a prerelease ranks below the same
 //! stable version, so `0.149.0-alpha.1` does not meet a `0.149.0` floor.
 
-use std::cmp::Ordering;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+// The version number and its ordering are shared with the other peers' gates; re-exported so the
+// `codex::version::{Version, ParseVersionError}` paths keep working.
+pub use crate::version::{ParseVersionError, Version};
 
 /// The userAgent rule from the reference (as used by OpenClaw), with `[0-9]` for `\d`: the Rust
 /// crate's `\d` also matches non-ASCII digits, JavaScript's (where the rule comes from) does not. The
@@ -25,90 +26,6 @@ static USER_AGENT_VERSION: LazyLock<Regex> = LazyLock::new(|| {
 /// (`Codex Desktop/0.124`, `openclaw/0.125.0abc`, `missing-version`).
 pub fn user_agent_version(user_agent: &str) -> Option<&str> {
     USER_AGENT_VERSION.captures(user_agent).and_then(|c| c.get(1)).map(|m| m.as_str())
-}
-
-/// A semver version with the gate's ordering: numeric triple first, then any `-pre` or `+build`
-/// suffix ranks below the bare version (`0.149.0-alpha.1 < 0.149.0` and `0.149.0+x < 0.149.0`);
-/// two suffixed versions of the same triple compare by prerelease (semver rules), then build.
-///
-/// Parsing and prerelease ordering come from the `semver` crate (well kept, no dependencies); only the
-/// `+build` rule is ours, because semver itself sorts build metadata *above* the bare version.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Version(semver::Version);
-
-impl Version {
-    /// A stable version `major.minor.patch`.
-    pub const fn new(major: u64, minor: u64, patch: u64) -> Self {
-        Version(semver::Version::new(major, minor, patch))
-    }
-
-    /// Parses `major.minor.patch[-pre][+build]` (strict semver: no leading zeros, no empty identifiers).
-    pub fn parse(text: &str) -> Result<Self, ParseVersionError> {
-        semver::Version::parse(text)
-            .map(Version)
-            .map_err(|e| ParseVersionError { input: text.to_owned(), reason: e.to_string() })
-    }
-
-    /// Major component.
-    pub fn major(&self) -> u64 {
-        self.0.major
-    }
-
-    /// Minor component.
-    pub fn minor(&self) -> u64 {
-        self.0.minor
-    }
-
-    /// Patch component.
-    pub fn patch(&self) -> u64 {
-        self.0.patch
-    }
-
-    /// Whether the version has neither a `-pre` nor a `+build` suffix.
-    pub fn is_stable(&self) -> bool {
-        self.0.pre.is_empty() && self.0.build.is_empty()
-    }
-}
-
-impl Ord for Version {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let (a, b) = (&self.0, &other.0);
-        (a.major, a.minor, a.patch)
-            .cmp(&(b.major, b.minor, b.patch))
-            .then_with(|| self.is_stable().cmp(&other.is_stable()))
-            .then_with(|| a.pre.cmp(&b.pre))
-            .then_with(|| a.build.cmp(&b.build))
-    }
-}
-
-impl PartialOrd for Version {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl FromStr for Version {
-    type Err = ParseVersionError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Version::parse(s)
-    }
-}
-
-/// Text that is not a semver version.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{input:?} is not a version: {reason}")]
-pub struct ParseVersionError {
-    /// The text given.
-    pub input: String,
-    /// What the parser objected to.
-    pub reason: String,
 }
 
 /// Which Codex app-server versions clawbridge runs.
@@ -251,6 +168,8 @@ impl VersionRejected {
 
 #[cfg(test)]
 mod tests {
+    use std::cmp::Ordering;
+
     use super::*;
 
     fn v(s: &str) -> Version {
