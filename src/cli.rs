@@ -86,7 +86,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             crate::run::run(args, &state_dir).await
         }
         Command::DemoAgent { ignored: _ } => demo_agent(),
-        Command::Serve => not_yet("serve", "the host protocol and OpenClaw plugin (issue #5)"),
+        Command::Serve => crate::serve::serve(&state_dir).await,
         Command::Bench => not_yet("bench", "benchmarks and the fault matrix (issue #7)"),
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }

@@ -5,6 +5,7 @@
 
 mod cli;
 mod run;
+mod serve;
 
 use std::process::ExitCode;
 

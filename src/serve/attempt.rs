@@ -1,0 +1,349 @@
+//! One `attempt/run`: a Codex session per attempt (spawn, handshake, start or resume the thread,
+//! one turn), every event streamed as `attempt/event`, the transcript mirrored through
+//! `host/transcript/append` (awaited, so the result never outruns it), the result last.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions, ThreadReady};
+use clawbridge_bridge::attempt::AttemptResult;
+use clawbridge_bridge::attempt::hooks::{HostToolSpec, HostTools};
+use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
+use clawbridge_bridge::rpc::RpcPeer;
+use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_bridge::transcript::{Message, ModelLabel, TranscriptMirror};
+use clawbridge_protocol::host::errors::{self, PreflightErrorData};
+use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
+use clawbridge_protocol::jsonrpc::ErrorObject;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::harness::{BackendKind, Harness};
+use super::hooks::{HostApprover, HostObserver, HostToolsClient};
+
+/// How long the host may take to store one group of transcript rows.
+const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Everything one attempt needs.
+pub struct AttemptJob {
+    /// The host connection.
+    pub peer: RpcPeer,
+    /// What the host serves.
+    pub caps: HostCapabilities,
+    /// The attempt as the host sent it.
+    pub params: AttemptRunParams,
+    /// The harness that runs it.
+    pub harness: Harness,
+    /// The session's native thread from an earlier attempt, to resume.
+    pub previous_thread: Option<String>,
+    /// Cancelled by `attempt/cancel`, `shutdown` or the host going away.
+    pub cancel: CancellationToken,
+    /// Where the app-server is recorded for orphan reaping.
+    pub registry: Option<PidRegistry>,
+}
+
+/// What an attempt produced: the response, and the thread to bind to the session.
+pub struct AttemptOutcome {
+    /// The `attempt/run` result.
+    pub response: AttemptRunResponse,
+    /// The native thread the turn ran in.
+    pub thread_id: Option<String>,
+}
+
+/// Runs one attempt. `Err` only for attempts that never started (preflight failures).
+pub async fn run(job: AttemptJob) -> Result<AttemptOutcome, ErrorObject> {
+    let attempt_id = job.params.attempt_id.clone();
+    if job.cancel.is_cancelled() {
+        return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before it started"));
+    }
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let budget = job.params.timeout_ms.map(|ms| {
+        let cancel = job.cancel.clone();
+        let timed_out = timed_out.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            timed_out.store(true, Ordering::Relaxed);
+            cancel.cancel();
+        })
+    });
+    let outcome = run_started(&job, &timed_out).await;
+    if let Some(budget) = budget {
+        budget.abort();
+    }
+    outcome
+}
+
+async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<AttemptOutcome, ErrorObject> {
+    let params = &job.params;
+    let attempt_id = params.attempt_id.clone();
+    let demo = job.harness.backend == BackendKind::Demo;
+    let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
+
+    let mut config = CodexConfig::new(job.harness.program.clone());
+    if demo {
+        config.launcher_args = vec![OsString::from("demo-agent")];
+    } else {
+        config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+    }
+    if !cwd.is_empty() && std::path::Path::new(&cwd).is_dir() {
+        config.cwd = Some(PathBuf::from(&cwd));
+    }
+    config.approval_timeout = super::hooks::APPROVAL_TIMEOUT;
+    config.tool_timeout = super::hooks::TOOL_TIMEOUT;
+    config.interrupt_grace = Duration::from_secs(5);
+    config.registry = job.registry.clone();
+
+    // The demo's recording declared no dynamic tools, so it gets none.
+    let specs: Vec<HostToolSpec> = if demo || params.disable_tools || !job.caps.host_tools {
+        Vec::new()
+    } else {
+        params
+            .host_tools
+            .iter()
+            .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
+            .map(|t| HostToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+            })
+            .collect()
+    };
+    let tools: Arc<dyn HostTools> =
+        Arc::new(HostToolsClient { peer: job.peer.clone(), attempt_id: attempt_id.clone(), specs });
+    let hooks = SessionHooks {
+        approver: Arc::new(HostApprover {
+            peer: job.peer.clone(),
+            attempt_id: attempt_id.clone(),
+            enabled: job.caps.approvals,
+        }),
+        tools,
+        observer: Arc::new(HostObserver {
+            peer: job.peer.clone(),
+            attempt_id: attempt_id.clone(),
+            enabled: job.caps.tool_terminals,
+        }),
+    };
+    let backend_name = if demo { "the demo agent" } else { "codex app-server" };
+    let mut session = match CodexSession::connect(config, hooks).await {
+        Ok(session) => session,
+        Err(error) => {
+            return Err(preflight(
+                format!("{backend_name} could not start: {error}"),
+                format!("{} could not start: {error}", job.harness.info.label),
+            ));
+        }
+    };
+    if job.cancel.is_cancelled() {
+        session.shutdown().await;
+        return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before the turn started"));
+    }
+
+    let options = ThreadOptions {
+        cwd: (!cwd.is_empty()).then(|| cwd.clone()),
+        model: (!params.model_id.is_empty() && !demo).then(|| params.model_id.clone()),
+        developer_instructions: params.extra_system_prompt.clone(),
+        ..ThreadOptions::default()
+    };
+    // The demo's recording holds one fresh thread, so a demo session never resumes.
+    let thread: Result<ThreadReady, _> = match (&job.previous_thread, demo) {
+        (Some(previous), false) => session.resume_or_start(previous, &options).await,
+        _ => session.start_thread(&options).await,
+    };
+    let thread = match thread {
+        Ok(thread) => thread,
+        Err(error) => {
+            session.shutdown().await;
+            return Err(preflight(
+                format!("{backend_name} could not start a thread: {error}"),
+                format!("{} could not start a conversation: {error}", job.harness.info.label),
+            ));
+        }
+    };
+    if let Some(why) = &thread.resume_failure {
+        tracing::warn!(attempt = %attempt_id, "could not resume the session's thread ({why}); started a new one");
+    }
+
+    // Events leave the (synchronous) sink through a channel; one task streams and mirrors them in order.
+    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    let label = ModelLabel {
+        api: params.model_api.clone().unwrap_or_else(|| "codex-app-server".into()),
+        provider: params.provider.clone(),
+        model: params.model_id.clone(),
+    };
+    let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| attempt_id.clone()));
+    let forwarder = Forwarder {
+        peer: job.peer.clone(),
+        attempt_id: attempt_id.clone(),
+        session_id: params.session_id.clone(),
+        mirror_enabled: job.caps.transcript_append,
+        scope,
+        label,
+        mirror: None,
+        owned: job.caps.transcript_append,
+        seq: 0,
+    };
+    let forwarding = tokio::spawn(forwarder.run(rx));
+    let turn = {
+        let mut sink = move |event: &Event| {
+            let _ = tx.send(event.clone());
+        };
+        session.run_turn(&thread.thread_id, &params.prompt, &mut sink, &job.cancel).await
+    };
+    let mut result = match turn {
+        Ok(result) => result,
+        Err(error) => failed_result(&thread.thread_id, format!("the turn could not run: {error}")),
+    };
+    let mut forwarder = match forwarding.await {
+        Ok(forwarder) => forwarder,
+        Err(join) => {
+            tracing::error!(%join, "the event forwarder died");
+            session.shutdown().await;
+            return Ok(AttemptOutcome {
+                response: to_response(&attempt_id, &result, false, None),
+                thread_id: Some(thread.thread_id),
+            });
+        }
+    };
+    // A turn whose terminal never reached the mirror still gets its rows closed.
+    if let Some(mirror) = forwarder.mirror.as_mut() {
+        if !mirror.is_finished() {
+            let messages = mirror.finish(&result.terminal);
+            forwarder.append(messages).await;
+        }
+    }
+    let stop = session.shutdown().await;
+    tracing::debug!(attempt = %attempt_id, ?stop, "native process stopped");
+
+    if timed_out.load(Ordering::Relaxed) && result.terminal.kind == TerminalKind::Aborted {
+        let ms = params.timeout_ms.unwrap_or_default();
+        result.terminal = TurnTerminal {
+            kind: TerminalKind::Timeout,
+            message: Some(format!("the attempt's budget of {ms} ms ran out")),
+        };
+    }
+    let key = forwarder.mirror.as_ref().map(|m| m.assistant_key());
+    let owned = forwarder.owned && forwarder.mirror.is_some();
+    Ok(AttemptOutcome { response: to_response(&attempt_id, &result, owned, key), thread_id: Some(thread.thread_id) })
+}
+
+/// Streams events as `attempt/event` and mirrors them into the host transcript.
+struct Forwarder {
+    peer: RpcPeer,
+    attempt_id: String,
+    session_id: String,
+    mirror_enabled: bool,
+    scope: String,
+    label: ModelLabel,
+    mirror: Option<TranscriptMirror>,
+    /// False once an append failed (or the host does not append at all).
+    owned: bool,
+    seq: u64,
+}
+
+impl Forwarder {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event>) -> Self {
+        while let Some(event) = rx.recv().await {
+            let note = json!({"attemptId": self.attempt_id, "seq": self.seq, "event": event});
+            self.seq += 1;
+            if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
+                tracing::debug!(%error, "could not stream an attempt event");
+            }
+            if !self.mirror_enabled {
+                continue;
+            }
+            if let Event::TurnStarted { turn_id } = &event {
+                if self.mirror.is_none() {
+                    self.mirror = Some(TranscriptMirror::new(self.scope.clone(), turn_id.clone(), self.label.clone()));
+                }
+            }
+            let messages = match self.mirror.as_mut() {
+                Some(mirror) => mirror.on_event(&event),
+                None => Vec::new(),
+            };
+            self.append(messages).await;
+        }
+        self
+    }
+
+    /// Appends one group of rows and waits for the host's acknowledgement.
+    async fn append(&mut self, messages: Vec<Message>) {
+        if messages.is_empty() || !self.mirror_enabled {
+            return;
+        }
+        let params = json!({"attemptId": self.attempt_id, "sessionId": self.session_id, "messages": messages});
+        if let Err(error) =
+            self.peer.request_with_timeout(methods::HOST_TRANSCRIPT_APPEND, Some(&params), APPEND_TIMEOUT).await
+        {
+            tracing::warn!(attempt = %self.attempt_id, %error, "the host did not store transcript rows");
+            self.owned = false;
+        }
+    }
+}
+
+/// The `attempt/run` result for a finished turn.
+fn to_response(attempt_id: &str, result: &AttemptResult, owned: bool, key: Option<String>) -> AttemptRunResponse {
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("attemptId".into(), json!(attempt_id));
+        object.insert("transcriptOwned".into(), json!(owned));
+        if let Some(key) = key.filter(|_| owned) {
+            object.insert("transcriptIdempotencyKey".into(), json!(key));
+        }
+    }
+    serde_json::from_value(value).unwrap_or_else(|e| {
+        let mut fallback = not_run(attempt_id, TerminalKind::Failed, "").response;
+        fallback.terminal.message = Some(format!("the attempt result could not be encoded: {e}"));
+        fallback
+    })
+}
+
+fn failed_result(thread_id: &str, message: String) -> AttemptResult {
+    let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
+    recorder.record(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some(message) }));
+    recorder.finish(Some(thread_id.to_string()))
+}
+
+/// A result for an attempt that ended before its turn started (cancelled early).
+fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
+    let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
+    let message = (!message.is_empty()).then(|| message.to_string());
+    recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
+    let result = recorder.finish(None);
+    AttemptOutcome { response: to_response_raw(attempt_id, &result), thread_id: None }
+}
+
+/// [`to_response`] without the fallback (which itself uses this): the conversion cannot fail for
+/// a result built here, and if it ever does the host still gets a well-formed failure.
+fn to_response_raw(attempt_id: &str, result: &AttemptResult) -> AttemptRunResponse {
+    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert("attemptId".into(), json!(attempt_id));
+        object.insert("transcriptOwned".into(), json!(false));
+    }
+    serde_json::from_value(value).unwrap_or(AttemptRunResponse {
+        attempt_id: attempt_id.to_string(),
+        terminal: clawbridge_protocol::host::event::TurnTerminal {
+            kind: clawbridge_protocol::host::event::TerminalKind::Failed,
+            message: Some("the attempt result could not be encoded".into()),
+        },
+        native_session_id: None,
+        assistant_texts: Vec::new(),
+        usage: None,
+        classification: None,
+        replay: Default::default(),
+        tools: Vec::new(),
+        last_tool_error: None,
+        item_lifecycle: Default::default(),
+        transcript_owned: false,
+        transcript_idempotency_key: None,
+    })
+}
+
+fn preflight(message: String, user_message: String) -> ErrorObject {
+    let data = PreflightErrorData { user_message: Some(user_message) };
+    ErrorObject { code: errors::PREFLIGHT_FAILED, message, data: serde_json::to_value(data).ok() }
+}

@@ -1,0 +1,321 @@
+//! The host's requests and the connection's state: the handshake, the running attempts (by id and
+//! by session), the sessions' native thread bindings, and shutdown.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use clawbridge_bridge::rpc::{HandlerError, RequestHandler, RpcPeer};
+use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_protocol::host::errors;
+use clawbridge_protocol::host::{
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, BridgeCapabilities, CancelStatus,
+    HarnessListResponse, HostCapabilities, InitializeParams, InitializeResponse, PeerInfo, SessionResetParams,
+    SessionResetResponse, ShutdownParams, ShutdownResponse, SupportsParams, VersionRange, methods, negotiate,
+};
+use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::attempt::{self, AttemptJob};
+use super::harness::Catalog;
+
+/// The most attempts that run at once on the connection.
+pub const MAX_CONCURRENT_ATTEMPTS: u32 = 64;
+
+/// A running attempt.
+struct Running {
+    /// Its session.
+    session_id: String,
+    /// Interrupts its turn.
+    cancel: CancellationToken,
+}
+
+/// The native thread a session is bound to.
+struct Binding {
+    /// The harness that created the thread (another harness starts fresh).
+    harness_id: String,
+    /// The native thread id.
+    thread_id: String,
+}
+
+/// Connection state, behind one lock (never held across an await).
+#[derive(Default)]
+struct State {
+    /// The host's capabilities once `initialize` succeeded.
+    initialized: Option<HostCapabilities>,
+    /// Set by `shutdown` or the host leaving: no new attempts.
+    shutting_down: bool,
+    /// Running attempts by attempt id.
+    attempts: HashMap<String, Running>,
+    /// Native thread bindings by session id.
+    bindings: HashMap<String, Binding>,
+}
+
+/// The server: answers the host's requests.
+pub struct Server {
+    catalog: Catalog,
+    registry: Option<PidRegistry>,
+    /// The host connection, set right after it starts.
+    peer: watch::Receiver<Option<RpcPeer>>,
+    state: Mutex<State>,
+    /// Woken whenever an attempt ends.
+    attempt_ended: Notify,
+    /// Set once `shutdown` has been answered.
+    shutdown_done: watch::Sender<bool>,
+}
+
+impl Server {
+    /// A server over `catalog`; `peer` delivers the host connection once it exists.
+    pub fn new(catalog: Catalog, registry: Option<PidRegistry>, peer: watch::Receiver<Option<RpcPeer>>) -> Self {
+        Self {
+            catalog,
+            registry,
+            peer,
+            state: Mutex::new(State::default()),
+            attempt_ended: Notify::new(),
+            shutdown_done: watch::channel(false).0,
+        }
+    }
+
+    /// Becomes true once `shutdown` finished its work.
+    pub fn shutdown_watch(&self) -> watch::Receiver<bool> {
+        self.shutdown_done.subscribe()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn peer(&self) -> Option<RpcPeer> {
+        let mut peer = self.peer.clone();
+        peer.wait_for(Option::is_some).await.ok().and_then(|p| p.clone())
+    }
+
+    /// Refuses new attempts, cancels the running ones and waits (at most `timeout`) until each has
+    /// ended and stopped its native process. Returns how many were running.
+    pub async fn stop_all(&self, timeout: Duration) -> u32 {
+        let count = {
+            let mut state = self.lock();
+            state.shutting_down = true;
+            for running in state.attempts.values() {
+                running.cancel.cancel();
+            }
+            state.attempts.len() as u32
+        };
+        let drained = async {
+            loop {
+                let ended = self.attempt_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                if self.lock().attempts.is_empty() {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        if tokio::time::timeout(timeout, drained).await.is_err() {
+            tracing::warn!("some attempts did not end within {timeout:?}");
+        }
+        count
+    }
+
+    fn capabilities(&self) -> Result<HostCapabilities, HandlerError> {
+        self.lock().initialized.ok_or_else(|| {
+            reply(errors::NOT_INITIALIZED, "the connection is not initialized: send `initialize` first".into())
+        })
+    }
+
+    async fn dispatch(self: Arc<Self>, request: Request) -> Result<Value, HandlerError> {
+        let Request { method, params, .. } = request;
+        if method == methods::INITIALIZE {
+            return self.initialize(decode(params)?);
+        }
+        let known = [
+            methods::HARNESS_LIST,
+            methods::HARNESS_SUPPORTS,
+            methods::ATTEMPT_RUN,
+            methods::ATTEMPT_CANCEL,
+            methods::SESSION_RESET,
+            methods::SHUTDOWN,
+        ];
+        if !known.contains(&method.as_str()) {
+            return Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`")));
+        }
+        let caps = self.capabilities()?;
+        match method.as_str() {
+            methods::HARNESS_LIST => encode(HarnessListResponse { harnesses: self.catalog.infos() }),
+            methods::HARNESS_SUPPORTS => {
+                let params: SupportsParams = decode(params)?;
+                encode(self.catalog.supports(&params))
+            }
+            methods::ATTEMPT_RUN => self.run_attempt(caps, decode(params)?).await,
+            methods::ATTEMPT_CANCEL => {
+                let params: AttemptCancelParams = decode(params)?;
+                let status = match self.lock().attempts.get(&params.attempt_id) {
+                    Some(running) => {
+                        tracing::info!(attempt = %params.attempt_id, reason = ?params.reason, "cancelling");
+                        running.cancel.cancel();
+                        CancelStatus::Cancelling
+                    }
+                    None => CancelStatus::NotRunning,
+                };
+                encode(AttemptCancelResponse { status })
+            }
+            methods::SESSION_RESET => {
+                let params: SessionResetParams = decode(params)?;
+                let Some(session) = params.session_id.or(params.session_key) else {
+                    return Err(reply(codes::INVALID_PARAMS, "session/reset needs a sessionId or sessionKey".into()));
+                };
+                let mut state = self.lock();
+                if let Some((id, _)) = state.attempts.iter().find(|(_, r)| r.session_id == session) {
+                    return Err(reply(errors::SESSION_BUSY, format!("session {session} runs attempt {id}")));
+                }
+                let dropped = state.bindings.remove(&session).is_some();
+                drop(state);
+                encode(SessionResetResponse { dropped })
+            }
+            methods::SHUTDOWN => {
+                let params: ShutdownParams = decode(params)?;
+                tracing::info!(reason = ?params.reason, "shutdown requested");
+                let cancelled_attempts = self.stop_all(super::DRAIN_TIMEOUT).await;
+                // Each attempt's answer is queued just after its handler ends; let those go out
+                // before this one, so the host sees every `attempt/run` result first.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                self.shutdown_done.send_replace(true);
+                encode(ShutdownResponse { cancelled_attempts })
+            }
+            _ => Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
+        }
+    }
+
+    fn initialize(&self, params: InitializeParams) -> Result<Value, HandlerError> {
+        let bridge_version = env!("CARGO_PKG_VERSION");
+        let mut state = self.lock();
+        if state.initialized.is_some() {
+            return Err(reply(errors::ALREADY_INITIALIZED, "the connection is already initialized".into()));
+        }
+        let version = negotiate(params.protocol_version, bridge_version).map_err(HandlerError::Reply)?;
+        state.initialized = Some(params.capabilities);
+        drop(state);
+        tracing::info!(host = %params.host.name, host_version = %params.host.version, version, "host connected");
+        encode(InitializeResponse {
+            protocol_version: version,
+            supported_protocol_versions: VersionRange::SUPPORTED,
+            bridge: PeerInfo { name: "clawbridge".into(), version: bridge_version.into() },
+            harnesses: self.catalog.infos(),
+            backends: self.catalog.backends.clone(),
+            capabilities: BridgeCapabilities {
+                max_concurrent_attempts: Some(MAX_CONCURRENT_ATTEMPTS),
+                streaming_deltas: true,
+            },
+        })
+    }
+
+    async fn run_attempt(
+        self: Arc<Self>,
+        caps: HostCapabilities,
+        params: AttemptRunParams,
+    ) -> Result<Value, HandlerError> {
+        let Some(harness) = self.catalog.get(&params.harness_id).cloned() else {
+            return Err(reply(errors::UNKNOWN_HARNESS, format!("no harness named {}", params.harness_id)));
+        };
+        if !harness.info.available {
+            let why = harness.info.unavailable_reason.clone().unwrap_or_else(|| "its backend is unavailable".into());
+            return Err(reply(errors::HARNESS_UNAVAILABLE, format!("{} is unavailable: {why}", harness.info.id)));
+        }
+        if params.attempt_id.is_empty() || params.session_id.is_empty() {
+            return Err(reply(codes::INVALID_PARAMS, "attempt/run needs an attemptId and a sessionId".into()));
+        }
+        let cancel = CancellationToken::new();
+        let previous_thread = {
+            let mut state = self.lock();
+            if state.shutting_down {
+                return Err(reply(errors::SHUTTING_DOWN, "the bridge is shutting down".into()));
+            }
+            if state.attempts.contains_key(&params.attempt_id) {
+                return Err(reply(
+                    errors::ATTEMPT_ALREADY_RUNNING,
+                    format!("attempt {} is already running", params.attempt_id),
+                ));
+            }
+            if let Some((id, _)) = state.attempts.iter().find(|(_, r)| r.session_id == params.session_id) {
+                return Err(reply(
+                    errors::SESSION_BUSY,
+                    format!("session {} already runs attempt {id}", params.session_id),
+                ));
+            }
+            if state.attempts.len() as u32 >= MAX_CONCURRENT_ATTEMPTS {
+                return Err(reply(
+                    errors::BRIDGE_BUSY,
+                    format!("{MAX_CONCURRENT_ATTEMPTS} attempts are already running"),
+                ));
+            }
+            state.attempts.insert(
+                params.attempt_id.clone(),
+                Running { session_id: params.session_id.clone(), cancel: cancel.clone() },
+            );
+            state
+                .bindings
+                .get(&params.session_id)
+                .filter(|b| b.harness_id == harness.info.id)
+                .map(|b| b.thread_id.clone())
+        };
+        // Whatever happens below, the attempt leaves the registry.
+        let _guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
+        let Some(peer) = self.peer().await else {
+            return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
+        };
+        let session_id = params.session_id.clone();
+        let harness_id = harness.info.id.clone();
+        let job = AttemptJob { peer, caps, params, harness, previous_thread, cancel, registry: self.registry.clone() };
+        let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
+        if let Some(thread_id) = outcome.thread_id {
+            self.lock().bindings.insert(session_id, Binding { harness_id, thread_id });
+        }
+        encode(outcome.response)
+    }
+}
+
+/// Removes an attempt from the registry when its handler ends, however it ends.
+struct Deregister {
+    server: Arc<Server>,
+    attempt_id: String,
+}
+
+impl Drop for Deregister {
+    fn drop(&mut self) {
+        self.server.lock().attempts.remove(&self.attempt_id);
+        self.server.attempt_ended.notify_waiters();
+    }
+}
+
+/// The [`RequestHandler`] the peer calls: an owned handle on the server.
+pub struct ServerHandler(pub Arc<Server>);
+
+impl RequestHandler for ServerHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        Box::pin(self.0.clone().dispatch(request))
+    }
+}
+
+fn reply(code: i64, message: String) -> HandlerError {
+    HandlerError::Reply(ErrorObject::new(code, message))
+}
+
+/// Decodes params; absent params are `{}`.
+fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, HandlerError> {
+    let params = match params {
+        Some(Value::Null) | None => Value::Object(Default::default()),
+        Some(params) => params,
+    };
+    serde_json::from_value(params).map_err(|e| reply(codes::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+fn encode<T: Serialize>(value: T) -> Result<Value, HandlerError> {
+    serde_json::to_value(value).map_err(|e| HandlerError::Failed(format!("could not encode the answer: {e}")))
+}

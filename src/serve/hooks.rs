@@ -1,0 +1,143 @@
+//! The attempt hooks wired to the host: approvals → `host/approval/decide`, host tools →
+//! `host/tool/execute`, tool terminals → `host/toolTerminal/observe`. Each call has a deadline and a
+//! fail-closed fallback (deny, tool failure, no `lastToolError`); a capability the host did not
+//! declare is never asked for.
+
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::hooks::{
+    ApprovalDecision, ApprovalRequest, Approver, HostToolCall, HostToolOutput, HostToolSpec, HostTools,
+    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
+};
+use clawbridge_bridge::rpc::RpcPeer;
+use clawbridge_protocol::host::{
+    ApprovalDecideResponse, HostToolExecuteResponse, ToolTerminalObserveResponse, methods,
+};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// How long the host may take to decide an approval (a person may be asked).
+pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long a host tool may run.
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the host may take to observe a tool terminal; under the Codex session's own 10 s cap.
+pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(9);
+
+/// Asks the host to decide approvals; anything but a clear allow is a deny.
+pub struct HostApprover {
+    /// The host connection.
+    pub peer: RpcPeer,
+    /// The attempt the approvals belong to.
+    pub attempt_id: String,
+    /// Whether the host serves `host/approval/decide`.
+    pub enabled: bool,
+}
+
+impl Approver for HostApprover {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+        let peer = self.peer.clone();
+        let attempt_id = self.attempt_id.clone();
+        let enabled = self.enabled;
+        Box::pin(async move {
+            if !enabled {
+                return Ok(ApprovalDecision::Deny { message: Some("the host decides no approvals".into()) });
+            }
+            let mut params = serde_json::to_value(&request).map_err(|e| e.to_string())?;
+            if let Some(object) = params.as_object_mut() {
+                object.insert("attemptId".into(), json!(attempt_id));
+                object.insert("timeoutMs".into(), json!(APPROVAL_TIMEOUT.as_millis() as u64));
+            }
+            let answer = peer
+                .request_with_timeout(methods::HOST_APPROVAL_DECIDE, Some(&params), APPROVAL_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            let decision: ApprovalDecideResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
+            Ok(match decision {
+                ApprovalDecideResponse::Allow => ApprovalDecision::Allow,
+                ApprovalDecideResponse::AllowForSession => ApprovalDecision::AllowForSession,
+                ApprovalDecideResponse::Deny { message } => ApprovalDecision::Deny { message },
+                ApprovalDecideResponse::Abort => ApprovalDecision::Abort,
+                _ => ApprovalDecision::Deny { message: Some("the host answered with an unknown decision".into()) },
+            })
+        })
+    }
+}
+
+/// The attempt's host tools, run through `host/tool/execute`.
+pub struct HostToolsClient {
+    /// The host connection.
+    pub peer: RpcPeer,
+    /// The attempt the calls belong to.
+    pub attempt_id: String,
+    /// The tools declared to the backend (empty when the host serves none).
+    pub specs: Vec<HostToolSpec>,
+}
+
+impl HostTools for HostToolsClient {
+    fn specs(&self) -> Vec<HostToolSpec> {
+        self.specs.clone()
+    }
+
+    fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
+        let peer = self.peer.clone();
+        let attempt_id = self.attempt_id.clone();
+        let known = self.specs.iter().any(|s| s.name == call.tool_name);
+        Box::pin(async move {
+            if !known {
+                return Err(format!("no host tool named `{}` is available", call.tool_name));
+            }
+            let params = json!({
+                "attemptId": attempt_id,
+                "callId": call.call_id,
+                "toolName": call.tool_name,
+                "arguments": call.arguments,
+            });
+            let answer = peer
+                .request_with_timeout(methods::HOST_TOOL_EXECUTE, Some(&params), TOOL_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            let output: HostToolExecuteResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
+            Ok(HostToolOutput { text: output.text, is_error: output.is_error })
+        })
+    }
+}
+
+/// Reports tool terminals to the host and brings back its `lastToolError`.
+pub struct HostObserver {
+    /// The host connection.
+    pub peer: RpcPeer,
+    /// The attempt the terminals belong to.
+    pub attempt_id: String,
+    /// Whether the host serves `host/toolTerminal/observe`.
+    pub enabled: bool,
+}
+
+impl ToolTerminalObserver for HostObserver {
+    fn observe(&self, report: ToolTerminalReport) -> BoxFuture<'static, ToolTerminalResolution> {
+        let peer = self.peer.clone();
+        let attempt_id = self.attempt_id.clone();
+        let enabled = self.enabled;
+        Box::pin(async move {
+            if !enabled {
+                return ToolTerminalResolution::default();
+            }
+            let mut params = match serde_json::to_value(&report) {
+                Ok(params) => params,
+                Err(_) => return ToolTerminalResolution::default(),
+            };
+            if let Some(object) = params.as_object_mut() {
+                object.insert("attemptId".into(), Value::String(attempt_id));
+            }
+            match peer.request_with_timeout(methods::HOST_TOOL_TERMINAL_OBSERVE, Some(&params), OBSERVE_TIMEOUT).await {
+                Ok(answer) => {
+                    let answer: ToolTerminalObserveResponse = serde_json::from_value(answer).unwrap_or_default();
+                    ToolTerminalResolution { last_tool_error: answer.last_tool_error }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "the host did not observe a tool terminal; no lastToolError");
+                    ToolTerminalResolution::default()
+                }
+            }
+        })
+    }
+}

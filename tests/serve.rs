@@ -1,0 +1,496 @@
+//! `clawbridge serve` driven as the OpenClaw plugin would: over its stdio, with the bridge's own
+//! `RpcPeer` as the host (answering the bridge's `host/*` requests).
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawbridge_bridge::rpc::{HandlerError, NoProcess, PeerConfig, PeerEvent, RequestHandler, RpcError, RpcPeer};
+use clawbridge_bridge::supervisor::group_alive;
+use clawbridge_protocol::jsonrpc::{Dialect, Request};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// What the fake host saw and how it answers.
+#[derive(Default)]
+struct HostLog {
+    /// Every bridge → host request, in arrival order.
+    requests: Mutex<Vec<(String, Value)>>,
+    /// Every `attempt/event` params.
+    events: Mutex<Vec<Value>>,
+    /// Never answer approvals (to keep an attempt mid-turn).
+    hold_approvals: bool,
+}
+
+impl HostLog {
+    fn requests_named(&self, method: &str) -> Vec<Value> {
+        self.requests.lock().unwrap().iter().filter(|(m, _)| m == method).map(|(_, p)| p.clone()).collect()
+    }
+
+    fn events_of(&self, attempt: &str) -> Vec<Value> {
+        self.events.lock().unwrap().iter().filter(|e| e["attemptId"] == attempt).cloned().collect()
+    }
+}
+
+struct HostHandler(Arc<HostLog>);
+
+/// The `lastToolError` the fake host hands back, to see it carried into the result unchanged.
+fn sentinel_error() -> Value {
+    json!({"toolName": "exec", "error": "sentinel", "mutatingAction": false})
+}
+
+impl RequestHandler for HostHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let log = self.0.clone();
+        Box::pin(async move {
+            let params = request.params.clone().unwrap_or(Value::Null);
+            log.requests.lock().unwrap().push((request.method.clone(), params.clone()));
+            match request.method.as_str() {
+                "host/approval/decide" if log.hold_approvals => futures::future::pending().await,
+                "host/approval/decide" => Ok(json!({"decision": "allow"})),
+                "host/toolTerminal/observe" => Ok(json!({"lastToolError": sentinel_error()})),
+                "host/transcript/append" => {
+                    let n = params["messages"].as_array().map_or(0, Vec::len);
+                    Ok(json!({"entries": (0..n).map(|_| json!({"appended": true})).collect::<Vec<_>>()}))
+                }
+                "host/tool/execute" => Ok(json!({"text": "ok", "isError": false})),
+                other => Err(HandlerError::Failed(format!("unexpected {other}"))),
+            }
+        })
+    }
+}
+
+/// A running `clawbridge serve` and the host side of its connection.
+struct Bridge {
+    child: Child,
+    peer: RpcPeer,
+    log: Arc<HostLog>,
+    _state: tempfile::TempDir,
+}
+
+fn command(state: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .arg("serve")
+        .env("CLAWBRIDGE_STATE_DIR", state)
+        .env_remove("CLAWBRIDGE_CODEX_BIN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    command
+}
+
+fn start(hold_approvals: bool) -> Bridge {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = command(state.path()).spawn().expect("clawbridge serve starts");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let log = Arc::new(HostLog { hold_approvals, ..HostLog::default() });
+    let config = PeerConfig {
+        dialect: Dialect::JsonRpc2,
+        request_timeout: Duration::from_secs(120),
+        label: "test-host".into(),
+        ..PeerConfig::default()
+    };
+    let (peer, mut events) =
+        RpcPeer::start(stdout, stdin, config, Arc::new(HostHandler(log.clone())), Arc::new(NoProcess));
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            match event {
+                PeerEvent::Notification(note) if note.method == "attempt/event" => {
+                    sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+                }
+                PeerEvent::Closed(_) => break,
+                _ => {}
+            }
+        }
+    });
+    Bridge { child, peer, log, _state: state }
+}
+
+fn init_params(version: u32) -> Value {
+    json!({
+        "protocolVersion": version,
+        "host": {"name": "openclaw", "version": "2026.9.6"},
+        "capabilities": {"hostTools": true, "approvals": true, "toolTerminals": true, "transcriptAppend": true, "userInput": false}
+    })
+}
+
+fn error_code(result: Result<Value, RpcError>) -> (i64, String, Option<Value>) {
+    match result {
+        Err(RpcError::Remote { error, .. }) => (error.code, error.message, error.data),
+        other => panic!("expected an error answer, got {other:?}"),
+    }
+}
+
+async fn initialize(bridge: &Bridge) -> Value {
+    bridge.peer.request("initialize", Some(&init_params(1))).await.expect("initialize succeeds")
+}
+
+fn attempt_params(attempt: &str, session: &str) -> Value {
+    json!({
+        "attemptId": attempt,
+        "harnessId": "clawbridge-demo",
+        "sessionId": session,
+        "runId": format!("run-{attempt}"),
+        "prompt": "Run echo hi",
+        "workspaceDir": std::env::temp_dir().display().to_string(),
+        "provider": "mock",
+        "modelId": "mock-1",
+        "modelApi": "openai-completions",
+        "disableTools": false
+    })
+}
+
+/// Checks one attempt's event stream: seq from 0 without gaps, started and terminal.
+fn check_events(events: &[Value], attempt: &str) {
+    assert!(!events.is_empty(), "{attempt}: no events");
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["seq"], json!(i), "{attempt}: seq gap in {events:#?}");
+    }
+    assert_eq!(events[0]["event"]["type"], "turnStarted", "{attempt}");
+    assert_eq!(events.last().unwrap()["event"]["type"], "turnTerminal", "{attempt}");
+}
+
+/// Pids whose parent is `parent` (from /proc).
+fn children_of(parent: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the parenthesised command: state, ppid, …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn handshake_negotiates_and_refuses_other_versions() {
+    let bridge = start(false);
+    let (code, message, _) = error_code(bridge.peer.request("harness/list", Some(&json!({}))).await);
+    assert_eq!(code, -32011, "{message}");
+
+    let (code, message, data) = error_code(bridge.peer.request("initialize", Some(&init_params(2))).await);
+    assert_eq!(code, -32010);
+    assert!(message.contains("version 2") && message.contains("speaks version 1"), "{message}");
+    assert!(message.contains(env!("CARGO_PKG_VERSION")), "{message}");
+    let data = data.expect("data");
+    assert_eq!(data["requestedVersion"], 2);
+    assert_eq!(data["supportedVersions"], json!({"min": 1, "max": 1}));
+
+    let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&json!({"host": {}}))).await);
+    assert_eq!(code, -32602, "a missing protocolVersion is invalid params");
+
+    let init = initialize(&bridge).await;
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["bridge"]["name"], "clawbridge");
+    let harnesses = init["harnesses"].as_array().unwrap();
+    let demo = harnesses.iter().find(|h| h["id"] == "clawbridge-demo").expect("the demo harness");
+    assert_eq!(demo["available"], true);
+    let codex = harnesses.iter().find(|h| h["id"] == "clawbridge-codex").expect("the codex harness");
+    assert!(codex["available"].is_boolean());
+    let backends: Vec<&str> = init["backends"].as_array().unwrap().iter().filter_map(|b| b["id"].as_str()).collect();
+    assert_eq!(backends, ["demo", "codex"]);
+
+    let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&init_params(1))).await);
+    assert_eq!(code, -32012);
+
+    let list = bridge.peer.request("harness/list", None::<&Value>).await.unwrap();
+    assert_eq!(list["harnesses"], init["harnesses"]);
+
+    // harness/supports: compatibleIds decide; overrides refuse; nothing claims every route.
+    let supports = |params: Value| {
+        let peer = bridge.peer.clone();
+        async move { peer.request("harness/supports", Some(&params)).await.unwrap() }
+    };
+    let yes = supports(json!({"harnessId": "clawbridge-demo", "provider": "mock",
+        "modelProvider": {"runtimePolicy": {"compatibleIds": ["clawbridge-demo"]}}}))
+    .await;
+    assert_eq!(yes["supported"], true, "{yes}");
+    let other = supports(json!({"harnessId": "clawbridge-demo", "provider": "mock",
+        "modelProvider": {"runtimePolicy": {"compatibleIds": ["clawbridge-codex"]}}}))
+    .await;
+    assert_eq!(other["supported"], false, "{other}");
+    let overrides =
+        supports(json!({"harnessId": "clawbridge-demo", "provider": "mock", "requestedRuntime": "clawbridge-demo",
+        "modelProvider": {"requestTransportOverrides": "present"}}))
+        .await;
+    assert_eq!(overrides["supported"], false, "{overrides}");
+    let any = supports(json!({"harnessId": "clawbridge-demo", "provider": "openai"})).await;
+    assert_eq!(any["supported"], false, "{any}");
+    let unknown = supports(json!({"harnessId": "nope", "provider": "openai"})).await;
+    assert_eq!(unknown["supported"], false, "{unknown}");
+
+    let shutdown = bridge.peer.request("shutdown", Some(&json!({"reason": "test"}))).await.unwrap();
+    assert_eq!(shutdown["cancelledAttempts"], 0);
+    bridge.peer.close();
+    let mut child = bridge.child;
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn bad_input_gets_errors_and_the_server_keeps_serving() {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = command(state.path()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut exchange = async |line: &str| -> Value {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    let garbage = exchange("this is not json {").await;
+    assert_eq!(garbage["error"]["code"], -32700, "{garbage}");
+    assert_eq!(garbage["id"], Value::Null);
+    let not_rpc = exchange(r#"{"hello":"world"}"#).await;
+    assert_eq!(not_rpc["error"]["code"], -32600, "{not_rpc}");
+    let init =
+        exchange(&json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": init_params(1)}).to_string())
+            .await;
+    assert_eq!(init["id"], "i");
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    let unknown = exchange(r#"{"jsonrpc":"2.0","id":7,"method":"no/such","params":{}}"#).await;
+    assert_eq!(unknown["id"], 7);
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let bad_params = exchange(r#"{"jsonrpc":"2.0","id":8,"method":"attempt/run","params":{"attemptId":3}}"#).await;
+    assert_eq!(bad_params["error"]["code"], -32602, "{bad_params}");
+    let unknown_harness = exchange(
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "attempt/run",
+        "params": {"attemptId": "x", "harnessId": "nope", "sessionId": "s", "prompt": "p", "workspaceDir": "/"}})
+        .to_string(),
+    )
+    .await;
+    assert_eq!(unknown_harness["error"]["code"], -32020, "{unknown_harness}");
+    let cancel = exchange(r#"{"jsonrpc":"2.0","id":10,"method":"attempt/cancel","params":{"attemptId":"none"}}"#).await;
+    assert_eq!(cancel["result"]["status"], "notRunning", "{cancel}");
+    let reset = exchange(r#"{"jsonrpc":"2.0","id":11,"method":"session/reset","params":{"sessionId":"none"}}"#).await;
+    assert_eq!(reset["result"]["dropped"], false, "{reset}");
+    let list = exchange(r#"{"jsonrpc":"2.0","id":12,"method":"harness/list"}"#).await;
+    assert!(list["result"]["harnesses"].is_array(), "{list}");
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits on EOF").unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn a_demo_attempt_runs_end_to_end() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    let result = bridge.peer.request("attempt/run", Some(&attempt_params("a-1", "s-1"))).await.expect("a result");
+    assert_eq!(result["attemptId"], "a-1");
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert!(!result["assistantTexts"].as_array().unwrap().is_empty(), "{result:#}");
+    assert_eq!(result["transcriptOwned"], true, "{result:#}");
+    let key = result["transcriptIdempotencyKey"].as_str().expect("a key");
+    assert!(key.starts_with("clawbridge:run-a-1:") && key.ends_with(":assistant"), "{key}");
+    assert_eq!(result["lastToolError"], sentinel_error(), "the observed lastToolError is carried unchanged");
+    assert_eq!(result["itemLifecycle"]["activeCount"], 0);
+    assert!(result["nativeSessionId"].is_string());
+
+    check_events(&bridge.log.events_of("a-1"), "a-1");
+    let approvals = bridge.log.requests_named("host/approval/decide");
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["attemptId"], "a-1");
+    assert_eq!(approvals[0]["kind"], "command");
+    let observed = bridge.log.requests_named("host/toolTerminal/observe");
+    assert_eq!(observed.len(), result["tools"].as_array().unwrap().len(), "one observe per tool call");
+    assert!(observed.iter().all(|o| o["attemptId"] == "a-1"));
+    let appends = bridge.log.requests_named("host/transcript/append");
+    assert!(!appends.is_empty());
+    let messages: Vec<&Value> = appends.iter().flat_map(|a| a["messages"].as_array().unwrap()).collect();
+    assert!(appends.iter().all(|a| a["attemptId"] == "a-1" && a["sessionId"] == "s-1"));
+    assert!(messages.iter().all(|m| m["role"] != "user"), "core writes the prompt itself");
+    assert_eq!(messages.last().unwrap()["idempotencyKey"], key, "the final row is the result's key");
+
+    // The session is bound now: reset drops it once.
+    let reset = bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-1"}))).await.unwrap();
+    assert_eq!(reset["dropped"], true);
+    let reset = bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-1"}))).await.unwrap();
+    assert_eq!(reset["dropped"], false);
+}
+
+#[tokio::test]
+async fn many_concurrent_demo_attempts_share_one_connection() {
+    const N: usize = 20;
+    let bridge = start(false);
+    initialize(&bridge).await;
+    let runs = (0..N).map(|i| {
+        let peer = bridge.peer.clone();
+        async move {
+            let id = format!("c-{i}");
+            let result = peer.request("attempt/run", Some(&attempt_params(&id, &format!("s-{i}")))).await;
+            (id, result)
+        }
+    });
+    let results =
+        tokio::time::timeout(Duration::from_secs(120), futures::future::join_all(runs)).await.expect("all finish");
+    for (id, result) in results {
+        let result = result.unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(result["attemptId"], id);
+        assert_eq!(result["terminal"]["kind"], "ok", "{id}: {result:#}");
+        assert_eq!(result["transcriptOwned"], true, "{id}");
+        check_events(&bridge.log.events_of(&id), &id);
+        let approvals = bridge.log.requests_named("host/approval/decide");
+        assert_eq!(approvals.iter().filter(|a| a["attemptId"] == id).count(), 1, "{id}");
+    }
+}
+
+#[tokio::test]
+async fn busy_sessions_and_duplicate_ids_are_refused_and_shutdown_cancels() {
+    let bridge = start(true);
+    initialize(&bridge).await;
+    let peer = bridge.peer.clone();
+    let running = tokio::spawn(async move { peer.request("attempt/run", Some(&attempt_params("b-1", "s-b"))).await });
+    wait_for(|| !bridge.log.requests_named("host/approval/decide").is_empty()).await;
+
+    let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-2", "s-b"))).await);
+    assert_eq!(code, -32032, "same session");
+    let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-1", "s-other"))).await);
+    assert_eq!(code, -32031, "same attempt id");
+    let (code, _, _) = error_code(bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await);
+    assert_eq!(code, -32032, "reset while running");
+
+    let shutdown = bridge.peer.request("shutdown", Some(&json!({}))).await.unwrap();
+    assert_eq!(shutdown["cancelledAttempts"], 1);
+    let result = running.await.unwrap().expect("the cancelled attempt still gets its result");
+    assert_ne!(result["terminal"]["kind"], "ok", "{result:#}");
+    let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-3", "s-c"))).await);
+    assert_eq!(code, -32013, "no attempts after shutdown");
+    bridge.peer.close();
+    let mut child = bridge.child;
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn attempt_cancel_interrupts_a_running_attempt() {
+    let bridge = start(true);
+    initialize(&bridge).await;
+    let peer = bridge.peer.clone();
+    let running = tokio::spawn(async move { peer.request("attempt/run", Some(&attempt_params("x-1", "s-x"))).await });
+    wait_for(|| !bridge.log.requests_named("host/approval/decide").is_empty()).await;
+    let cancel =
+        bridge.peer.request("attempt/cancel", Some(&json!({"attemptId": "x-1", "reason": "stop"}))).await.unwrap();
+    assert_eq!(cancel["status"], "cancelling");
+    let result = tokio::time::timeout(Duration::from_secs(30), running).await.expect("ends").unwrap().unwrap();
+    assert_eq!(result["attemptId"], "x-1");
+    assert_ne!(result["terminal"]["kind"], "ok", "{result:#}");
+    let events = bridge.log.events_of("x-1");
+    check_events(&events, "x-1");
+    let cancel = bridge.peer.request("attempt/cancel", Some(&json!({"attemptId": "x-1"}))).await.unwrap();
+    assert_eq!(cancel["status"], "notRunning");
+}
+
+#[tokio::test]
+async fn stdin_eof_mid_attempt_stops_everything_and_exits() {
+    let bridge = start(true);
+    initialize(&bridge).await;
+    let mut running = Vec::new();
+    for i in 0..3 {
+        let peer = bridge.peer.clone();
+        running.push(tokio::spawn(async move {
+            peer.request("attempt/run", Some(&attempt_params(&format!("e-{i}"), &format!("s-e{i}")))).await
+        }));
+    }
+    wait_for(|| bridge.log.requests_named("host/approval/decide").len() == 3).await;
+    let server = bridge.child.id().expect("running");
+    let agents = children_of(server);
+    assert_eq!(agents.len(), 3, "one demo agent per attempt: {agents:?}");
+    assert!(agents.iter().all(|&pid| group_alive(pid)), "each agent leads its own process group");
+
+    bridge.peer.close();
+    let mut child = bridge.child;
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("the server exits").unwrap();
+    assert!(status.success(), "{status}");
+    for pid in agents {
+        assert!(!group_alive(pid), "process group {pid} outlived the server");
+    }
+}
+
+async fn wait_for(mut ready: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !ready() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The real codex 0.169.0 and the scripted mock model behind `serve`: an approved command, its
+/// terminal observed, the transcript mirrored, and the session's thread resumed by a second attempt.
+// The mock model serves from this runtime while the bridge runs: it needs threads of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
+    use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
+    use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&command_mock(true)).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut command = command(state.path());
+    command
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CODEX_HOME", sandbox.codex_home())
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .env("CLAWBRIDGE_CODEX_BIN", &codex);
+    let mut child = command.spawn().unwrap();
+    let log = Arc::new(HostLog::default());
+    let (peer, mut events) = RpcPeer::start(
+        child.stdout.take().unwrap(),
+        child.stdin.take().unwrap(),
+        PeerConfig { dialect: Dialect::JsonRpc2, request_timeout: Duration::from_secs(120), ..PeerConfig::default() },
+        Arc::new(HostHandler(log.clone())),
+        Arc::new(NoProcess),
+    );
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let PeerEvent::Notification(note) = event {
+                sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+            }
+        }
+    });
+    let init = peer.request("initialize", Some(&init_params(1))).await.unwrap();
+    let backend = init["backends"].as_array().unwrap().iter().find(|b| b["id"] == "codex").unwrap().clone();
+    assert_eq!(backend["available"], true, "{backend}");
+    assert_eq!(backend["version"], "0.169.0", "{backend}");
+
+    let params = |attempt: &str| {
+        json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": "live-1", "runId": attempt,
+               "prompt": "Please run the live test command.", "workspaceDir": sandbox.work().display().to_string(),
+               "provider": "mock", "modelId": "mock-model", "modelApi": "openai-responses"})
+    };
+    let first = peer.request("attempt/run", Some(&params("l-1"))).await.unwrap();
+    assert_eq!(first["terminal"]["kind"], "ok", "{first:#}");
+    assert!(first["assistantTexts"].as_array().unwrap().iter().any(|t| t.as_str().unwrap_or("").contains(MARKER)));
+    assert_eq!(first["transcriptOwned"], true);
+    assert_eq!(first["lastToolError"], sentinel_error());
+    check_events(&log.events_of("l-1"), "l-1");
+    assert_eq!(log.requests_named("host/approval/decide").len(), 1);
+    assert_eq!(log.requests_named("host/toolTerminal/observe").len(), 1);
+
+    let second = peer.request("attempt/run", Some(&params("l-2"))).await.unwrap();
+    assert_eq!(second["terminal"]["kind"], "ok", "{second:#}");
+    assert_eq!(second["nativeSessionId"], first["nativeSessionId"], "the session resumed its thread");
+
+    let shutdown = peer.request("shutdown", Some(&json!({}))).await.unwrap();
+    assert_eq!(shutdown["cancelledAttempts"], 0);
+    peer.close();
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("exits").unwrap();
+    assert!(status.success(), "{status}");
+}
