@@ -1,6 +1,6 @@
 //! One module per native backend, each mapping its peer's messages to clawbridge's normalized
 //! events. Adapters never reach into each other. [`codex`] is the Codex app-server backend;
-//! [`claude`] holds the Claude Code stream-json mapping (its process handling comes with its issue).
+//! [`claude`] is the Claude Code CLI backend (stream-json, control protocol, warm process).
 
 pub mod claude;
 pub mod codex;

@@ -1,0 +1,221 @@
+//! How to launch `claude` in bidirectional stream-json mode, and the policies of a session with it.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_bridge::transport::DEFAULT_MAX_LINE_BYTES;
+use clawbridge_protocol::claude::VersionPolicy;
+
+/// A secret value (an API key, a token). Its `Debug` never shows it, and it only ever reaches the
+/// child through its environment — never argv, never a log line.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps `value`.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value, for the child's environment only.
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
+#[derive(Clone, Debug)]
+pub struct ClaudeConfig {
+    /// The `claude` executable.
+    pub program: PathBuf,
+    /// Arguments before clawbridge's own (for launchers that wrap the real CLI, such as a recorder).
+    pub launcher_args: Vec<OsString>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--append-system-prompt`.
+    pub append_system_prompt: Option<String>,
+    /// `--setting-sources` (e.g. `""` for none, `user,project`); `None` keeps the CLI's default.
+    pub setting_sources: Option<String>,
+    /// `--allowedTools` rules (permission-rule syntax); calls they match skip `can_use_tool`.
+    pub allowed_tools: Vec<String>,
+    /// `--disallowedTools` rules.
+    pub disallowed_tools: Vec<String>,
+    /// `--permission-mode` (always passed explicitly; reference §1). Default `default`.
+    pub permission_mode: String,
+    /// The name of the SDK MCP server host tools are served as (tools `mcp__<name>__<tool>`), declared
+    /// only when the host lends tools. Default `openclaw`.
+    pub host_mcp_server: String,
+    /// How long a host tool may run before it counts as failed.
+    pub tool_timeout: Duration,
+    /// `--resume <id>` for the first process: continue this native session.
+    pub resume: Option<String>,
+    /// The child's environment policy. `CLAUDECODE` is always removed (lessons H1).
+    pub env: EnvPolicy,
+    /// Credentials (`ANTHROPIC_API_KEY`, …), passed to the child only through its environment.
+    pub secret_env: Vec<(String, Secret)>,
+    /// The child's working directory.
+    pub cwd: Option<PathBuf>,
+    /// Which CLI versions are accepted.
+    pub version_policy: VersionPolicy,
+    /// Deadline for `claude --version`.
+    pub version_timeout: Duration,
+    /// Deadline for the `initialize` control request (generous: MCP servers start inside it).
+    pub handshake_timeout: Duration,
+    /// A turn with no progress for this long ends as `timeout` (suspended while an approval is
+    /// pending or a tool runs).
+    pub turn_idle_timeout: Duration,
+    /// How long the host may take to decide a `can_use_tool` before it counts as denied.
+    pub approval_timeout: Duration,
+    /// After an `interrupt`, how long to wait for the turn's `result` before stopping the process.
+    pub interrupt_grace: Duration,
+    /// Longest stdout line accepted, in bytes.
+    pub max_line_bytes: usize,
+    /// The staged stop's graces.
+    pub stop: StopPolicy,
+    /// Where to record the child for orphan reaping.
+    pub registry: Option<PidRegistry>,
+}
+
+impl ClaudeConfig {
+    /// Defaults for launching `program`.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            launcher_args: Vec::new(),
+            model: None,
+            append_system_prompt: None,
+            setting_sources: None,
+            allowed_tools: Vec::new(),
+            disallowed_tools: Vec::new(),
+            permission_mode: "default".into(),
+            host_mcp_server: "openclaw".into(),
+            tool_timeout: Duration::from_secs(600),
+            resume: None,
+            env: EnvPolicy::default(),
+            secret_env: Vec::new(),
+            cwd: None,
+            version_policy: VersionPolicy::default(),
+            version_timeout: Duration::from_secs(15),
+            handshake_timeout: Duration::from_secs(60),
+            turn_idle_timeout: Duration::from_secs(300),
+            approval_timeout: Duration::from_secs(600),
+            interrupt_grace: Duration::from_secs(10),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            stop: StopPolicy {
+                after_stdin_close: Duration::from_secs(3),
+                after_sigterm: Duration::from_secs(2),
+                after_sigkill: Duration::from_secs(2),
+            },
+            registry: None,
+        }
+    }
+
+    /// The child's environment: the policy, the secrets, and never `CLAUDECODE`.
+    pub(crate) fn child_env(&self) -> EnvPolicy {
+        let mut env = self.env.clone();
+        for (name, value) in &self.secret_env {
+            env.set.push((name.into(), value.expose().into()));
+        }
+        env.without("CLAUDECODE")
+    }
+
+    /// The command for `claude --version`.
+    pub(crate) fn version_command(&self) -> CommandSpec {
+        let mut args = self.launcher_args.clone();
+        args.push("--version".into());
+        CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env: self.child_env() }
+    }
+
+    /// The command for a session process, continuing `resume` when given. With `host_tools`, the
+    /// host's SDK MCP server is declared, its tools allowed without a prompt (they are the host's
+    /// own) and offered directly (`ENABLE_TOOL_SEARCH=false`, no `ToolSearch` detour).
+    pub(crate) fn command(&self, resume: Option<&str>, host_tools: bool) -> CommandSpec {
+        let mut args = self.launcher_args.clone();
+        let fixed = [
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--permission-prompt-tool",
+            "stdio",
+        ];
+        args.extend(fixed.into_iter().map(OsString::from));
+        args.push("--permission-mode".into());
+        args.push(self.permission_mode.clone().into());
+        let mut option = |flag: &str, value: &str| {
+            args.push(flag.into());
+            args.push(value.into());
+        };
+        if let Some(model) = &self.model {
+            option("--model", model);
+        }
+        if let Some(prompt) = &self.append_system_prompt {
+            option("--append-system-prompt", prompt);
+        }
+        if let Some(sources) = &self.setting_sources {
+            option("--setting-sources", sources);
+        }
+        let mut allowed = self.allowed_tools.clone();
+        let server = &self.host_mcp_server;
+        if host_tools {
+            let config = serde_json::json!({"mcpServers": {server: {"type": "sdk", "name": server}}});
+            option("--mcp-config", &config.to_string());
+            allowed.push(format!("mcp__{server}__*"));
+        }
+        if !allowed.is_empty() {
+            option("--allowedTools", &allowed.join(","));
+        }
+        if !self.disallowed_tools.is_empty() {
+            option("--disallowedTools", &self.disallowed_tools.join(","));
+        }
+        if let Some(session) = resume {
+            option("--resume", session);
+        }
+        let mut env = self.child_env();
+        if host_tools {
+            env.set.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
+        }
+        CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_stay_out_of_argv_and_debug_and_claudecode_is_removed() {
+        let mut config = ClaudeConfig::new("claude");
+        config.secret_env.push(("ANTHROPIC_API_KEY".into(), Secret::new("sk-very-secret")));
+        config.model = Some("m".into());
+        config.resume = None;
+        let spec = config.command(Some("sess-1"), true);
+        let argv: Vec<String> = spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!argv.iter().any(|a| a.contains("sk-very-secret")));
+        assert!(argv.windows(2).any(|w| w[0] == "--resume" && w[1] == "sess-1"));
+        assert!(argv.windows(2).any(|w| w[0] == "--model" && w[1] == "m"));
+        assert!(argv.contains(&"--include-partial-messages".to_string()));
+        assert!(argv.windows(2).any(|w| w[0] == "--allowedTools" && w[1] == "mcp__openclaw__*"));
+        assert!(argv.iter().any(|a| a.contains(r#""type":"sdk""#)));
+        assert!(!format!("{config:?}").contains("sk-very-secret"));
+        assert!(spec.env.remove.iter().any(|r| r == "CLAUDECODE"));
+        let built = spec.env.build([("CLAUDECODE".into(), "1".into())]);
+        assert!(!built.contains_key(std::ffi::OsStr::new("CLAUDECODE")));
+        assert_eq!(
+            built.get(std::ffi::OsStr::new("ANTHROPIC_API_KEY")).map(|v| v.to_string_lossy().into_owned()),
+            Some("sk-very-secret".into())
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! Answers the CLI's control requests (`can_use_tool`, `hook_callback`, `mcp_message`, …). Every
+//! request gets an answer: a hook that fails or runs out of time yields the safe one (deny), never a
+//! hang (lessons B1). Each request is answered in its own task by the session's reader, so a slow
+//! approval never stalls stdout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::hooks::{
+    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools,
+};
+use clawbridge_protocol::claude::{
+    CanUseToolRequest, ControlRequest, ControlRequestBody, ControlResponse, McpMessageRequest, PermissionResult,
+    decline_elicitation,
+};
+use serde_json::{Value, json};
+
+use super::mapping::{SHELL_TOOL_NAME, canonical_tool_name};
+
+/// Facts the turn loop needs from the control side.
+#[derive(Debug, Default)]
+pub struct ControlActivity {
+    /// Approvals waiting for the host; the idle watchdog is suspended while this is non-zero
+    /// (lessons A4).
+    pub approvals_pending: AtomicUsize,
+    /// The host allowed at least one call: the attempt may have had effects (lessons C1).
+    pub approval_accepted: AtomicBool,
+    /// Bumped on every request, so the watchdog counts requests as progress.
+    pub requests_seen: AtomicUsize,
+}
+
+/// What the turn's mapper must learn from an answer, before the CLI can act on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlNote {
+    /// The host denied this call (`TurnMapper::note_denied`).
+    Denied {
+        /// The `tool_use` id.
+        tool_use_id: String,
+        /// The reason given to the model.
+        message: String,
+    },
+    /// The host's answer also interrupts the turn (`TurnMapper::note_interrupt_requested`).
+    InterruptRequested,
+}
+
+/// Answers the CLI's control requests through the attempt's hooks.
+pub struct ClaudeControlHandler {
+    /// Decides `can_use_tool`.
+    approver: Arc<dyn Approver>,
+    /// Shared with the turn loop.
+    activity: Arc<ControlActivity>,
+    /// Deadline for one approval decision.
+    approval_timeout: Duration,
+    /// Host tools, served as the SDK MCP server [`host_server`](Self::host_server).
+    tools: Arc<dyn HostTools>,
+    /// The SDK MCP server's name (`--mcp-config … {"type":"sdk","name":…}`); `None` serves no tools.
+    host_server: Option<String>,
+    /// Deadline for one host tool call.
+    tool_timeout: Duration,
+}
+
+impl ClaudeControlHandler {
+    /// A handler using this approver and deadline.
+    pub fn new(approver: Arc<dyn Approver>, activity: Arc<ControlActivity>, approval_timeout: Duration) -> Arc<Self> {
+        Arc::new(Self::plain(approver, activity, approval_timeout))
+    }
+
+    /// A handler that also serves `tools` as the SDK MCP server `server` (calls bounded by
+    /// `tool_timeout`).
+    pub fn with_host_tools(
+        approver: Arc<dyn Approver>,
+        activity: Arc<ControlActivity>,
+        approval_timeout: Duration,
+        tools: Arc<dyn HostTools>,
+        server: impl Into<String>,
+        tool_timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            tools,
+            host_server: Some(server.into()),
+            tool_timeout,
+            ..Self::plain(approver, activity, approval_timeout)
+        })
+    }
+
+    fn plain(approver: Arc<dyn Approver>, activity: Arc<ControlActivity>, approval_timeout: Duration) -> Self {
+        Self {
+            approver,
+            activity,
+            approval_timeout,
+            tools: Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools),
+            host_server: None,
+            tool_timeout: Duration::from_secs(600),
+        }
+    }
+
+    /// The answer to `request`, and what the mapper must be told first (in order, before the answer
+    /// is written: the CLI only acts on the answer after reading it).
+    pub async fn answer(&self, request: ControlRequest) -> (ControlResponse, Vec<ControlNote>) {
+        self.activity.requests_seen.fetch_add(1, Ordering::Relaxed);
+        let id = request.request_id.clone();
+        match request.request {
+            ControlRequestBody::CanUseTool(ask) => self.can_use_tool(&id, ask).await,
+            ControlRequestBody::McpMessage(message) => {
+                if self.host_server.as_deref() == Some(message.server_name.as_str()) {
+                    (ControlResponse::success(&id, self.serve_mcp(message).await), vec![])
+                } else {
+                    (ControlResponse::success(&id, mcp_unsupported(&message)), vec![])
+                }
+            }
+            // We register no hooks in `initialize`, so none should fire; an empty output lets the CLI
+            // go on as if there were no hook (permissions still come through `can_use_tool`).
+            ControlRequestBody::HookCallback(hook) => {
+                tracing::debug!(callback_id = %hook.callback_id, "answering an unregistered hook callback with no output");
+                (ControlResponse::success(&id, json!({})), vec![])
+            }
+            ControlRequestBody::Elicitation(_) => (ControlResponse::success(&id, decline_elicitation()), vec![]),
+            other => {
+                let subtype = other.tag().unwrap_or("(none)").to_owned();
+                tracing::debug!(%subtype, "refusing a control request clawbridge does not serve");
+                (ControlResponse::error(&id, format!("unsupported control request: {subtype}")), vec![])
+            }
+        }
+    }
+
+    async fn can_use_tool(&self, id: &str, ask: CanUseToolRequest) -> (ControlResponse, Vec<ControlNote>) {
+        let tool_name = canonical_tool_name(&ask.tool_name);
+        let call_id = ask.tool_use_id.clone().unwrap_or_default();
+        let request = ApprovalRequest {
+            kind: if tool_name == SHELL_TOOL_NAME { ApprovalKind::Command } else { ApprovalKind::Tool },
+            call_id: call_id.clone(),
+            tool_name,
+            arguments: ask.input.clone(),
+            reason: ask.description.clone(),
+        };
+        let decision = {
+            let _pending = PendingApproval::start(&self.activity);
+            match tokio::time::timeout(self.approval_timeout, self.approver.decide(request)).await {
+                Ok(Ok(decision)) => decision,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "the approval could not be decided; denying");
+                    ApprovalDecision::Deny { message: Some(format!("approval failed: {error}")) }
+                }
+                Err(_) => {
+                    ApprovalDecision::Deny { message: Some(format!("no decision within {:?}", self.approval_timeout)) }
+                }
+            }
+        };
+        let denied = |message: &str| ControlNote::Denied { tool_use_id: call_id.clone(), message: message.to_owned() };
+        let (result, notes) = match decision {
+            ApprovalDecision::Allow | ApprovalDecision::AllowForSession => {
+                self.activity.approval_accepted.store(true, Ordering::Relaxed);
+                (PermissionResult::allow(ask.input), vec![])
+            }
+            ApprovalDecision::Abort => {
+                let message = "The user stopped this turn.";
+                (PermissionResult::deny_and_interrupt(message), vec![denied(message), ControlNote::InterruptRequested])
+            }
+            ApprovalDecision::Deny { message } => {
+                let message = message.unwrap_or_else(|| "The user declined this tool call.".into());
+                let note = denied(&message);
+                (PermissionResult::deny(message), vec![note])
+            }
+            // A decision this build does not know: fail closed.
+            _ => {
+                let message = "The tool call was not approved.";
+                (PermissionResult::deny(message), vec![denied(message)])
+            }
+        };
+        let notes = if call_id.is_empty() {
+            notes.into_iter().filter(|n| !matches!(n, ControlNote::Denied { .. })).collect()
+        } else {
+            notes
+        };
+        (ControlResponse::success(id, result.to_value()), notes)
+    }
+}
+
+impl ClaudeControlHandler {
+    /// Answers one MCP message for the host's SDK MCP server: `initialize`, `tools/list`,
+    /// `tools/call` (through [`HostTools`], under the tool deadline; any failure is an `isError`
+    /// result), an empty result for notifications, and `-32601` for anything else.
+    async fn serve_mcp(&self, request: McpMessageRequest) -> Value {
+        let message = &request.message;
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        let id = match message.get("id") {
+            Some(id) if !id.is_null() => id.clone(),
+            // A notification (`notifications/initialized`, …) must be answered too.
+            _ => return json!({"mcp_response": {"jsonrpc": "2.0", "result": {}}}),
+        };
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let result = match method {
+            "initialize" => {
+                let version = params.get("protocolVersion").cloned().unwrap_or_else(|| json!("2025-06-18"));
+                json!({"protocolVersion": version, "capabilities": {"tools": {}},
+                       "serverInfo": {"name": request.server_name, "version": env!("CARGO_PKG_VERSION")}})
+            }
+            "tools/list" => {
+                let tools: Vec<Value> = self
+                    .tools
+                    .specs()
+                    .into_iter()
+                    .map(|spec| json!({"name": spec.name, "description": spec.description, "inputSchema": spec.input_schema}))
+                    .collect();
+                json!({"tools": tools})
+            }
+            "tools/call" => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let call_id = params
+                    .pointer("/_meta/claudecode~1toolUseId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let call = HostToolCall { call_id, tool_name: name.clone(), arguments };
+                let (text, is_error) = match tokio::time::timeout(self.tool_timeout, self.tools.call(call)).await {
+                    Ok(Ok(output)) => (output.text, output.is_error),
+                    Ok(Err(error)) => (error, true),
+                    Err(_) => (format!("`{name}` gave no result within {:?}", self.tool_timeout), true),
+                };
+                json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+            }
+            "ping" => json!({}),
+            other => {
+                return json!({"mcp_response": {"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": format!("method not found: {other}")}}});
+            }
+        };
+        json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": result}})
+    }
+}
+
+/// The `mcp_message` answer while clawbridge serves no SDK MCP server: a JSON-RPC error for a
+/// request, an empty result for a notification (which must be answered too).
+fn mcp_unsupported(message: &McpMessageRequest) -> Value {
+    let response = match message.message.get("id") {
+        Some(id) if !id.is_null() => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": format!("clawbridge serves no MCP server named {:?}", message.server_name)}}),
+        _ => json!({"jsonrpc": "2.0", "result": {}}),
+    };
+    json!({"mcp_response": response})
+}
+
+/// Counts an approval as pending for as long as it lives, even if its task is aborted.
+struct PendingApproval(Arc<ControlActivity>);
+
+impl PendingApproval {
+    fn start(activity: &Arc<ControlActivity>) -> Self {
+        activity.approvals_pending.fetch_add(1, Ordering::Relaxed);
+        PendingApproval(activity.clone())
+    }
+}
+
+impl Drop for PendingApproval {
+    fn drop(&mut self) {
+        self.0.approvals_pending.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawbridge_bridge::attempt::hooks::FixedApprover;
+    use futures::future::BoxFuture;
+
+    fn request(body: Value) -> ControlRequest {
+        serde_json::from_value(json!({"request_id": "r1", "request": body})).unwrap()
+    }
+
+    fn handler(approver: Arc<dyn Approver>) -> (Arc<ClaudeControlHandler>, Arc<ControlActivity>) {
+        let activity = Arc::new(ControlActivity::default());
+        (ClaudeControlHandler::new(approver, activity.clone(), Duration::from_millis(200)), activity)
+    }
+
+    fn bash() -> ControlRequest {
+        request(json!({"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_1",
+                       "input": {"command": "echo hi | tee x"}}))
+    }
+
+    #[tokio::test]
+    async fn allow_echoes_the_input_and_deny_notes_the_call() {
+        let (h, activity) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let (answer, notes) = h.answer(bash()).await;
+        let line = answer.to_line();
+        assert_eq!(line["response"]["response"]["behavior"], "allow");
+        assert_eq!(line["response"]["response"]["updatedInput"]["command"], "echo hi | tee x");
+        assert!(notes.is_empty());
+        assert!(activity.approval_accepted.load(Ordering::Relaxed));
+
+        let (h, _) = handler(Arc::new(FixedApprover(ApprovalDecision::Deny { message: Some("no".into()) })));
+        let (answer, notes) = h.answer(bash()).await;
+        assert_eq!(answer.to_line()["response"]["response"]["behavior"], "deny");
+        assert_eq!(notes, vec![ControlNote::Denied { tool_use_id: "toolu_1".into(), message: "no".into() }]);
+    }
+
+    struct Hanging;
+
+    impl Approver for Hanging {
+        fn decide(&self, _r: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            Box::pin(futures::future::pending())
+        }
+    }
+
+    struct Failing;
+
+    impl Approver for Failing {
+        fn decide(&self, _r: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            Box::pin(async { Err("host gone".to_string()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_or_hanging_approver_denies() {
+        for approver in [Arc::new(Hanging) as Arc<dyn Approver>, Arc::new(Failing)] {
+            let (h, activity) = handler(approver);
+            let (answer, notes) = h.answer(bash()).await;
+            assert_eq!(answer.to_line()["response"]["response"]["behavior"], "deny");
+            assert_eq!(notes.len(), 1);
+            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn other_requests_get_safe_answers() {
+        let (h, _) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let mcp = request(json!({"subtype": "mcp_message", "server_name": "x",
+                                 "message": {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}}));
+        let line = h.answer(mcp).await.0.to_line();
+        assert_eq!(line["response"]["response"]["mcp_response"]["error"]["code"], -32601);
+        assert_eq!(line["response"]["response"]["mcp_response"]["id"], 3);
+        let note = request(json!({"subtype": "mcp_message", "server_name": "x",
+                                  "message": {"jsonrpc": "2.0", "method": "notifications/initialized"}}));
+        assert_eq!(h.answer(note).await.0.to_line()["response"]["response"]["mcp_response"]["result"], json!({}));
+        let unknown = request(json!({"subtype": "brand_new"}));
+        assert_eq!(h.answer(unknown).await.0.to_line()["response"]["subtype"], "error");
+        let hook = request(json!({"subtype": "hook_callback", "callback_id": "hook_0", "input": {}}));
+        assert_eq!(h.answer(hook).await.0.to_line()["response"]["subtype"], "success");
+    }
+
+    #[tokio::test]
+    async fn host_tools_are_served_over_sdk_mcp() {
+        use clawbridge_bridge::attempt::hooks::{HostToolOutput, HostToolSpec};
+        struct Echo;
+        impl HostTools for Echo {
+            fn specs(&self) -> Vec<HostToolSpec> {
+                vec![HostToolSpec { name: "echo".into(), description: "Echoes.".into(), input_schema: json!({}) }]
+            }
+            fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
+                Box::pin(async move {
+                    Ok(HostToolOutput { text: format!("{} {}", call.call_id, call.arguments), is_error: false })
+                })
+            }
+        }
+        let activity = Arc::new(ControlActivity::default());
+        let approver = Arc::new(FixedApprover(ApprovalDecision::Allow));
+        let h = ClaudeControlHandler::with_host_tools(
+            approver,
+            activity,
+            Duration::from_secs(1),
+            Arc::new(Echo),
+            "openclaw",
+            Duration::from_secs(1),
+        );
+        let mcp =
+            |message: Value| request(json!({"subtype": "mcp_message", "server_name": "openclaw", "message": message}));
+        let init = h
+            .answer(mcp(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+            ))
+            .await
+            .0
+            .to_line();
+        assert_eq!(init["response"]["response"]["mcp_response"]["result"]["protocolVersion"], "2025-11-25");
+        let list = h.answer(mcp(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))).await.0.to_line();
+        assert_eq!(list["response"]["response"]["mcp_response"]["result"]["tools"][0]["name"], "echo");
+        let call = h
+            .answer(mcp(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "ping"}, "_meta": {"claudecode/toolUseId": "toolu_9"}}})))
+            .await
+            .0
+            .to_line();
+        let result = &call["response"]["response"]["mcp_response"];
+        assert_eq!(result["id"], 2);
+        assert_eq!(result["result"]["content"][0]["text"], r#"toolu_9 {"text":"ping"}"#);
+        assert_eq!(result["result"]["isError"], false);
+    }
+}

@@ -1,0 +1,702 @@
+//! One warm `claude -p --input-format stream-json --output-format stream-json` process: the version
+//! gate, the `initialize` handshake, the stdout reader with its control-request handling, and turns.
+//!
+//! - **Version gate**: `claude --version` runs before the spawn and is judged by the protocol
+//!   crate's [`VersionPolicy`] (refused below the floor or when unreadable, warned above the tested
+//!   version); the `initialize` answer's `claude_code_version` must name the same version (a
+//!   mismatch refuses the process), and `system/init`'s is cross-checked on every turn (logged).
+//! - **One reader task** owns stdout (lines up to [`ClaudeConfig::max_line_bytes`], 64 MiB by default,
+//!   pass intact). Control requests never block it: each runs in its own task
+//!   ([`ClaudeControlHandler`]), whose notes for the mapper (denials) are queued *before* its answer is
+//!   written, so they always precede the `tool_result` the answer causes. `control_cancel_request`
+//!   aborts the matching task (no answer is sent). Conversation lines go, in order, to the turn loop.
+//! - **Turns** ([`ClaudeSession::run_turn`]): one user line, every line through the
+//!   [`TurnMapper`]; the `result` ends the turn (lessons A2, H3). Cancel sends the enveloped
+//!   `interrupt` control request (never a signal, lessons H4), then waits for the `result` up to
+//!   [`ClaudeConfig::interrupt_grace`]; past it, or past the idle watchdog, the turn is abandoned and
+//!   the process group is stopped, so a late `result` can never be taken for the next turn's. A dying
+//!   process ends the turn as `failed`.
+//! - **Warm process**: the next turn reuses the process; when it is gone (stopped, crashed) the next
+//!   turn spawns a new one with `--resume <session id>`.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
+use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::supervisor::{ChildProcess, ExitWatch, SpawnError, SpawnOptions, StopOutcome};
+use clawbridge_bridge::transport::{Frame, LineSender, frame_reader, spawn_line_writer};
+use clawbridge_protocol::claude::version::{Version, same_version};
+use clawbridge_protocol::claude::{
+    CliMessage, ControlRequest, ControlResponse, ControlResponseBody, InitializeResponse, SystemMessage, UserLine,
+    VersionRejected,
+};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::process::ChildStdout;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::config::ClaudeConfig;
+use super::handler::{ClaudeControlHandler, ControlActivity, ControlNote};
+use super::mapping::TurnMapper;
+
+/// How long the host gets to take in a tool terminal before the turn goes on without its answer.
+const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Lines queued from the reader to the turn loop (a full queue applies backpressure to the CLI).
+const INBOUND_CAPACITY: usize = 1024;
+/// Lines queued for the CLI's stdin.
+const OUTBOUND_CAPACITY: usize = 64;
+/// How long the reader waits for the exit status and stderr when stdout closes.
+const EXIT_REPORT: Duration = Duration::from_secs(2);
+/// How much of the stderr tail goes into a "process went away" message.
+const STDERR_IN_MESSAGE: usize = 1000;
+
+/// Why a Claude session could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClaudeError {
+    /// The CLI could not be started.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// `claude --version` could not be run (or did not finish in time).
+    #[error("could not run `{program} --version`: {reason}")]
+    VersionCheck {
+        /// The program as configured.
+        program: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The CLI's version is refused; nothing was spawned. Not retryable.
+    #[error("{rejected} (`claude --version` printed {output:?})")]
+    VersionRejected {
+        /// Why, naming found and required versions.
+        #[source]
+        rejected: VersionRejected,
+        /// What `--version` printed (trimmed).
+        output: String,
+    },
+    /// The running CLI reports another version than `claude --version` did (a swapped binary or a
+    /// wrapper running another CLI); the process was stopped. Not retryable.
+    #[error("`claude --version` said {expected}, but the running CLI reports {reported:?}")]
+    VersionMismatch {
+        /// What `--version` said.
+        expected: Version,
+        /// What the CLI reported in band.
+        reported: String,
+    },
+    /// `initialize` failed or timed out; the process was stopped.
+    #[error("the claude initialize handshake failed: {0}")]
+    Handshake(String),
+}
+
+impl ClaudeError {
+    /// Whether trying again could help (a version refusal never does).
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, ClaudeError::VersionRejected { .. } | ClaudeError::VersionMismatch { .. })
+    }
+}
+
+/// What the host lends a session.
+#[derive(Clone)]
+pub struct SessionHooks {
+    /// Decides `can_use_tool`.
+    pub approver: Arc<dyn Approver>,
+    /// Host tools, served over SDK MCP (`mcp_message`) when it declares any.
+    pub tools: Arc<dyn HostTools>,
+    /// Receives every tool terminal.
+    pub observer: Arc<dyn ToolTerminalObserver>,
+}
+
+/// What the reader hands the turn loop, in order.
+#[derive(Debug)]
+enum Inbound {
+    /// A conversation line (control traffic is handled by the reader).
+    Message(Box<CliMessage>),
+    /// What a control answer means for the turn, queued before the answer is written.
+    Note(ControlNote),
+    /// stdout ended: why (exit status, stderr tail).
+    Closed(String),
+}
+
+/// State shared by the reader, the control tasks and the session.
+#[derive(Default)]
+struct Shared {
+    /// Our control requests waiting for their `control_response`, by request id.
+    pending: Mutex<HashMap<String, oneshot::Sender<ControlResponseBody>>>,
+    /// The CLI's control requests still being answered, by request id (for `control_cancel_request`).
+    handlers: Mutex<HashMap<String, AbortHandle>>,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<ControlResponseBody>>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handlers(&self) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
+        self.handlers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Aborts every running control task and fails every pending request of ours.
+    fn close(&self) {
+        for (_, task) in self.handlers().drain() {
+            task.abort();
+        }
+        self.pending().clear();
+    }
+}
+
+/// A running CLI process and its pipes.
+struct Live {
+    /// The process (its own group).
+    process: ChildProcess,
+    /// The single writer of its stdin.
+    out: LineSender,
+    /// Lines and notes from the reader.
+    inbound: mpsc::Receiver<Inbound>,
+    /// Pending requests and running control tasks.
+    shared: Arc<Shared>,
+    /// The stdout reader.
+    reader: JoinHandle<()>,
+}
+
+/// A Claude Code CLI session: one warm process (respawned with `--resume` when it is gone) after a
+/// passed version gate and `initialize` handshake.
+pub struct ClaudeSession {
+    /// Launch settings and deadlines.
+    config: ClaudeConfig,
+    /// Receives tool terminals.
+    observer: Arc<dyn ToolTerminalObserver>,
+    /// Answers the CLI's control requests.
+    handler: Arc<ClaudeControlHandler>,
+    /// What the handler saw.
+    activity: Arc<ControlActivity>,
+    /// The CLI's version, from `claude --version`.
+    version: Version,
+    /// The SDK MCP server host tools are served as, when there are host tools.
+    host_server: Option<String>,
+    /// The current process, if any.
+    live: Option<Live>,
+    /// The native session id (the `--resume` handle), once known.
+    session_id: Option<String>,
+    /// Processes spawned so far.
+    spawns: usize,
+    /// Turns started so far (names the turns: `turn-<n>`).
+    turns: u64,
+    /// Counter for our control request ids.
+    next_request: u64,
+}
+
+impl ClaudeSession {
+    /// Checks the CLI's version, spawns it and performs the `initialize` handshake. A refused version
+    /// spawns nothing; a failed handshake stops the process.
+    pub async fn connect(config: ClaudeConfig, hooks: SessionHooks) -> Result<ClaudeSession, ClaudeError> {
+        let version = check_version(&config).await?;
+        let activity = Arc::new(ControlActivity::default());
+        let host_server = (!hooks.tools.specs().is_empty()).then(|| config.host_mcp_server.clone());
+        let handler = match &host_server {
+            Some(server) => ClaudeControlHandler::with_host_tools(
+                hooks.approver,
+                activity.clone(),
+                config.approval_timeout,
+                hooks.tools,
+                server.clone(),
+                config.tool_timeout,
+            ),
+            None => ClaudeControlHandler::new(hooks.approver, activity.clone(), config.approval_timeout),
+        };
+        let resume = config.resume.clone();
+        let mut session = ClaudeSession {
+            config,
+            observer: hooks.observer,
+            handler,
+            activity,
+            version,
+            host_server,
+            live: None,
+            session_id: resume.clone(),
+            spawns: 0,
+            turns: 0,
+            next_request: 0,
+        };
+        session.spawn(resume.as_deref()).await?;
+        Ok(session)
+    }
+
+    /// The CLI's version (from `claude --version`).
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+
+    /// The current process's pid (its process group), if one runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.live.as_ref().map(|live| live.process.pid())
+    }
+
+    /// How many CLI processes this session has spawned (1 while the first stays warm).
+    pub fn spawn_count(&self) -> usize {
+        self.spawns
+    }
+
+    /// The native session id (the `--resume` handle), once the CLI named it.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    fn request_id(&mut self, what: &str) -> String {
+        self.next_request += 1;
+        format!("req_{}_{what}", self.next_request)
+    }
+
+    /// Spawns a process (continuing `resume`) and performs the handshake.
+    async fn spawn(&mut self, resume: Option<&str>) -> Result<(), ClaudeError> {
+        let spec = self.config.command(resume, self.host_server.is_some());
+        let options = SpawnOptions { registry: self.config.registry.clone(), ..SpawnOptions::default() };
+        let mut process = ChildProcess::spawn(&spec, options)?;
+        self.spawns += 1;
+        let (stdin, stdout) = match (process.take_stdin(), process.take_stdout()) {
+            (Some(stdin), Some(stdout)) => (stdin, stdout),
+            _ => {
+                process.stop(self.config.stop).await;
+                return Err(ClaudeError::Handshake("the CLI's stdio is not piped".into()));
+            }
+        };
+        let (out, _writer) = spawn_line_writer(stdin, OUTBOUND_CAPACITY);
+        let (tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
+        let shared = Arc::new(Shared::default());
+        let reader = tokio::spawn(read_stdout(
+            stdout,
+            self.config.max_line_bytes,
+            tx,
+            shared.clone(),
+            self.handler.clone(),
+            out.clone(),
+            process.exit_watch(),
+        ));
+        self.live = Some(Live { process, out, inbound, shared, reader });
+        match self.initialize().await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                self.stop_live().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Sends `initialize` and waits for its answer (answering the CLI's requests meanwhile: the reader
+    /// does that on its own), then cross-checks the reported version.
+    async fn initialize(&mut self) -> Result<(), ClaudeError> {
+        let id = self.request_id("init");
+        let Some(live) = self.live.as_mut() else {
+            return Err(ClaudeError::Handshake("no process".into()));
+        };
+        let (answer_tx, answer) = oneshot::channel();
+        live.shared.pending().insert(id.clone(), answer_tx);
+        if let Err(error) = live.out.send_json(&ControlRequest::initialize(&id).to_line()).await {
+            return Err(ClaudeError::Handshake(format!("cannot write to the CLI: {error}")));
+        }
+        let deadline = Instant::now() + self.config.handshake_timeout;
+        tokio::pin!(answer);
+        let body = loop {
+            tokio::select! {
+                body = &mut answer => match body {
+                    Ok(body) => break body,
+                    Err(_) => {
+                        // The reader ended: its `Closed` says why.
+                        let why = match live.inbound.recv().await {
+                            Some(Inbound::Closed(why)) => why,
+                            _ => "stdout closed".into(),
+                        };
+                        return Err(ClaudeError::Handshake(format!("the CLI went away: {why}")));
+                    }
+                },
+                // Nothing of a turn is running yet; lines before the answer carry nothing we need.
+                inbound = live.inbound.recv() => match inbound {
+                    Some(Inbound::Closed(why)) => {
+                        return Err(ClaudeError::Handshake(format!("the CLI went away: {why}")));
+                    }
+                    Some(other) => tracing::trace!(?other, "line before the initialize answer"),
+                    None => return Err(ClaudeError::Handshake("the CLI's reader stopped".into())),
+                },
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(ClaudeError::Handshake(format!(
+                        "no answer to initialize within {:?}",
+                        self.config.handshake_timeout
+                    )));
+                }
+            }
+        };
+        let success = match body {
+            ControlResponseBody::Success(success) => success,
+            ControlResponseBody::Error(error) => return Err(ClaudeError::Handshake(error.error)),
+            ControlResponseBody::Other(other) => {
+                return Err(ClaudeError::Handshake(format!(
+                    "unexpected initialize answer (subtype {:?})",
+                    other.get_str("subtype")
+                )));
+            }
+        };
+        // The answer also holds `account` (personal data): only the version is read, nothing logged.
+        let response: InitializeResponse = serde_json::from_value(success.response).unwrap_or_default();
+        match response.claude_code_version {
+            Some(reported) if !same_version(&self.version, &reported) => {
+                Err(ClaudeError::VersionMismatch { expected: self.version.clone(), reported })
+            }
+            Some(_) => Ok(()),
+            None => {
+                tracing::warn!("the CLI's initialize answer names no claude_code_version; relying on --version");
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes sure a live process is there: drops what the old one left queued between turns, and
+    /// respawns (with `--resume`) when it is gone.
+    async fn ensure_live(&mut self) -> Result<(), ClaudeError> {
+        if let Some(live) = self.live.as_mut() {
+            let mut gone = live.process.try_exit().is_some();
+            while let Ok(stale) = live.inbound.try_recv() {
+                match stale {
+                    Inbound::Closed(why) => {
+                        tracing::warn!(%why, "the claude process went away between turns");
+                        gone = true;
+                    }
+                    other => tracing::debug!(?other, "line between turns"),
+                }
+            }
+            if !gone {
+                return Ok(());
+            }
+            self.stop_live().await;
+        }
+        let resume = self.session_id.clone();
+        self.spawn(resume.as_deref()).await
+    }
+
+    /// Runs one turn: writes `prompt` as a user line, passes every normalized event to `sink` as it
+    /// happens and every tool terminal to the observer (once each, before the result). The `result`
+    /// line ends the turn. Cancelling `cancel` interrupts it (in band); a process that dies ends it
+    /// as `failed`; one that stops making progress ends it as `timeout` — never a hang. The process
+    /// stays warm for the next turn unless the turn had to be abandoned.
+    pub async fn run_turn(
+        &mut self,
+        prompt: &str,
+        sink: &mut (dyn FnMut(&Event) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AttemptResult, ClaudeError> {
+        self.ensure_live().await?;
+        self.turns += 1;
+        let mut mapper = TurnMapper::new(format!("turn-{}", self.turns));
+        if let Some(server) = &self.host_server {
+            mapper = mapper.with_host_mcp_server(server.clone());
+        }
+        let mut recorder = AttemptRecorder::new();
+        let interrupt_id = self.request_id("interrupt");
+        let observer = self.observer.clone();
+        let idle = self.config.turn_idle_timeout;
+        let grace = self.config.interrupt_grace;
+        let activity = self.activity.clone();
+        let Some(live) = self.live.as_mut() else {
+            return Err(ClaudeError::Handshake("no process".into()));
+        };
+
+        let mut deadline = Instant::now() + idle;
+        let mut interrupting = false;
+        let mut interrupt_sent = false;
+        // An interrupt sent before the turn began is accepted but does nothing (lessons A2).
+        let mut turn_begun = false;
+        let mut requests_seen = activity.requests_seen.load(Ordering::Relaxed);
+        // A native tool may run silently for long; while one runs, the turn is not idle (lessons A4).
+        let mut active_tools = 0usize;
+        // The turn was abandoned with the process possibly still on it: stop it afterwards.
+        let mut stop_process = false;
+
+        let closing: Vec<Event> = if let Err(error) = live.out.send_json(&UserLine::text(prompt).to_line()).await {
+            stop_process = true;
+            mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"))
+        } else {
+            loop {
+                if interrupting && !interrupt_sent && turn_begun {
+                    interrupt_sent = true;
+                    if let Err(error) = live.out.send_json(&ControlRequest::interrupt(&interrupt_id).to_line()).await {
+                        stop_process = true;
+                        break mapper.abandon(TerminalKind::Aborted, format!("interrupted; claude is gone: {error}"));
+                    }
+                }
+                tokio::select! {
+                    // Lines first: a late wake-up must not let the deadline win over queued progress.
+                    biased;
+                    inbound = live.inbound.recv() => match inbound {
+                        Some(Inbound::Message(message)) => {
+                            turn_begun = true;
+                            if let CliMessage::System(SystemMessage::Init(init)) = message.as_ref() {
+                                match &init.claude_code_version {
+                                    Some(reported) if !same_version(&self.version, reported) => tracing::warn!(
+                                        expected = %self.version, %reported,
+                                        "system/init names another CLI version than `claude --version`"
+                                    ),
+                                    _ => {}
+                                }
+                            }
+                            let events = mapper.on_message(&message);
+                            if !interrupting && !events.is_empty() {
+                                deadline = Instant::now() + idle;
+                            }
+                            for event in events {
+                                match &event {
+                                    Event::ToolStarted(_) => active_tools += 1,
+                                    Event::ToolFinished(_) => active_tools = active_tools.saturating_sub(1),
+                                    _ => {}
+                                }
+                                deliver(observer.as_ref(), event, &mut recorder, sink).await;
+                            }
+                            if mapper.is_complete() {
+                                break Vec::new();
+                            }
+                        }
+                        Some(Inbound::Note(ControlNote::Denied { tool_use_id, message })) => {
+                            mapper.note_denied(&tool_use_id, message);
+                        }
+                        Some(Inbound::Note(ControlNote::InterruptRequested)) => mapper.note_interrupt_requested(),
+                        Some(Inbound::Closed(why)) => {
+                            stop_process = true;
+                            break mapper.abandon(TerminalKind::Failed, format!("the claude process went away: {why}"));
+                        }
+                        None => {
+                            stop_process = true;
+                            break mapper.abandon(TerminalKind::Failed, "the claude reader stopped".into());
+                        }
+                    },
+                    _ = cancel.cancelled(), if !interrupting => {
+                        interrupting = true;
+                        mapper.note_interrupt_requested();
+                        deadline = Instant::now() + grace;
+                    }
+                    _ = tokio::time::sleep_until(deadline) => {
+                        if !live.inbound.is_empty() {
+                            continue;
+                        }
+                        if interrupting {
+                            stop_process = true;
+                            break mapper.abandon(TerminalKind::Aborted, "interrupted; claude did not end the turn in time".into());
+                        }
+                        let seen = activity.requests_seen.load(Ordering::Relaxed);
+                        let waiting = activity.approvals_pending.load(Ordering::Relaxed) > 0 || active_tools > 0;
+                        if waiting || seen != requests_seen {
+                            requests_seen = seen;
+                            deadline = Instant::now() + idle;
+                            continue;
+                        }
+                        stop_process = true;
+                        break mapper.abandon(TerminalKind::Timeout, format!("no progress from claude for {idle:?}"));
+                    }
+                }
+            }
+        };
+        for event in closing {
+            deliver(observer.as_ref(), event, &mut recorder, sink).await;
+        }
+        if activity.approval_accepted.swap(false, Ordering::Relaxed) {
+            recorder.approval_accepted();
+        }
+        if let Some(id) = mapper.session_id() {
+            self.session_id = Some(id.to_owned());
+        }
+        if stop_process {
+            let outcome = self.stop_live().await;
+            tracing::debug!(?outcome, "stopped the claude process of an abandoned turn");
+        }
+        Ok(recorder.finish(self.session_id.clone()))
+    }
+
+    /// Stops the current process, if any (staged: stdin EOF, then signals to its group).
+    async fn stop_live(&mut self) -> Option<StopOutcome> {
+        let mut live = self.live.take()?;
+        live.out.close();
+        let outcome = live.process.stop(self.config.stop).await;
+        live.shared.close();
+        live.reader.abort();
+        Some(outcome)
+    }
+
+    /// Stops the process (staged: stdin EOF, then SIGTERM and SIGKILL to its group). `None` when no
+    /// process was running.
+    pub async fn shutdown(mut self) -> Option<StopOutcome> {
+        self.stop_live().await
+    }
+}
+
+/// Records the event, reports a tool terminal to the host (before anything else sees the result),
+/// then hands the event to the sink.
+async fn deliver(
+    observer: &dyn ToolTerminalObserver,
+    event: Event,
+    recorder: &mut AttemptRecorder,
+    sink: &mut (dyn FnMut(&Event) + Send),
+) {
+    if let Some(report) = recorder.record(&event) {
+        match tokio::time::timeout(OBSERVE_TIMEOUT, observer.observe(report)).await {
+            Ok(resolution) => recorder.set_last_tool_error(resolution.last_tool_error),
+            Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
+        }
+    }
+    sink(&event);
+}
+
+/// Runs `claude --version` (same environment as the session, never a secret in argv) and judges it.
+async fn check_version(config: &ClaudeConfig) -> Result<Version, ClaudeError> {
+    let spec = config.version_command();
+    let program = spec.program.display().to_string();
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .env_clear()
+        .envs(spec.env.build(std::env::vars_os()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let output = match tokio::time::timeout(config.version_timeout, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(error)) => return Err(ClaudeError::VersionCheck { program, reason: error.to_string() }),
+        Err(_) => {
+            let reason = format!("no answer within {:?}", config.version_timeout);
+            return Err(ClaudeError::VersionCheck { program, reason });
+        }
+    };
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let shown = (!text.is_empty()).then_some(text.as_str());
+    match config.version_policy.check_cli_output(shown) {
+        Ok(verdict) => {
+            if let Some(warning) = verdict.warning() {
+                tracing::warn!("{warning}");
+            }
+            Ok(verdict.found().clone())
+        }
+        Err(rejected) => Err(ClaudeError::VersionRejected { rejected, output: text }),
+    }
+}
+
+/// The stdout reader: one per process. Conversation lines go to the turn loop in order; control
+/// requests are answered in their own tasks; answers to ours complete their waiters. When stdout
+/// ends, every control task is aborted, every pending request fails, and `Closed` says why.
+async fn read_stdout(
+    stdout: ChildStdout,
+    max_line_bytes: usize,
+    tx: mpsc::Sender<Inbound>,
+    shared: Arc<Shared>,
+    handler: Arc<ClaudeControlHandler>,
+    out: LineSender,
+    exit: ExitWatch,
+) {
+    let mut frames = frame_reader(stdout, max_line_bytes);
+    while let Some(frame) = frames.next().await {
+        let line = match frame {
+            Ok(Frame::Line(line)) => line,
+            Ok(other) => {
+                tracing::warn!(?other, "dropped an unusable line from claude");
+                continue;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "reading claude's stdout failed");
+                break;
+            }
+        };
+        // Some builds print non-JSON debug lines on stdout; only objects are protocol.
+        if !line.trim_start().starts_with('{') {
+            tracing::debug!(len = line.len(), "skipped a non-JSON line from claude");
+            continue;
+        }
+        let value: Value = match serde_json::from_str(&line) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::debug!(%error, len = line.len(), "skipped a line from claude that is not JSON");
+                continue;
+            }
+        };
+        match CliMessage::from_value(value) {
+            CliMessage::ControlRequest(request) => {
+                answer_in_task(request, &shared, &handler, &out, &tx);
+            }
+            CliMessage::ControlCancelRequest(cancel) => {
+                if let Some(task) = shared.handlers().remove(&cancel.request_id) {
+                    task.abort();
+                }
+            }
+            CliMessage::ControlResponse(response) => {
+                let waiter = response.request_id().and_then(|id| shared.pending().remove(id));
+                match waiter {
+                    Some(waiter) => {
+                        let _ = waiter.send(response.response);
+                    }
+                    None => tracing::debug!(request_id = ?response.request_id(), "an answer nobody waits for"),
+                }
+            }
+            CliMessage::Unknown(raw) if raw.get_str("type") == Some("control_request") => {
+                // A request we cannot type must still be answered, or the CLI blocks.
+                let id = raw.raw.get("request_id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let answer = ControlResponse::error(id, "malformed control request");
+                let out = out.clone();
+                tokio::spawn(async move {
+                    let _ = out.send_json(&answer.to_line()).await;
+                });
+            }
+            message => {
+                if tx.send(Inbound::Message(Box::new(message))).await.is_err() {
+                    break; // the session is gone
+                }
+            }
+        }
+    }
+    shared.close();
+    let (state, stderr) = exit.report(EXIT_REPORT).await;
+    let mut why = match state {
+        Some(state) => format!("{state}"),
+        None => "stdout closed".into(),
+    };
+    let stderr = stderr.trim();
+    if !stderr.is_empty() {
+        let mut start = stderr.len().saturating_sub(STDERR_IN_MESSAGE);
+        while !stderr.is_char_boundary(start) {
+            start += 1;
+        }
+        why.push_str(&format!("; stderr: {}", &stderr[start..]));
+    }
+    let _ = tx.send(Inbound::Closed(why)).await;
+}
+
+/// Answers one control request in its own task: notes first (to the turn loop), then the answer.
+/// The task is registered under its request id until it answers, so a `control_cancel_request` can
+/// abort it (and no answer is sent).
+fn answer_in_task(
+    request: ControlRequest,
+    shared: &Arc<Shared>,
+    handler: &Arc<ClaudeControlHandler>,
+    out: &LineSender,
+    tx: &mpsc::Sender<Inbound>,
+) {
+    let id = request.request_id.clone();
+    let (shared_in_task, handler, out, tx) = (shared.clone(), handler.clone(), out.clone(), tx.clone());
+    let key = id.clone();
+    // Registered under the lock, so the task cannot deregister before it is registered.
+    let mut handlers = shared.handlers();
+    let task = tokio::spawn(async move {
+        let (answer, notes) = handler.answer(request).await;
+        for note in notes {
+            let _ = tx.send(Inbound::Note(note)).await;
+        }
+        shared_in_task.handlers().remove(&key);
+        if let Err(error) = out.send_json(&answer.to_line()).await {
+            tracing::debug!(%error, "could not answer a claude control request");
+        }
+    });
+    handlers.insert(id, task.abort_handle());
+}
