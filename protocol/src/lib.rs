@@ -4,6 +4,9 @@
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
 
+#[macro_use]
+mod macros;
+
 pub mod claude;
 pub mod codex;
 pub mod host;
