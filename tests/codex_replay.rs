@@ -9,10 +9,10 @@ use std::time::Duration;
 use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, HostTools, NoHostTools};
 use clawbridge_bridge::events::Event;
-use clawbridge_bridge::transcript::{ModelLabel, TranscriptMirror};
+use clawbridge_fixtures::golden::{self, GoldenTranscript};
 use clawbridge_fixtures::hooks::{RecordingObserver, WeatherTool};
 use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 fn repo() -> PathBuf {
@@ -58,93 +58,40 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
         None => session.start_thread(&options).await.unwrap(),
     };
     assert_eq!(thread.resume_failure, None);
-    let mut mirror: Option<TranscriptMirror> = None;
-    let mut transcript = Vec::new();
+    let mut transcript = GoldenTranscript::new(prompt);
     let result = session
-        .run_turn(
-            &thread.thread_id,
-            prompt,
-            &mut |event: &Event| {
-                if let Event::TurnStarted { turn_id } = event {
-                    let fresh = TranscriptMirror::new("clawbridge:golden", turn_id.clone(), ModelLabel::default());
-                    transcript.push(fresh.prompt(prompt));
-                    mirror = Some(fresh);
-                }
-                if let Some(mirror) = mirror.as_mut() {
-                    transcript.extend(mirror.on_event(event));
-                }
-            },
-            &CancellationToken::new(),
-        )
+        .run_turn(&thread.thread_id, prompt, &mut |event: &Event| transcript.on_event(event), &CancellationToken::new())
         .await
         .expect("the replayed turn runs");
     let outcome = session.shutdown().await;
     assert_eq!(outcome.exit.map(|e| e.success()), Some(true), "the replay agent saw the recorded client lines");
-    let mut transcript = serde_json::to_value(&transcript).unwrap();
-    zero_timestamps(&mut transcript);
-    json!({
-        "transcript": transcript,
-        "toolTerminals": observed.reports(),
-        "result": result,
-    })
-}
-
-fn zero_timestamps(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map.iter_mut() {
-                if key == "timestamp" {
-                    *v = json!(0);
-                } else {
-                    zero_timestamps(v);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(zero_timestamps),
-        _ => {}
-    }
+    golden::document(&transcript, observed.reports(), result)
 }
 
 #[tokio::test]
 async fn every_codex_fixture_replays_to_its_golden_transcript_and_tool_terminals() {
-    let dir = repo().join("fixtures/recordings/codex");
-    let golden_dir = repo().join("fixtures/golden/codex");
-    let update = std::env::var_os("CLAWBRIDGE_UPDATE_GOLDEN").is_some();
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("the codex fixtures are checked in")
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && !p.to_string_lossy().ends_with(".model.jsonl"))
-        .collect();
-    fixtures.sort();
+    let fixtures = golden::recorded_fixtures("codex");
     assert!(fixtures.len() >= 8, "all Codex scenarios are recorded: {fixtures:?}");
-    let mut failures = Vec::new();
+    let mut documents = Vec::new();
     for fixture in &fixtures {
-        let scenario = fixture.file_stem().unwrap().to_string_lossy().into_owned();
-        let actual = serde_json::to_string_pretty(&replay(fixture, &scenario).await).unwrap() + "\n";
-        let golden = golden_dir.join(format!("{scenario}.json"));
-        if update {
-            std::fs::create_dir_all(&golden_dir).unwrap();
-            std::fs::write(&golden, &actual).unwrap();
-            continue;
-        }
-        match std::fs::read_to_string(&golden) {
-            Ok(expected) if expected == actual => {}
-            Ok(_) => failures.push(format!("{scenario}: differs from {}", golden.display())),
-            Err(e) => failures.push(format!("{scenario}: no golden file ({e})")),
-        }
+        let scenario = golden::scenario_of(fixture);
+        documents.push((scenario.clone(), replay(fixture, &scenario).await));
     }
+    let failures = golden::check("codex", &documents);
     assert!(failures.is_empty(), "{failures:#?}\n(re-create with CLAWBRIDGE_UPDATE_GOLDEN=1 after checking the diff)");
 }
 
-/// A server that goes quiet after the command finished and never sends `turn/completed` (lessons
-/// A1): the watchdog ends the attempt as `timeout`, and since a tool ran it is not safe to replay.
+/// A server that goes quiet after the command finished, still `active`, and never sends
+/// `turn/completed` (lessons A1; with an `idle` status the session would reconcile instead, see
+/// `tests/codex_session.rs`): the watchdog ends the attempt as `timeout`, and since a tool ran it is
+/// not safe to replay.
 #[tokio::test]
 async fn a_turn_that_never_completes_ends_as_timeout_and_replay_unsafe() {
     let source = std::fs::read_to_string(repo().join("fixtures/recordings/codex/command-approved.jsonl")).unwrap();
     let mut kept = Vec::new();
     for line in source.lines() {
-        if line.contains("\"method\":\"turn/completed\"") {
+        let goes_idle = line.contains("\"method\":\"thread/status/changed\"") && line.contains("\"type\":\"idle\"");
+        if goes_idle || line.contains("\"method\":\"turn/completed\"") {
             break;
         }
         kept.push(line);

@@ -5,6 +5,8 @@ use std::time::Duration;
 use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
 use clawbridge_protocol::codex::version::VersionPolicy;
 
+use super::retry::OverloadRetry;
+
 /// How to launch `codex app-server` and the policies of a session with it.
 #[derive(Clone, Debug)]
 pub struct CodexConfig {
@@ -37,6 +39,11 @@ pub struct CodexConfig {
     pub tool_timeout: Duration,
     /// After an interrupt, how long to wait for `turn/completed` before giving up on the turn.
     pub interrupt_grace: Duration,
+    /// After the thread reports `idle` while our turn is still open, how long to wait for
+    /// `turn/completed` before asking `thread/turns/list` how the turn ended (lessons A1).
+    pub reconcile_after_idle: Duration,
+    /// Retrying requests the server refuses as overloaded (`-32001`).
+    pub overload_retry: OverloadRetry,
     /// The staged stop's graces.
     pub stop: StopPolicy,
     /// Where to record the child for orphan reaping.
@@ -61,6 +68,8 @@ impl CodexConfig {
             approval_timeout: Duration::from_secs(600),
             tool_timeout: Duration::from_secs(600),
             interrupt_grace: Duration::from_secs(10),
+            reconcile_after_idle: Duration::from_secs(2),
+            overload_retry: OverloadRetry::default(),
             stop: StopPolicy {
                 after_stdin_close: Duration::from_secs(2),
                 after_sigterm: Duration::from_secs(2),

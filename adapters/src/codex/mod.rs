@@ -4,10 +4,12 @@
 //! - [`config`]: how to launch it and the policies of a session.
 //! - [`handler`]: Codex's requests (approvals, dynamic tools, user input) → the attempt's hooks.
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
+//! - [`retry`]: retrying requests the server refuses as overloaded.
 
 pub mod config;
 pub mod handler;
 pub mod mapping;
+pub mod retry;
 pub mod session;
 
 pub use config::CodexConfig;

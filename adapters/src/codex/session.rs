@@ -16,12 +16,15 @@ use clawbridge_protocol::codex::initialize::{
 };
 use clawbridge_protocol::codex::methods;
 use clawbridge_protocol::codex::notifications::ServerNotification;
+use clawbridge_protocol::codex::notifications::TurnCompletedNotification;
 use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
+use clawbridge_protocol::codex::thread::ThreadStatus;
 use clawbridge_protocol::codex::thread::{
     DynamicToolFunction, DynamicToolSpec, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
 };
 use clawbridge_protocol::codex::turn::{
-    TurnInterruptParams, TurnStartParams, TurnStartResponse, TurnSteerParams, TurnSteerResponse, UserInput,
+    ThreadTurnsListParams, ThreadTurnsListResponse, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse,
+    TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use clawbridge_protocol::codex::version::{Version, VersionRejected};
 use clawbridge_protocol::jsonrpc::Dialect;
@@ -33,6 +36,33 @@ use tokio_util::sync::CancellationToken;
 use super::config::CodexConfig;
 use super::handler::{CodexRequestHandler, RequestActivity};
 use super::mapping::TurnMapper;
+use super::retry::{self, OverloadRetry};
+
+/// How many of the newest turns a reconcile reads; ours is the newest unless the thread moved on.
+const RECONCILE_PAGE: u32 = 5;
+
+/// Our turn from a `thread/turns/list` answer, if the server says it has ended.
+fn ended_turn(
+    listed: Result<Result<ThreadTurnsListResponse, RpcError>, tokio::task::JoinError>,
+    ours: Option<&str>,
+) -> Option<Turn> {
+    let list = match listed {
+        Ok(Ok(list)) => list,
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "thread/turns/list failed; the idle watchdog decides");
+            return None;
+        }
+        Err(join) => {
+            tracing::debug!(%join, "thread/turns/list was dropped");
+            return None;
+        }
+    };
+    let turn = list.data.into_iter().find(|turn| Some(turn.id.as_str()) == ours)?;
+    match turn.status {
+        Some(TurnStatus::Completed | TurnStatus::Interrupted | TurnStatus::Failed) => Some(turn),
+        _ => None,
+    }
+}
 
 /// How long the host gets to take in a tool terminal before the turn goes on without its answer.
 const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -111,6 +141,8 @@ pub struct ThreadReady {
 pub struct Steering {
     /// The session's peer; steering is just another request on it.
     peer: clawbridge_bridge::rpc::RpcPeer,
+    /// The session's overload retry policy.
+    retry: OverloadRetry,
 }
 
 impl Steering {
@@ -123,7 +155,8 @@ impl Steering {
             expected_turn_id: expected_turn_id.into(),
             ..TurnSteerParams::default()
         };
-        let response: TurnSteerResponse = self.peer.request_typed(methods::TURN_STEER, Some(&params)).await?;
+        let response: TurnSteerResponse =
+            retry::request_typed(&self.peer, self.retry, methods::TURN_STEER, Some(&params)).await?;
         Ok(response.turn_id)
     }
 }
@@ -220,7 +253,7 @@ impl CodexSession {
 
     /// A handle for steering running turns.
     pub fn steering(&self) -> Steering {
-        Steering { peer: self.conn.peer().clone() }
+        Steering { peer: self.conn.peer().clone(), retry: self.config.overload_retry }
     }
 
     /// The server's version.
@@ -259,7 +292,7 @@ impl CodexSession {
         params: &P,
     ) -> Result<R, RpcError> {
         let peer = self.conn.peer().clone();
-        let request = peer.request_typed::<P, R>(method, Some(params));
+        let request = retry::request_typed::<P, R>(&peer, self.config.overload_retry, method, Some(params));
         tokio::pin!(request);
         loop {
             tokio::select! {
@@ -344,7 +377,9 @@ impl CodexSession {
         let peer = self.conn.peer().clone();
         let params = TurnStartParams::new(thread_id, vec![UserInput::text(prompt)]);
         // The answer may come after the notifications it causes: keep reading while it is pending.
-        let mut start = tokio::spawn(async move { peer.request(methods::TURN_START, Some(&params)).await });
+        let policy = self.config.overload_retry;
+        let mut start =
+            tokio::spawn(async move { retry::request(&peer, policy, methods::TURN_START, Some(&params)).await });
         let mut start_pending = true;
         let mut started_turn: Option<String> = None;
         let mut mapper = TurnMapper::new(thread_id);
@@ -356,6 +391,10 @@ impl CodexSession {
         let mut requests_seen = self.activity.requests_seen.load(Ordering::Relaxed);
         // A native tool may run silently for long; while one runs, the turn is not idle (lessons A4).
         let mut active_tools = 0usize;
+        // The thread went `idle` with our turn still open: unless `turn/completed` follows by then,
+        // ask the server how the turn ended (lessons A1: some releases never send it).
+        let mut reconcile_at: Option<Instant> = None;
+        let mut reconcile: Option<tokio::task::JoinHandle<Result<ThreadTurnsListResponse, RpcError>>> = None;
 
         let closing: Vec<Event> = loop {
             if interrupting && !interrupt_sent {
@@ -376,20 +415,19 @@ impl CodexSession {
                                 tracing::debug!(%method, "ignoring a codex notification this build does not map");
                             }
                         }
+                        if let ServerNotification::ThreadStatusChanged(change) = &note {
+                            if change.thread_id == thread_id && reconcile.is_none() {
+                                reconcile_at = (change.status == ThreadStatus::Idle)
+                                    .then(|| Instant::now() + self.config.reconcile_after_idle);
+                            }
+                        }
                         let events = mapper.on_notification(&note);
                         // Only this turn's progress feeds the watchdog (rate-limit updates and
                         // other threads' chatter do not), lessons A1/A4.
                         if !interrupting && !events.is_empty() {
                             deadline = Instant::now() + idle;
                         }
-                        for event in events {
-                            match &event {
-                                Event::ToolStarted(_) => active_tools += 1,
-                                Event::ToolFinished(_) => active_tools = active_tools.saturating_sub(1),
-                                _ => {}
-                            }
-                            self.deliver(event, &mut recorder, sink).await;
-                        }
+                        self.deliver_all(events, &mut active_tools, &mut recorder, sink).await;
                         if mapper.is_complete() {
                             break Vec::new();
                         }
@@ -418,6 +456,38 @@ impl CodexSession {
                         }
                         Ok(Err(error)) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {error}")),
                         Err(join) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {join}")),
+                    }
+                }
+                _ = tokio::time::sleep_until(reconcile_at.unwrap_or_else(Instant::now)),
+                    if reconcile_at.is_some() && reconcile.is_none() =>
+                {
+                    reconcile_at = None;
+                    let peer = self.conn.peer().clone();
+                    let policy = self.config.overload_retry;
+                    let params = ThreadTurnsListParams {
+                        thread_id: thread_id.into(),
+                        limit: Some(RECONCILE_PAGE),
+                        ..ThreadTurnsListParams::default()
+                    };
+                    reconcile = Some(tokio::spawn(async move {
+                        retry::request_typed(&peer, policy, methods::THREAD_TURNS_LIST, Some(&params)).await
+                    }));
+                }
+                listed = async { reconcile.as_mut().expect("guarded by is_some").await }, if reconcile.is_some() => {
+                    reconcile = None;
+                    let ours = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone());
+                    if let Some(ended) = ended_turn(listed, ours.as_deref()) {
+                        tracing::warn!(%thread_id, turn_id = %ended.id, "turn/completed never came; the turn's end was read from thread/turns/list");
+                        let note = ServerNotification::TurnCompleted(TurnCompletedNotification {
+                            thread_id: thread_id.into(),
+                            turn: ended,
+                            extra: Default::default(),
+                        });
+                        let events = mapper.on_notification(&note);
+                        self.deliver_all(events, &mut active_tools, &mut recorder, sink).await;
+                        if mapper.is_complete() {
+                            break Vec::new();
+                        }
                     }
                 }
                 _ = cancel.cancelled(), if !interrupting => {
@@ -452,6 +522,9 @@ impl CodexSession {
         if start_pending {
             start.abort();
         }
+        if let Some(reconcile) = reconcile {
+            reconcile.abort();
+        }
         if self.activity.approval_accepted.swap(false, Ordering::Relaxed) {
             recorder.approval_accepted();
         }
@@ -463,11 +536,30 @@ impl CodexSession {
     fn send_interrupt(&self, thread_id: &str, turn_id: &str) {
         let peer = self.conn.peer().clone();
         let params = TurnInterruptParams { thread_id: thread_id.into(), turn_id: turn_id.into(), ..Default::default() };
+        let policy = self.config.overload_retry;
         tokio::spawn(async move {
-            if let Err(error) = peer.request(methods::TURN_INTERRUPT, Some(&params)).await {
+            if let Err(error) = retry::request(&peer, policy, methods::TURN_INTERRUPT, Some(&params)).await {
                 tracing::debug!(%error, "turn/interrupt failed");
             }
         });
+    }
+
+    /// Delivers a batch of this turn's events, keeping count of the native tools still running.
+    async fn deliver_all(
+        &self,
+        events: Vec<Event>,
+        active_tools: &mut usize,
+        recorder: &mut AttemptRecorder,
+        sink: &mut (dyn FnMut(&Event) + Send),
+    ) {
+        for event in events {
+            match &event {
+                Event::ToolStarted(_) => *active_tools += 1,
+                Event::ToolFinished(_) => *active_tools = active_tools.saturating_sub(1),
+                _ => {}
+            }
+            self.deliver(event, recorder, sink).await;
+        }
     }
 
     /// Records the event, reports a tool terminal to the host (before anything else sees the

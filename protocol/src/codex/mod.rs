@@ -131,6 +131,9 @@ pub mod methods {
     pub const TURN_STEER: &str = "turn/steer";
     /// Request: [`super::TurnInterruptParams`] → [`super::TurnInterruptResponse`].
     pub const TURN_INTERRUPT: &str = "turn/interrupt";
+    /// Request: [`super::ThreadTurnsListParams`] → [`super::ThreadTurnsListResponse`]. Used to
+    /// reconcile a turn whose `turn/completed` never came (lessons A1).
+    pub const THREAD_TURNS_LIST: &str = "thread/turns/list";
 }
 
 #[cfg(test)]

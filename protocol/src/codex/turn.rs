@@ -160,6 +160,33 @@ pub struct TurnInterruptResponse {
     pub extra: Extra,
 }
 
+/// `thread/turns/list` params: a page of a thread's turns, newest first by default. 0.169 prefers it
+/// over `thread/read {includeTurns}` for paginated threads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListParams {
+    /// The thread.
+    pub thread_id: String,
+    /// At most this many turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Fields not modelled here (`cursor`, `sortDirection`, `itemsView`), sent as given.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The `thread/turns/list` result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTurnsListResponse {
+    /// The page of turns, each with `status` and (summary) `items`.
+    #[serde(default)]
+    pub data: Vec<Turn>,
+    /// Fields not modelled here (`nextCursor`, `backwardsCursor`).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// A turn: one model run on one input, from `turn/started` to `turn/completed`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
