@@ -4,6 +4,17 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bash scripts/install-peers.sh all >&2
+peers="$(bash scripts/install-peers.sh all)"
 export CLAWBRIDGE_REQUIRE_PEERS="${CLAWBRIDGE_REQUIRE_PEERS:-1}"
-cargo test --workspace --locked --no-fail-fast "$@"
+status=0
+cargo test --workspace --locked --no-fail-fast "$@" || status=$?
+
+# The OpenClaw plugin's tests (node's test runner, Node 24 from .peers/) against the binaries the
+# cargo run above built: the real bridge, and the fake agent standing in for codex.
+node_bin="$(sed -n 's/^node=//p' <<<"$peers")"
+[ -n "$node_bin" ] || { echo "test.sh: Node 24 is not installed in .peers/" >&2; exit 1; }
+bins="${CARGO_TARGET_DIR:-target}/debug"
+PATH="$(dirname "$node_bin"):$PATH" \
+  CLAWBRIDGE_BIN="$(realpath "$bins/clawbridge")" FAKE_AGENT_BIN="$(realpath "$bins/fake-agent")" \
+  node --test openclaw-plugin/test/*.test.js || status=$?
+exit "$status"

@@ -494,3 +494,185 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
     let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("exits").unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// A launcher for `CLAWBRIDGE_CODEX_BIN`: the scripted fake agent playing the recorded plain-text
+/// turn (fixtures/recordings/codex/plain-text.jsonl), or, with `until_interrupted`, a turn that
+/// only ends (as interrupted) on `turn/interrupt`. It answers the bridge's `--version` probe and
+/// sets the fake's variables itself (the bridge gives Codex a scrubbed environment).
+fn fake_codex(dir: &std::path::Path, until_interrupted: bool) -> std::path::PathBuf {
+    let recording = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/recordings/codex/plain-text.jsonl"),
+    )
+    .unwrap();
+    let entries: Vec<Value> =
+        recording.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).unwrap()["json"].clone()).collect();
+    let dirs: Vec<String> = recording
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["dir"].as_str().unwrap_or("").to_string())
+        .collect();
+    let mut answers = serde_json::Map::new();
+    let mut after_turn_start = Vec::new();
+    let mut turn_started = false;
+    for (i, message) in entries.iter().enumerate() {
+        let method = message["method"].as_str();
+        if dirs[i] == "to_agent" && method.is_some() && message.get("id").is_some() {
+            let answer = entries[i + 1..]
+                .iter()
+                .zip(&dirs[i + 1..])
+                .find(|(e, d)| *d == "from_agent" && e["id"] == message["id"] && e.get("result").is_some());
+            if let (Some((answer, _)), Some(method)) = (answer, method) {
+                if method != "initialize" {
+                    answers.insert(method.to_string(), answer["result"].clone());
+                }
+            }
+            turn_started |= method == Some("turn/start");
+        } else if turn_started && dirs[i] == "from_agent" && method.is_some() && message.get("id").is_none() {
+            after_turn_start.push(json!({"send": message}));
+        }
+    }
+    let mut after = serde_json::Map::new();
+    if until_interrupted {
+        let started = after_turn_start.iter().find(|s| s["send"]["method"] == "turn/started").unwrap().clone();
+        let mut completed = after_turn_start.iter().find(|s| s["send"]["method"] == "turn/completed").unwrap().clone();
+        completed["send"]["params"]["turn"]["status"] = json!("interrupted");
+        completed["send"]["params"]["turn"]["items"] = json!([]);
+        after.insert("turn/start".into(), json!([started]));
+        answers.insert("turn/interrupt".into(), json!({}));
+        after.insert("turn/interrupt".into(), json!([completed]));
+    } else {
+        after.insert("turn/start".into(), Value::Array(after_turn_start));
+    }
+    let script = dir.join(if until_interrupted { "hold.json" } else { "turn.json" });
+    std::fs::write(&script, json!({"answers": answers, "after": after}).to_string()).unwrap();
+    let launcher = dir.join(if until_interrupted { "hold.sh" } else { "turn.sh" });
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"codex-cli 0.169.0\"; exit 0; fi\n\
+             export FAKE_AGENT_DIALECT=codex\n\
+             export FAKE_AGENT_USER_AGENT='clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)'\n\
+             export FAKE_AGENT_SCRIPT='{}'\nexec '{}' \"$@\"\n",
+            script.display(),
+            clawbridge_fixtures::fixture_bin("fake-agent").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    launcher
+}
+
+/// A bridge whose Codex harness runs `codex`.
+fn start_with_codex(codex: &std::path::Path) -> Bridge {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = command(state.path()).env("CLAWBRIDGE_CODEX_BIN", codex).spawn().expect("clawbridge serve starts");
+    let log = Arc::new(HostLog::default());
+    let (peer, mut events) = RpcPeer::start(
+        child.stdout.take().unwrap(),
+        child.stdin.take().unwrap(),
+        PeerConfig { dialect: Dialect::JsonRpc2, request_timeout: Duration::from_secs(300), ..PeerConfig::default() },
+        Arc::new(HostHandler(log.clone())),
+        Arc::new(NoProcess),
+    );
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let PeerEvent::Notification(note) = event {
+                sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+            }
+        }
+    });
+    Bridge { child, peer, log, _state: state }
+}
+
+fn codex_params(attempt: &str, session: &str) -> Value {
+    json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": session, "runId": attempt,
+           "prompt": "Say hello.", "workspaceDir": std::env::temp_dir().display().to_string(),
+           "provider": "mock", "modelId": "mock-model"})
+}
+
+/// The concurrency target of issue #5: 64 attempts at once over one connection, each on its own
+/// (fake) Codex app-server, all with their own correct result, events and transcript rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_four_concurrent_codex_attempts_over_one_connection_all_complete() {
+    const N: usize = 64;
+    let dir = tempfile::tempdir().unwrap();
+    let bridge = start_with_codex(&fake_codex(dir.path(), false));
+    let init = initialize(&bridge).await;
+    assert_eq!(init["capabilities"]["maxConcurrentAttempts"], N, "{init}");
+    let codex = init["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-codex").unwrap().clone();
+    assert_eq!(codex["available"], true, "{codex}");
+
+    let runs = (0..N).map(|i| {
+        let peer = bridge.peer.clone();
+        async move {
+            let id = format!("k-{i}");
+            (id.clone(), peer.request("attempt/run", Some(&codex_params(&id, &format!("ks-{i}")))).await)
+        }
+    });
+    let results =
+        tokio::time::timeout(Duration::from_secs(240), futures::future::join_all(runs)).await.expect("all finish");
+    let appends = bridge.log.requests_named("host/transcript/append");
+    for (id, result) in results {
+        let result = result.unwrap_or_else(|e| panic!("{id}: {e}"));
+        assert_eq!(result["attemptId"], id);
+        assert_eq!(result["terminal"]["kind"], "ok", "{id}: {result:#}");
+        assert_eq!(result["assistantTexts"], json!(["Hello from the mock model."]), "{id}");
+        assert_eq!(result["transcriptOwned"], true, "{id}");
+        check_events(&bridge.log.events_of(&id), &id);
+        let mine: Vec<&Value> = appends.iter().filter(|a| a["attemptId"] == id).collect();
+        let last = mine.last().and_then(|a| a["messages"].as_array()).and_then(|m| m.last()).expect("rows");
+        assert_eq!(last["idempotencyKey"], result["transcriptIdempotencyKey"], "{id}");
+        assert!(mine.iter().all(|a| a["sessionId"] == format!("ks-{}", &id[2..])), "{id}: rows on its own session");
+    }
+    let shutdown = bridge.peer.request("shutdown", Some(&json!({}))).await.unwrap();
+    assert_eq!(shutdown["cancelledAttempts"], 0);
+}
+
+/// `maxConcurrentAttempts` is exact: 64 running attempts are accepted, the 65th is refused with
+/// `bridgeBusy` and harms none of them, and a slot freed by a cancel is usable again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_concurrency_limit_refuses_exactly_the_attempt_past_it() {
+    const N: usize = 64;
+    let dir = tempfile::tempdir().unwrap();
+    let bridge = start_with_codex(&fake_codex(dir.path(), true));
+    initialize(&bridge).await;
+    let mut running = Vec::new();
+    for i in 0..N {
+        let peer = bridge.peer.clone();
+        running.push(tokio::spawn(async move {
+            peer.request("attempt/run", Some(&codex_params(&format!("h-{i}"), &format!("hs-{i}")))).await
+        }));
+    }
+    // Every attempt has its turn running once each has streamed `turnStarted`.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
+    while (0..N).any(|i| bridge.log.events_of(&format!("h-{i}")).is_empty()) {
+        assert!(tokio::time::Instant::now() < deadline, "not all {N} attempts started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (code, message, _) =
+        error_code(bridge.peer.request("attempt/run", Some(&codex_params("h-over", "hs-over"))).await);
+    assert_eq!(code, -32033, "{message}");
+    assert!(message.contains("64"), "{message}");
+
+    let cancel = bridge.peer.request("attempt/cancel", Some(&json!({"attemptId": "h-0"}))).await.unwrap();
+    assert_eq!(cancel["status"], "cancelling");
+    let first = running.remove(0).await.unwrap().expect("the cancelled attempt's result");
+    assert_eq!(first["terminal"]["kind"], "aborted", "{first:#}");
+    // The freed slot takes a new attempt.
+    let peer = bridge.peer.clone();
+    let again =
+        tokio::spawn(async move { peer.request("attempt/run", Some(&codex_params("h-again", "hs-again"))).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while bridge.log.events_of("h-again").is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the freed slot was not usable");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let shutdown = bridge.peer.request("shutdown", Some(&json!({}))).await.unwrap();
+    assert_eq!(shutdown["cancelledAttempts"], N as u64);
+    for handle in running.into_iter().chain([again]) {
+        let result = handle.await.unwrap().expect("every attempt gets its result");
+        assert_eq!(result["terminal"]["kind"], "aborted", "{result:#}");
+    }
+}

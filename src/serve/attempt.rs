@@ -19,11 +19,11 @@ use clawbridge_protocol::host::errors::{self, PreflightErrorData};
 use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
 use clawbridge_protocol::jsonrpc::ErrorObject;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{BackendKind, Harness};
 use super::hooks::{HostApprover, HostObserver, HostToolsClient};
+use super::queue::EventQueue;
 
 /// How long the host may take to store one group of transcript rows.
 const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -167,8 +167,10 @@ async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<Attempt
         tracing::warn!(attempt = %attempt_id, "could not resume the session's thread ({why}); started a new one");
     }
 
-    // Events leave the (synchronous) sink through a channel; one task streams and mirrors them in order.
-    let (tx, rx) = mpsc::unbounded_channel::<Event>();
+    // Events leave the (synchronous) sink through a queue that never blocks the native reader and
+    // stays bounded by merging deltas while the host lags (lessons F5); one task streams and
+    // mirrors them in order.
+    let queue = Arc::new(EventQueue::default());
     let label = ModelLabel {
         api: params.model_api.clone().unwrap_or_else(|| "codex-app-server".into()),
         provider: params.provider.clone(),
@@ -186,13 +188,12 @@ async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<Attempt
         owned: job.caps.transcript_append,
         seq: 0,
     };
-    let forwarding = tokio::spawn(forwarder.run(rx));
+    let forwarding = tokio::spawn(forwarder.run(queue.clone()));
     let turn = {
-        let mut sink = move |event: &Event| {
-            let _ = tx.send(event.clone());
-        };
+        let mut sink = |event: &Event| queue.push(event.clone());
         session.run_turn(&thread.thread_id, &params.prompt, &mut sink, &job.cancel).await
     };
+    queue.close();
     let mut result = match turn {
         Ok(result) => result,
         Err(error) => failed_result(&thread.thread_id, format!("the turn could not run: {error}")),
@@ -245,8 +246,8 @@ struct Forwarder {
 }
 
 impl Forwarder {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Event>) -> Self {
-        while let Some(event) = rx.recv().await {
+    async fn run(mut self, queue: Arc<EventQueue>) -> Self {
+        while let Some(event) = queue.next().await {
             let note = json!({"attemptId": self.attempt_id, "seq": self.seq, "event": event});
             self.seq += 1;
             if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
@@ -265,6 +266,10 @@ impl Forwarder {
                 None => Vec::new(),
             };
             self.append(messages).await;
+        }
+        let dropped = queue.dropped_bytes();
+        if dropped > 0 {
+            tracing::info!(attempt = %self.attempt_id, dropped, "the host read slowly; some streamed delta bytes were merged away");
         }
         self
     }

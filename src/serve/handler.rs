@@ -22,6 +22,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
+use super::bindings::{self, Bindings};
 use super::harness::Catalog;
 
 /// The most attempts that run at once on the connection.
@@ -35,14 +36,6 @@ struct Running {
     cancel: CancellationToken,
 }
 
-/// The native thread a session is bound to.
-struct Binding {
-    /// The harness that created the thread (another harness starts fresh).
-    harness_id: String,
-    /// The native thread id.
-    thread_id: String,
-}
-
 /// Connection state, behind one lock (never held across an await).
 #[derive(Default)]
 struct State {
@@ -52,8 +45,6 @@ struct State {
     shutting_down: bool,
     /// Running attempts by attempt id.
     attempts: HashMap<String, Running>,
-    /// Native thread bindings by session id.
-    bindings: HashMap<String, Binding>,
 }
 
 /// The server: answers the host's requests.
@@ -62,6 +53,8 @@ pub struct Server {
     registry: Option<PidRegistry>,
     /// The host connection, set right after it starts.
     peer: watch::Receiver<Option<RpcPeer>>,
+    /// Native thread bindings by session id, persisted so a later bridge process resumes them.
+    bindings: Bindings,
     state: Mutex<State>,
     /// Woken whenever an attempt ends.
     attempt_ended: Notify,
@@ -70,12 +63,19 @@ pub struct Server {
 }
 
 impl Server {
-    /// A server over `catalog`; `peer` delivers the host connection once it exists.
-    pub fn new(catalog: Catalog, registry: Option<PidRegistry>, peer: watch::Receiver<Option<RpcPeer>>) -> Self {
+    /// A server over `catalog`; `peer` delivers the host connection once it exists; `bindings`
+    /// keeps the sessions' native threads.
+    pub fn new(
+        catalog: Catalog,
+        registry: Option<PidRegistry>,
+        peer: watch::Receiver<Option<RpcPeer>>,
+        bindings: Bindings,
+    ) -> Self {
         Self {
             catalog,
             registry,
             peer,
+            bindings,
             state: Mutex::new(State::default()),
             attempt_ended: Notify::new(),
             shutdown_done: watch::channel(false).0,
@@ -171,11 +171,12 @@ impl Server {
                 let Some(session) = params.session_id.or(params.session_key) else {
                     return Err(reply(codes::INVALID_PARAMS, "session/reset needs a sessionId or sessionKey".into()));
                 };
-                let mut state = self.lock();
+                let state = self.lock();
                 if let Some((id, _)) = state.attempts.iter().find(|(_, r)| r.session_id == session) {
                     return Err(reply(errors::SESSION_BUSY, format!("session {session} runs attempt {id}")));
                 }
-                let dropped = state.bindings.remove(&session).is_some();
+                // Under the lock, so no attempt on the session can start (and bind) in between.
+                let dropped = self.bindings.reset(&session);
                 drop(state);
                 encode(SessionResetResponse { dropped })
             }
@@ -232,7 +233,9 @@ impl Server {
             return Err(reply(codes::INVALID_PARAMS, "attempt/run needs an attemptId and a sessionId".into()));
         }
         let cancel = CancellationToken::new();
-        let previous_thread = {
+        let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
+        let fingerprints = bindings::fingerprints(&harness.info.id, &cwd, &params.model_id);
+        {
             let mut state = self.lock();
             if state.shutting_down {
                 return Err(reply(errors::SHUTTING_DOWN, "the bridge is shutting down".into()));
@@ -259,23 +262,19 @@ impl Server {
                 params.attempt_id.clone(),
                 Running { session_id: params.session_id.clone(), cancel: cancel.clone() },
             );
-            state
-                .bindings
-                .get(&params.session_id)
-                .filter(|b| b.harness_id == harness.info.id)
-                .map(|b| b.thread_id.clone())
-        };
+        }
+        // (The demo backend binds too, but never resumes: its recording holds one fresh thread.)
+        let previous_thread = self.bindings.thread_for(&params.session_id, &fingerprints);
         // Whatever happens below, the attempt leaves the registry.
         let _guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
         let Some(peer) = self.peer().await else {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
         let session_id = params.session_id.clone();
-        let harness_id = harness.info.id.clone();
         let job = AttemptJob { peer, caps, params, harness, previous_thread, cancel, registry: self.registry.clone() };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(thread_id) = outcome.thread_id {
-            self.lock().bindings.insert(session_id, Binding { harness_id, thread_id });
+            self.bindings.save(&session_id, &thread_id, &fingerprints);
         }
         encode(outcome.response)
     }

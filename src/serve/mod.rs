@@ -4,15 +4,19 @@
 //! - [`handler`]: the host's requests (`initialize`, `attempt/run`, …) and the connection state.
 //! - [`attempt`]: one attempt on a Codex session (real or the demo replay).
 //! - [`hooks`]: approvals, host tools and tool terminals routed to the host.
+//! - [`bindings`]: the sessions' native threads, persisted under the state directory.
+//! - [`queue`]: the non-blocking, bounded event queue between a native reader and the host.
 //!
 //! stdout carries only protocol lines: the peer writes through an in-process pipe that a pump copies
 //! to stdout line by line, so the pump can also answer lines the peer could not parse (`-32700`)
 //! without ever tearing a line.
 
 mod attempt;
+mod bindings;
 mod handler;
 mod harness;
 mod hooks;
+mod queue;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +30,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use handler::{Server, ServerHandler};
+
+/// Error answers to unusable lines that may wait for stdout; more are dropped (they answer no id).
+const EXTRA_LINES: usize = 256;
 
 /// How long running attempts get to wind down when the host leaves.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -53,11 +60,13 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
 
     // The peer writes into a pipe; the pump copies whole lines to stdout and adds its own.
     let (peer_out, pump_in) = tokio::io::duplex(1 << 20);
-    let (extra_tx, extra_rx) = mpsc::unbounded_channel::<String>();
+    // Bounded: a host that floods garbage while not reading must not grow memory.
+    let (extra_tx, extra_rx) = mpsc::channel::<String>(EXTRA_LINES);
     let pump = tokio::spawn(pump(pump_in, extra_rx));
 
     let (peer_tx, peer_rx) = watch::channel(None);
-    let server = Arc::new(Server::new(catalog, registry, peer_rx));
+    let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
+    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings));
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
         // Attempts run long; each call inside has its own deadline.
@@ -81,7 +90,9 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
             event = events.recv() => match event {
                 Some(PeerEvent::Problem(problem)) => {
                     if let Some(line) = problem_reply(&problem) {
-                        let _ = extra_tx.send(line);
+                        if extra_tx.try_send(line).is_err() {
+                            tracing::warn!("the host is not reading; dropped the error answer to an unusable line");
+                        }
                     }
                 }
                 Some(PeerEvent::Notification(note)) => {
@@ -125,7 +136,7 @@ fn problem_reply(problem: &StreamProblem) -> Option<String> {
 }
 
 /// Copies the peer's lines and the extra lines to stdout, a whole line at a time.
-async fn pump(from_peer: tokio::io::DuplexStream, mut extra: mpsc::UnboundedReceiver<String>) {
+async fn pump(from_peer: tokio::io::DuplexStream, mut extra: mpsc::Receiver<String>) {
     let mut stdout = tokio::io::stdout();
     let mut lines = BufReader::new(from_peer).lines();
     let mut extra_open = true;

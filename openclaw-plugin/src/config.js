@@ -1,0 +1,70 @@
+// The plugin's configuration (`plugins.entries.clawbridge.config`, schema in openclaw.plugin.json),
+// validated and defaulted once at registration. Bad values are reported and replaced by defaults
+// rather than thrown: a typo in config must not take the whole gateway down.
+
+/** Harness ids this plugin knows how to label; the bridge decides which ones really run. */
+export const KNOWN_HARNESSES = Object.freeze({
+  "clawbridge-codex": "Codex (clawbridge)",
+  "clawbridge-claude": "Claude Code (clawbridge)",
+  "clawbridge-demo": "Demo replay (clawbridge)",
+});
+
+/** Registered when the config names none. */
+export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-demo"]);
+
+/**
+ * @param {unknown} raw the plugin config as OpenClaw passes it
+ * @param {{warn?: (text: string) => void}} [logger]
+ * @returns {{command: string, args: string[], env: Record<string,string>, harnesses: string[],
+ *   providerIds: Record<string,string[]>, hostTools: boolean}}
+ */
+export function resolveConfig(raw, logger) {
+  const warn = (text) => logger?.warn?.(`clawbridge config: ${text}`);
+  const cfg = raw && typeof raw === "object" && !Array.isArray(raw) ? raw : {};
+  const strings = (value, name) => {
+    if (value === undefined) return undefined;
+    if (Array.isArray(value) && value.every((v) => typeof v === "string")) return [...value];
+    warn(`${name} must be a list of strings; ignored`);
+    return undefined;
+  };
+
+  let command = process.env.CLAWBRIDGE_BIN || "clawbridge";
+  if (cfg.command !== undefined) {
+    if (typeof cfg.command === "string" && cfg.command.trim()) command = cfg.command;
+    else warn("command must be a non-empty string; ignored");
+  }
+  const args = strings(cfg.args, "args") ?? [];
+
+  const env = {};
+  if (cfg.env !== undefined) {
+    if (cfg.env && typeof cfg.env === "object" && !Array.isArray(cfg.env)) {
+      for (const [key, value] of Object.entries(cfg.env)) {
+        if (typeof value === "string") env[key] = value;
+        else warn(`env.${key} must be a string; ignored`);
+      }
+    } else {
+      warn("env must be an object of strings; ignored");
+    }
+  }
+
+  const harnesses = [...new Set(strings(cfg.harnesses, "harnesses") ?? DEFAULT_HARNESSES)];
+
+  const providerIds = {};
+  if (cfg.providerIds !== undefined) {
+    if (cfg.providerIds && typeof cfg.providerIds === "object" && !Array.isArray(cfg.providerIds)) {
+      for (const [harness, ids] of Object.entries(cfg.providerIds)) {
+        const list = strings(ids, `providerIds.${harness}`);
+        if (list) providerIds[harness] = list;
+      }
+    } else {
+      warn("providerIds must map harness ids to lists of provider ids; ignored");
+    }
+  }
+
+  let hostTools = true;
+  if (cfg.hostTools !== undefined) {
+    if (typeof cfg.hostTools === "boolean") hostTools = cfg.hostTools;
+    else warn("hostTools must be true or false; ignored");
+  }
+  return { command, args, env, harnesses, providerIds, hostTools };
+}

@@ -1,0 +1,168 @@
+// Answers the bridge's `host/*` requests for one running attempt by calling into OpenClaw: the bound
+// tool surface, the approval host capability, `observeToolTerminal` and the transcript API.
+// Every handler either returns a result or throws an `RpcReplyError`; approvals fail closed.
+
+import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
+
+/** The most text a host tool result may send back to the bridge (bounded like every buffer). */
+const MAX_TOOL_TEXT = 4 * 1024 * 1024;
+
+/** `host/tool/execute`: run one tool of the attempt's bound tool surface. */
+export async function executeTool(attempt, params) {
+  const tool = attempt.tools.get(params?.toolName);
+  if (!tool) {
+    throw new RpcReplyError(
+      ErrorCodes.capabilityUnavailable,
+      `no host tool named \`${params?.toolName}\` was offered to attempt ${attempt.attemptId}`,
+    );
+  }
+  let args = params.arguments ?? {};
+  try {
+    if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
+    const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
+    return { text: cap(toolText(output)), isError: false };
+  } catch (error) {
+    // Tools throw on failure (the AgentTool contract); the model sees the message as the error.
+    return { text: cap(String(error?.message ?? error)), isError: true };
+  }
+}
+
+/**
+ * `host/approval/decide` through `requestApproval` / `waitForApproval`. Anything but a clear allow
+ * (an error, a timeout, no decision, an unknown decision) is a deny: approvals fail closed.
+ */
+export async function decideApproval(attempt, params) {
+  const host = attempt.params.hostCapabilities;
+  if (typeof host?.requestApproval !== "function") {
+    return { decision: "deny", message: "OpenClaw offers no approval surface for this run" };
+  }
+  const timeoutMs = Number.isFinite(params?.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs : 120_000;
+  try {
+    const request = await host.requestApproval({
+      signal: attempt.signal,
+      title: approvalTitle(params),
+      description: approvalDescription(params),
+      detail: JSON.stringify(params?.arguments ?? {}, null, 2).slice(0, 8192),
+      severity: params?.kind === "command" || params?.kind === "fileChange" ? "warning" : "info",
+      toolName: String(params?.toolName ?? "tool"),
+      ...(params?.callId ? { toolCallId: String(params.callId) } : {}),
+      timeoutMs,
+    });
+    let decision = request?.decision;
+    let terminalReason;
+    if (decision == null && request?.id && typeof host.waitForApproval === "function") {
+      const waited = await host.waitForApproval({ approvalId: request.id, timeoutMs, signal: attempt.signal });
+      decision = waited?.decision;
+      terminalReason = waited?.terminalReason;
+    }
+    switch (decision) {
+      case "allow-once":
+        return { decision: "allow" };
+      case "allow-always":
+        return { decision: "allowForSession" };
+      case "deny":
+        return { decision: "deny", message: "the user denied this action" };
+      default:
+        return {
+          decision: "deny",
+          message: `no approval was given${terminalReason ? ` (${terminalReason})` : ""}`,
+        };
+    }
+  } catch (error) {
+    attempt.logger.warn?.(`clawbridge: approval failed, denying: ${error?.message ?? error}`);
+    return { decision: "deny", message: "the approval could not be decided" };
+  }
+}
+
+/** `host/toolTerminal/observe`: `observeToolTerminal` with the bridge's input; its output back. */
+export function observeToolTerminal(attempt, params) {
+  const { attemptId: _attemptId, ...input } = params ?? {};
+  const observe = attempt.params.observeToolTerminal;
+  if (typeof observe !== "function") return {};
+  const resolution = observe(input);
+  if (resolution?.lastToolError) attempt.lastToolError = resolution.lastToolError;
+  return jsonSafe(resolution ?? {});
+}
+
+/**
+ * `host/transcript/append`: each message through `appendSessionTranscriptMessageByIdentity`, in
+ * order, keyed by the bridge's idempotency keys (a key already stored is skipped, not duplicated).
+ * Answers only once every row is stored, so the bridge's result never outruns the mirror.
+ */
+export async function appendTranscript(attempt, params, appendMessage) {
+  if (typeof appendMessage !== "function") {
+    throw new RpcReplyError(ErrorCodes.capabilityUnavailable, "the OpenClaw transcript API is not available");
+  }
+  const p = attempt.params;
+  const target = p.sessionTarget ?? {};
+  const messages = Array.isArray(params?.messages) ? params.messages : [];
+  const entries = [];
+  for (const message of messages) {
+    if (!message || typeof message !== "object" || typeof message.role !== "string") {
+      throw new RpcReplyError(ErrorCodes.invalidParams, "a transcript message without a role");
+    }
+    const appended = await appendMessage({
+      agentId: target.agentId ?? p.agentId,
+      sessionId: p.sessionId,
+      sessionKey: target.sessionKey ?? p.sessionKey,
+      storePath: target.storePath,
+      config: p.config,
+      cwd: p.cwd ?? p.workspaceDir,
+      idempotencyLookup: "scan",
+      message,
+    });
+    attempt.mirrored.push(appended?.message ?? message);
+    entries.push({
+      ...(typeof message.idempotencyKey === "string" ? { idempotencyKey: message.idempotencyKey } : {}),
+      appended: appended?.appended !== false,
+      ...(typeof appended?.messageId === "string" ? { messageId: appended.messageId } : {}),
+    });
+  }
+  return { entries };
+}
+
+/** The text of an AgentToolResult: its text blocks joined, else its JSON. */
+function toolText(output) {
+  if (typeof output === "string") return output;
+  const blocks = Array.isArray(output?.content) ? output.content : [];
+  const texts = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").map((b) => b.text);
+  if (texts.length > 0) return texts.join("\n");
+  if (blocks.some((b) => b?.type === "image")) return "[image]";
+  try {
+    return JSON.stringify(output?.details ?? output ?? null);
+  } catch {
+    return String(output);
+  }
+}
+
+function cap(text) {
+  return text.length > MAX_TOOL_TEXT ? `${text.slice(0, MAX_TOOL_TEXT)}\n[… truncated by clawbridge]` : text;
+}
+
+function approvalTitle(params) {
+  switch (params?.kind) {
+    case "command":
+      return "Run a command?";
+    case "fileChange":
+      return "Apply a file change?";
+    case "permissions":
+      return "Grant more permissions?";
+    default:
+      return `Use ${params?.toolName ?? "a tool"}?`;
+  }
+}
+
+function approvalDescription(params) {
+  const args = params?.arguments ?? {};
+  const what = typeof args.command === "string" ? args.command : JSON.stringify(args).slice(0, 500);
+  return params?.reason ? `${what}\n\n${params.reason}` : what;
+}
+
+/** A JSON round trip, so an answer never carries functions or cycles to the encoder. */
+function jsonSafe(value) {
+  try {
+    return JSON.parse(JSON.stringify(value)) ?? {};
+  } catch {
+    return {};
+  }
+}

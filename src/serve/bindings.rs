@@ -1,0 +1,124 @@
+//! The sessions' native thread bindings, kept in memory and on disk under the state directory, so a
+//! session resumes its thread in a later bridge process too: OpenClaw starts a new CLI process (and
+//! with it a new `clawbridge serve`) for each `openclaw agent` run.
+//!
+//! One file per session, `<state>/serve/bindings/<sha256(sessionId)>.json` (a hash because session
+//! ids come from the host and must not name paths). Each stores the harness, cwd and model it was
+//! created under; a binding made under other settings is not resumed, and the log says why (lessons
+//! H2).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use clawbridge_bridge::binding::{Binding, Fingerprints};
+use sha2::{Digest, Sha256};
+
+/// What a native thread was created under: the harness id stands in for the backend.
+pub fn fingerprints(harness_id: &str, cwd: &str, model: &str) -> Fingerprints {
+    Fingerprints::new(harness_id, cwd, model)
+}
+
+/// Bindings by session id.
+pub struct Bindings {
+    /// Where binding files live; `None` keeps them in memory only (no state dir).
+    dir: Option<PathBuf>,
+    /// This process's bindings, so a lost or unwritable file never loses a binding mid-run.
+    memory: Mutex<HashMap<String, Binding>>,
+}
+
+impl Bindings {
+    /// Bindings stored under `dir` (created on the first save).
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        Self { dir, memory: Mutex::default() }
+    }
+
+    fn path(&self, session_id: &str) -> Option<PathBuf> {
+        let digest = Sha256::digest(session_id.as_bytes());
+        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.as_ref().map(|dir| dir.join(format!("{name}.json")))
+    }
+
+    /// The thread to resume for `session_id` under `current`, if there is a valid binding.
+    pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        let remembered = self.memory.lock().unwrap_or_else(|e| e.into_inner()).get(session_id).cloned();
+        let binding = match remembered {
+            Some(binding) => binding,
+            None => {
+                let path = self.path(session_id)?;
+                match Binding::load(&path) {
+                    Ok(Some(binding)) => binding,
+                    Ok(None) => return None,
+                    Err(error) => {
+                        tracing::warn!(%error, session = session_id, "ignoring an unreadable session binding");
+                        return None;
+                    }
+                }
+            }
+        };
+        match binding.check(current) {
+            Ok(()) => Some(binding.native_session_id),
+            Err(reason) => {
+                tracing::info!(session = session_id, %reason, "not resuming the session's native thread");
+                None
+            }
+        }
+    }
+
+    /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
+    pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
+        let binding = Binding::new(thread_id, current);
+        if let Some(path) = self.path(session_id) {
+            if let Err(error) = binding.save(&path) {
+                tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
+            }
+        }
+        self.memory.lock().unwrap_or_else(|e| e.into_inner()).insert(session_id.to_string(), binding);
+    }
+
+    /// Drops the binding of `session_id`; whether there was one.
+    pub fn reset(&self, session_id: &str) -> bool {
+        let in_memory = self.memory.lock().unwrap_or_else(|e| e.into_inner()).remove(session_id).is_some();
+        let on_disk = match self.path(session_id) {
+            Some(path) => Binding::reset(&path).unwrap_or_else(|error| {
+                tracing::warn!(%error, session = session_id, "could not remove the session binding");
+                false
+            }),
+            None => false,
+        };
+        in_memory || on_disk
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binding_survives_the_process_and_is_only_resumed_under_the_same_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let current = fingerprints("clawbridge-codex", "/w", "m");
+        Bindings::new(Some(dir.path().to_path_buf())).save("s-1", "th-1", &current);
+
+        let later = Bindings::new(Some(dir.path().to_path_buf()));
+        assert_eq!(later.thread_for("s-1", &current).as_deref(), Some("th-1"));
+        assert_eq!(later.thread_for("s-1", &fingerprints("clawbridge-codex", "/other", "m")), None);
+        assert_eq!(later.thread_for("s-1", &fingerprints("clawbridge-claude", "/w", "m")), None);
+        assert_eq!(later.thread_for("s-2", &current), None);
+        assert!(later.reset("s-1"));
+        assert!(!later.reset("s-1"));
+        assert_eq!(Bindings::new(Some(dir.path().to_path_buf())).thread_for("s-1", &current), None);
+    }
+
+    #[test]
+    fn session_ids_never_name_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let bindings = Bindings::new(Some(dir.path().join("b")));
+        bindings.save("../../escape", "th", &fingerprints("h", "/", "m"));
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("b")).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names.len(), 1);
+        assert!(
+            names[0].to_string_lossy().chars().all(|c| c.is_ascii_hexdigit() || c == '.' || c.is_ascii_alphabetic())
+        );
+    }
+}
