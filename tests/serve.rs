@@ -56,6 +56,7 @@ impl RequestHandler for HostHandler {
                     Ok(json!({"entries": (0..n).map(|_| json!({"appended": true})).collect::<Vec<_>>()}))
                 }
                 "host/tool/execute" => Ok(json!({"text": "ok", "isError": false})),
+                "host/userInput/request" => Ok(json!({"answers": {"color": {"answers": ["blue"]}}})),
                 other => Err(HandlerError::Failed(format!("unexpected {other}"))),
             }
         })
@@ -674,5 +675,44 @@ async fn the_concurrency_limit_refuses_exactly_the_attempt_past_it() {
     for handle in running.into_iter().chain([again]) {
         let result = handle.await.unwrap().expect("every attempt gets its result");
         assert_eq!(result["terminal"]["kind"], "aborted", "{result:#}");
+    }
+}
+
+/// Codex's questions for the user (`item/tool/requestUserInput`) reach a host that declared
+/// `userInput` as `host/userInput/request`, with the attempt id and the questions; a host that did not
+/// declare it is never asked.
+#[tokio::test]
+async fn codex_questions_reach_a_host_that_takes_user_input() {
+    let question = json!({"id": 900, "method": "item/tool/requestUserInput", "params": {
+        "threadId": "<uuid-2>", "turnId": "<uuid-3>", "itemId": "ask_1", "questions": [
+            {"id": "color", "header": "Colour", "question": "Which colour?", "isOther": false, "isSecret": false,
+             "options": [{"label": "blue", "description": "calm"}]}]}});
+    for user_input in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let launcher = fake_codex(dir.path(), false);
+        // Ask right after turn/start, and give the answer time to arrive before the turn ends.
+        let script_path = dir.path().join("turn.json");
+        let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&script_path).unwrap()).unwrap();
+        let steps = script["after"]["turn/start"].as_array_mut().unwrap();
+        steps.insert(0, json!({"sleep_ms": 500}));
+        steps.insert(0, json!({"send": question}));
+        std::fs::write(&script_path, script.to_string()).unwrap();
+
+        let bridge = start_with_codex(&launcher);
+        let mut init = init_params(1);
+        init["capabilities"]["userInput"] = json!(user_input);
+        bridge.peer.request("initialize", Some(&init)).await.expect("initialize");
+        let result = bridge.peer.request("attempt/run", Some(&codex_params("q-1", "qs-1"))).await.unwrap();
+        assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+        let asked = bridge.log.requests_named("host/userInput/request");
+        if user_input {
+            assert_eq!(asked.len(), 1, "{asked:#?}");
+            assert_eq!(asked[0]["attemptId"], "q-1");
+            assert_eq!(asked[0]["callId"], "ask_1");
+            assert_eq!(asked[0]["questions"][0]["id"], "color");
+            assert_eq!(asked[0]["questions"][0]["options"][0]["label"], "blue");
+        } else {
+            assert!(asked.is_empty(), "a host without userInput was asked: {asked:#?}");
+        }
     }
 }

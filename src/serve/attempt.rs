@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{BackendKind, Harness};
-use super::hooks::{HostApprover, HostObserver, HostToolsClient};
+use super::hooks::{HostApprover, HostObserver, HostToolsClient, HostUserInput};
 use super::queue::EventQueue;
 
 /// How long the host may take to store one group of transcript rows.
@@ -137,6 +137,10 @@ async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<Attempt
             ));
         }
     };
+    if job.caps.user_input {
+        session
+            .answer_user_input_with(Arc::new(HostUserInput { peer: job.peer.clone(), attempt_id: attempt_id.clone() }));
+    }
     if job.cancel.is_cancelled() {
         session.shutdown().await;
         return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before the turn started"));

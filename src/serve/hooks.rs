@@ -1,5 +1,6 @@
 //! The attempt hooks wired to the host: approvals → `host/approval/decide`, host tools →
-//! `host/tool/execute`, tool terminals → `host/toolTerminal/observe`. Each call has a deadline and a
+//! `host/tool/execute`, tool terminals → `host/toolTerminal/observe`, the agent's questions →
+//! `host/userInput/request`. Each call has a deadline and a
 //! fail-closed fallback (deny, tool failure, no `lastToolError`); a capability the host did not
 //! declare is never asked for.
 
@@ -7,11 +8,13 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalRequest, Approver, HostToolCall, HostToolOutput, HostToolSpec, HostTools,
-    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
+    ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution, UserAnswers, UserInputAsker, UserInputRequest,
 };
 use clawbridge_bridge::rpc::RpcPeer;
+use clawbridge_protocol::host::host_requests::{UserInputOption, UserInputQuestion};
 use clawbridge_protocol::host::{
-    ApprovalDecideResponse, HostToolExecuteResponse, ToolTerminalObserveResponse, methods,
+    ApprovalDecideResponse, HostToolExecuteResponse, ToolTerminalObserveResponse, UserInputRequestParams,
+    UserInputResponse, methods,
 };
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -138,6 +141,50 @@ impl ToolTerminalObserver for HostObserver {
                     ToolTerminalResolution::default()
                 }
             }
+        })
+    }
+}
+
+/// Asks the host's user the agent's questions through `host/userInput/request` (only wired when the
+/// host declared `capabilities.userInput`).
+pub struct HostUserInput {
+    /// The host connection.
+    pub peer: RpcPeer,
+    /// The attempt that asks.
+    pub attempt_id: String,
+}
+
+impl UserInputAsker for HostUserInput {
+    fn ask(&self, request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>> {
+        let peer = self.peer.clone();
+        let params = UserInputRequestParams {
+            attempt_id: self.attempt_id.clone(),
+            call_id: request.call_id,
+            questions: request
+                .questions
+                .into_iter()
+                .map(|q| UserInputQuestion {
+                    id: q.id,
+                    header: q.header,
+                    question: q.question,
+                    is_other: q.is_other,
+                    is_secret: q.is_secret,
+                    options: q
+                        .options
+                        .into_iter()
+                        .map(|(label, description)| UserInputOption { label, description })
+                        .collect(),
+                })
+                .collect(),
+            timeout_ms: Some(APPROVAL_TIMEOUT.as_millis() as u64),
+        };
+        Box::pin(async move {
+            let answer = peer
+                .request_with_timeout(methods::HOST_USER_INPUT_REQUEST, Some(&params), APPROVAL_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            let response: UserInputResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
+            Ok(response.answers.into_iter().map(|(id, answer)| (id, answer.answers)).collect())
         })
     }
 }

@@ -5,17 +5,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{
-    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools,
+    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools, NoUserInput, UserInputAsker,
+    UserInputRequest, UserQuestion,
 };
 use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
 use clawbridge_protocol::codex::server_requests::{
     CommandExecutionApprovalDecision, CommandExecutionRequestApprovalResponse, DynamicToolCallResponse,
     FileChangeApprovalDecision, FileChangeRequestApprovalResponse, PermissionGrantScope,
-    PermissionsRequestApprovalResponse, ServerRequest,
+    PermissionsRequestApprovalResponse, ServerRequest, ToolRequestUserInputParams, ToolRequestUserInputResponse,
+    UserInputAnswer,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request};
 use futures::FutureExt;
@@ -51,6 +53,8 @@ pub struct CodexRequestHandler {
     approval_timeout: Duration,
     /// Deadline for one host tool call.
     tool_timeout: Duration,
+    /// Asks the user Codex's questions; set after connecting, so it can change between turns.
+    user_input: RwLock<Arc<dyn UserInputAsker>>,
     /// Answers by dedupe key: tool calls by (thread, turn, call), approvals by (kind, thread, item),
     /// so a re-sent request is answered the same and never run twice (lessons C2).
     answers: Mutex<HashMap<String, CachedAnswer>>,
@@ -65,7 +69,60 @@ impl CodexRequestHandler {
         approval_timeout: Duration,
         tool_timeout: Duration,
     ) -> Arc<Self> {
-        Arc::new(Self { approver, tools, activity, approval_timeout, tool_timeout, answers: Mutex::default() })
+        Arc::new(Self {
+            approver,
+            tools,
+            activity,
+            approval_timeout,
+            tool_timeout,
+            user_input: RwLock::new(Arc::new(NoUserInput)),
+            answers: Mutex::default(),
+        })
+    }
+
+    /// Who answers Codex's questions for the user from now on (by default: no one, so they go
+    /// unanswered and Codex carries on).
+    pub fn set_user_input(&self, asker: Arc<dyn UserInputAsker>) {
+        *self.user_input.write().unwrap_or_else(|e| e.into_inner()) = asker;
+    }
+
+    /// The user's answers to `p`, or none when asking fails or takes longer than an approval may.
+    fn ask_user(&self, p: ToolRequestUserInputParams) -> BoxFuture<'static, Value> {
+        let asker = self.user_input.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let activity = self.activity.clone();
+        let limit = self.approval_timeout;
+        let request = UserInputRequest {
+            call_id: Some(p.item_id),
+            questions: p
+                .questions
+                .into_iter()
+                .map(|q| UserQuestion {
+                    id: q.id,
+                    header: q.header,
+                    question: q.question,
+                    is_other: q.is_other,
+                    is_secret: q.is_secret,
+                    options: q.options.unwrap_or_default().into_iter().map(|o| (o.label, o.description)).collect(),
+                })
+                .collect(),
+        };
+        Box::pin(async move {
+            // A person answering is not a stuck turn (lessons A4).
+            let _pending = PendingApproval::start(&activity);
+            let answers = match tokio::time::timeout(limit, asker.ask(request)).await {
+                Ok(Ok(answers)) => answers,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "the user could not be asked; answering nothing");
+                    Default::default()
+                }
+                Err(_) => {
+                    tracing::warn!(?limit, "no answer from the user in time; answering nothing");
+                    Default::default()
+                }
+            };
+            let answers = answers.into_iter().map(|(id, answers)| (id, UserInputAnswer { answers })).collect();
+            to_value(ToolRequestUserInputResponse { answers })
+        })
     }
 
     /// Forgets cached answers (after a turn: a re-sent request comes within its turn).
@@ -194,7 +251,12 @@ impl CodexRequestHandler {
                     })
                 }))
             }
-            // No person to ask: the safe answers (empty answers, declined elicitation, -32601).
+            ServerRequest::ToolRequestUserInput(p) => {
+                let key = format!("user-input:{}:{}:{}", p.thread_id, p.turn_id, p.item_id);
+                let ask = self.ask_user(p);
+                cached(self.once(key, || ask))
+            }
+            // No person to ask: the safe answers (declined elicitation, -32601).
             other => {
                 let reply = other.fallback_reply();
                 Box::pin(async move { reply.map_err(HandlerError::Reply) })
@@ -314,6 +376,59 @@ mod tests {
             assert_eq!(activity.approval_accepted.load(Ordering::Relaxed), accepted);
             assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
         }
+    }
+
+    /// Answers the first option of every question, or fails, and records what it was asked.
+    struct Person {
+        fails: bool,
+        asked: Mutex<Vec<UserInputRequest>>,
+    }
+
+    impl UserInputAsker for Person {
+        fn ask(
+            &self,
+            request: UserInputRequest,
+        ) -> BoxFuture<'static, Result<clawbridge_bridge::attempt::hooks::UserAnswers, String>> {
+            self.asked.lock().unwrap().push(request.clone());
+            let fails = self.fails;
+            Box::pin(async move {
+                if fails {
+                    return Err("the prompt was dismissed".into());
+                }
+                Ok(request.questions.into_iter().map(|q| (q.id, vec![q.options[0].0.clone()])).collect())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn user_questions_go_to_the_asker_and_anything_but_answers_answers_nothing() {
+        let params = json!({"threadId": "t", "turnId": "u", "itemId": "ask_1", "questions": [
+            {"id": "color", "header": "Colour", "question": "Which colour?", "isOther": false, "isSecret": false,
+             "options": [{"label": "blue", "description": "calm"}, {"label": "red", "description": ""}]}]});
+        let (unwired, activity) = handler(ApprovalDecision::Allow, Arc::new(Counting::default()));
+        let unasked = unwired.handle(request(0, "item/tool/requestUserInput", params.clone())).await.unwrap();
+        assert_eq!(unasked, json!({"answers": {}}), "no asker: no answers");
+
+        for (fails, expected) in
+            [(false, json!({"answers": {"color": {"answers": ["blue"]}}})), (true, json!({"answers": {}}))]
+        {
+            let (handler, activity) = handler(ApprovalDecision::Allow, Arc::new(Counting::default()));
+            let person = Arc::new(Person { fails, asked: Mutex::default() });
+            handler.set_user_input(person.clone());
+            let answer = handler.handle(request(1, "item/tool/requestUserInput", params.clone())).await.unwrap();
+            assert_eq!(answer, expected);
+            let again = handler.handle(request(2, "item/tool/requestUserInput", params.clone())).await.unwrap();
+            assert_eq!(again, expected, "a re-sent question is answered from the cache");
+            let asked = person.asked.lock().unwrap();
+            assert_eq!(asked.len(), 1, "the person is asked once");
+            assert_eq!(asked[0].call_id.as_deref(), Some("ask_1"));
+            assert_eq!(
+                asked[0].questions[0].options,
+                vec![("blue".into(), "calm".into()), ("red".into(), String::new())]
+            );
+            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0, "no longer waiting on a person");
+        }
+        assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
@@ -249,6 +249,12 @@ impl CodexSession {
             server_version,
             unknown_methods: HashSet::new(),
         })
+    }
+
+    /// Who answers Codex's questions for the user (`item/tool/requestUserInput`). Without one they
+    /// go unanswered and Codex carries on.
+    pub fn answer_user_input_with(&self, asker: Arc<dyn UserInputAsker>) {
+        self.handler.set_user_input(asker);
     }
 
     /// A handle for steering running turns.

@@ -1,5 +1,5 @@
-//! What the host lends an attempt: approval decisions, host tools, and a place to report tool
-//! terminals. The CLI wires these to a terminal prompt or flags; the host server wires them to
+//! What the host lends an attempt: approval decisions, host tools, a place to report tool
+//! terminals, and a way to ask the user the agent's questions. The CLI wires these to a terminal prompt or flags; the host server wires them to
 //! OpenClaw. Every hook may fail or hang: callers put a deadline on each call and fall back to the
 //! safe answer (deny, tool failure).
 
@@ -254,5 +254,52 @@ pub struct NoObserver;
 impl ToolTerminalObserver for NoObserver {
     fn observe(&self, _report: ToolTerminalReport) -> BoxFuture<'static, ToolTerminalResolution> {
         Box::pin(async { ToolTerminalResolution::default() })
+    }
+}
+
+/// One question the agent asks the user mid-turn (Codex `item/tool/requestUserInput`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserQuestion {
+    /// The question's id: the key of its answer.
+    pub id: String,
+    /// A short header.
+    pub header: String,
+    /// The question itself.
+    pub question: String,
+    /// Whether a free-form answer is allowed besides the options.
+    pub is_other: bool,
+    /// Whether the answer is secret (never logged or echoed).
+    pub is_secret: bool,
+    /// The choices, as `(label, description)`; empty for a free-form question.
+    pub options: Vec<(String, String)>,
+}
+
+/// The agent's questions for the user.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInputRequest {
+    /// The native item that asks, for correlation.
+    pub call_id: Option<String>,
+    /// The questions, in order.
+    pub questions: Vec<UserQuestion>,
+}
+
+/// Answers by question id; a question left out is unanswered, an empty map means no answer at all.
+pub type UserAnswers = std::collections::BTreeMap<String, Vec<String>>;
+
+/// Asks the user the agent's questions.
+pub trait UserInputAsker: Send + Sync + 'static {
+    /// The user's answers, or why there are none (callers then answer the agent with nothing).
+    fn ask(&self, request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>>;
+}
+
+/// No one to ask: every question goes unanswered, and the agent carries on without answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoUserInput;
+
+impl UserInputAsker for NoUserInput {
+    fn ask(&self, _request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>> {
+        Box::pin(async { Ok(UserAnswers::new()) })
     }
 }
