@@ -17,4 +17,11 @@ bins="${CARGO_TARGET_DIR:-target}/debug"
 PATH="$(dirname "$node_bin"):$PATH" \
   CLAWBRIDGE_BIN="$(realpath "$bins/clawbridge")" FAKE_AGENT_BIN="$(realpath "$bins/fake-agent")" \
   node --test openclaw-plugin/test/*.test.js || status=$?
+
+# A short fuzz run of every cargo-fuzz target (installs cargo-fuzz on first use; see scripts/fuzz.sh).
+# Its output goes to stderr so the test runners' summaries stay the last lines on stdout.
+fuzz_seconds="${CLAWBRIDGE_FUZZ_SECONDS:-5}"
+if [ "$fuzz_seconds" != 0 ]; then
+  bash scripts/fuzz.sh "$fuzz_seconds" >&2 || status=$?
+fi
 exit "$status"

@@ -1,5 +1,7 @@
 //! The foundation against a misbehaving peer: the scripted fake agent (fixtures/src/bin/fake_agent.rs)
-//! driven through `AgentConnection` — transport, JSON-RPC peer and supervisor together.
+//! driven through `AgentConnection` — transport, JSON-RPC peer and supervisor together. The 1 GB
+//! stderr flood, the grandchild holding the pipes and the SIGTERM-ignoring child moved to
+//! tests/fault_matrix.rs with the rest of the fault matrix.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,15 +40,6 @@ fn polite_stop() -> StopPolicy {
     }
 }
 
-/// For children that ignore stdin EOF and SIGTERM: short graces, so the test sees the escalation.
-fn escalating_stop() -> StopPolicy {
-    StopPolicy {
-        after_stdin_close: Duration::from_millis(300),
-        after_sigterm: Duration::from_millis(300),
-        after_sigkill: Duration::from_secs(5),
-    }
-}
-
 fn spawn_with(
     spec: CommandSpec,
     config: PeerConfig,
@@ -62,16 +55,6 @@ fn spawn(flags: &[&str]) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
 /// Waits for the next event that is not a notification the test does not care about.
 async fn next_event(events: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
     events.recv().await.expect("the reader ends with a Closed event, never silently")
-}
-
-/// Whether `pid` is running (a zombie counts as gone: it holds nothing but a table slot).
-fn running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            !matches!(stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()), Some('Z' | 'X'))
-        }
-        Err(_) => false,
-    }
 }
 
 async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
@@ -148,24 +131,6 @@ async fn line_separators_inside_strings_are_ordinary_characters() {
 }
 
 #[tokio::test]
-async fn a_1_gb_stderr_flood_does_not_stall_the_child_and_only_a_bounded_tail_is_kept() {
-    within(async {
-        let config = PeerConfig { request_timeout: Duration::from_secs(100), ..PeerConfig::default() };
-        let (agent, _events) = spawn_with(fake_agent(&[]), config, Arc::new(RejectAll));
-        let bytes: u64 = 1 << 30;
-        // The child answers only after writing everything: an answer proves it never blocked for good.
-        let answer = agent.peer().request("fake/stderr", Some(&json!({"bytes": bytes}))).await.unwrap();
-        assert_eq!(answer, json!({"written": bytes}));
-        let stderr = agent.process().stderr();
-        eventually("the flood is drained", || stderr.total_bytes() > bytes).await;
-        assert!(stderr.held_bytes() <= 64 * 1024, "tail holds {} bytes", stderr.held_bytes());
-        assert!(stderr.snapshot().ends_with("fake-agent: flood done\n"));
-        agent.shutdown(polite_stop()).await;
-    })
-    .await
-}
-
-#[tokio::test]
 async fn a_crash_fails_every_pending_request_with_exit_status_and_stderr_tail() {
     within(async {
         let (agent, mut events) = spawn(&[]);
@@ -228,39 +193,6 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
         }
         // It exits on stdin EOF, the first stage of the stop.
         assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::StdinClosed);
-    })
-    .await
-}
-
-#[tokio::test]
-async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
-    within(async {
-        let (agent, _events) = spawn(&[]);
-        let grandchild = agent.peer().request("fake/spawn_grandchild", None::<&Value>).await.unwrap()["pid"]
-            .as_i64()
-            .unwrap() as i32;
-        let pgid = agent.process().pid() as i32;
-        assert_eq!(group_members(pgid).len(), 2);
-        let outcome = agent.shutdown(StopPolicy { after_stdin_close: Duration::from_secs(3), ..polite_stop() }).await;
-        // The child exits on stdin EOF, but its grandchild keeps the group alive until SIGTERM.
-        assert_eq!(outcome.stage, StopStage::Terminated);
-        assert_eq!(outcome.exit, Some(ExitState::Code(0)));
-        assert!(!running(grandchild));
-        assert!(group_members(pgid).is_empty());
-    })
-    .await
-}
-
-#[tokio::test]
-async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
-    within(async {
-        let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
-        let pgid = agent.process().pid() as i32;
-        eventually("the grandchild started", || group_members(pgid).len() == 2).await;
-        let outcome = agent.shutdown(escalating_stop()).await;
-        assert_eq!(outcome.stage, StopStage::Killed);
-        assert_eq!(outcome.exit, Some(ExitState::Signal(9)));
-        assert!(group_members(pgid).is_empty(), "no process of the group survives");
     })
     .await
 }

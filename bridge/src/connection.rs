@@ -62,4 +62,9 @@ impl ExitReporter for ProcessExit {
         let watch = self.0.clone();
         Box::pin(async move { watch.report(EXIT_REPORT_WAIT).await })
     }
+
+    fn exited(&self) -> BoxFuture<'static, ()> {
+        let watch = self.0.clone();
+        Box::pin(async move { watch.exited().await })
+    }
 }

@@ -27,6 +27,9 @@ pub enum GoneCause {
     OutputClosed,
     /// Reading its output failed.
     ReadFailed(String),
+    /// The process exited but its output stayed open past a grace period: another process (a
+    /// grandchild that inherited the pipe) holds it, so EOF would never come.
+    OutputHeldOpen,
 }
 
 impl fmt::Display for PeerGone {
@@ -34,6 +37,7 @@ impl fmt::Display for PeerGone {
         match &self.cause {
             GoneCause::OutputClosed => f.write_str("the peer closed its output")?,
             GoneCause::ReadFailed(e) => write!(f, "reading from the peer failed ({e})")?,
+            GoneCause::OutputHeldOpen => f.write_str("the peer exited while another process kept its output open")?,
         }
         match self.exit {
             Some(exit) => write!(f, "; it ended with {exit}")?,

@@ -69,6 +69,13 @@ impl RequestHandler for RejectAll {
 pub trait ExitReporter: Send + Sync + 'static {
     /// The process's exit (if known) and its stderr tail.
     fn report(&self) -> BoxFuture<'static, (Option<ExitState>, String)>;
+
+    /// Resolves when the process behind the stream has exited; never, for a stream with no process.
+    /// A process that exits while another one (a grandchild) still holds its output open never
+    /// produces EOF: the reader uses this to end the stream anyway.
+    fn exited(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// For streams with no process behind them (in-memory pipes in tests, sockets).

@@ -240,8 +240,23 @@ impl ReaderTask {
         let config = self.peer.config.clone();
         let handlers = Arc::new(Semaphore::new(config.max_concurrent_handlers.max(1)));
         let mut frames = frame_reader(reader, config.max_line_bytes);
+        let exited = self.exit.exited();
+        tokio::pin!(exited);
+        // Set when the process exited: from then on, output that is not already readable by this
+        // deadline can only come from another process holding the pipe.
+        let mut drain_deadline: Option<tokio::time::Instant> = None;
         let cause = loop {
-            let frame = match frames.next().await {
+            let next = tokio::select! {
+                // Output first: what the process wrote before it exited is already in the pipe.
+                biased;
+                next = frames.next() => next,
+                () = &mut exited, if drain_deadline.is_none() => {
+                    drain_deadline = Some(tokio::time::Instant::now() + OUTPUT_DRAIN_AFTER_EXIT);
+                    continue;
+                }
+                () = sleep_until_some(drain_deadline) => break GoneCause::OutputHeldOpen,
+            };
+            let frame = match next {
                 Some(Ok(frame)) => frame,
                 Some(Err(e)) => break GoneCause::ReadFailed(e.to_string()),
                 None => break GoneCause::OutputClosed,
@@ -344,10 +359,77 @@ async fn send_answer(
     }
 }
 
+/// How long the reader keeps waiting for EOF after the process exited. Its own output is readable at
+/// once; this only bounds the wait when a grandchild inherited the pipe and keeps it open.
+const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
 fn preview(line: &str) -> String {
     const MAX: usize = 200;
     match line.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::ExitState;
+    use crate::rpc::{NoProcess, RejectAll};
+    use futures::future::BoxFuture;
+    use tokio::io::AsyncWriteExt;
+
+    /// A process that has already exited.
+    struct AlreadyExited;
+
+    impl ExitReporter for AlreadyExited {
+        fn report(&self) -> BoxFuture<'static, (Option<ExitState>, String)> {
+            Box::pin(async { (Some(ExitState::Code(9)), "crashed".into()) })
+        }
+
+        fn exited(&self) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test]
+    async fn an_exited_process_whose_output_stays_open_ends_the_stream_after_what_it_wrote() {
+        // `held` plays the grandchild: it keeps the pipe open, so EOF never comes.
+        let (output, mut held) = tokio::io::duplex(1024);
+        held.write_all(b"{\"method\":\"before/exit\"}\n").await.unwrap();
+        let (_peer, mut events) = RpcPeer::start(
+            output,
+            tokio::io::sink(),
+            PeerConfig::default(),
+            Arc::new(RejectAll),
+            Arc::new(AlreadyExited),
+        );
+        let first = tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap();
+        assert!(matches!(first, Some(PeerEvent::Notification(n)) if n.method == "before/exit"), "output first");
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap() {
+            Some(PeerEvent::Closed(gone)) => {
+                assert_eq!(gone.cause, GoneCause::OutputHeldOpen);
+                assert_eq!(gone.exit, Some(ExitState::Code(9)));
+            }
+            other => panic!("expected Closed, got {other:?}"),
+        }
+        drop(held);
+    }
+
+    #[tokio::test]
+    async fn without_a_process_only_eof_ends_the_stream() {
+        let (output, held) = tokio::io::duplex(1024);
+        let (_peer, mut events) =
+            RpcPeer::start(output, tokio::io::sink(), PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess));
+        assert!(tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT * 2, events.recv()).await.is_err(), "still open");
+        drop(held);
+        assert!(matches!(events.recv().await, Some(PeerEvent::Closed(gone)) if gone.cause == GoneCause::OutputClosed));
     }
 }

@@ -324,6 +324,13 @@ pub struct ExitWatch {
 }
 
 impl ExitWatch {
+    /// Resolves once the child has been reaped.
+    pub async fn exited(&self) {
+        let mut exit = self.exit.clone();
+        // An error means the waiter task is gone, which happens only after it published the exit.
+        let _ = exit.wait_for(Option::is_some).await;
+    }
+
     /// Waits up to `limit` for the child to exit and its stderr to reach EOF, then returns the exit
     /// (if it happened) and the stderr tail. Used when stdout closes: the exit status usually
     /// follows within milliseconds, but a child may also close stdout and keep running.

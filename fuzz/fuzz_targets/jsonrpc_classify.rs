@@ -1,0 +1,20 @@
+//! JSON-RPC classification of any line a peer sends: never a panic, and a classified message
+//! survives a round trip through either dialect unchanged (shape, id exactly as received, payload).
+
+#![no_main]
+
+use clawbridge_protocol::jsonrpc::{Dialect, Message};
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
+    let Ok(message) = Message::from_value(value) else { return };
+    for dialect in [Dialect::JsonRpc2, Dialect::Codex] {
+        let encoded = message.to_value(dialect);
+        let line = serde_json::to_string(&encoded).expect("a message encodes");
+        let again = Message::from_value(serde_json::from_str(&line).expect("our own line is JSON"))
+            .unwrap_or_else(|e| panic!("our own {dialect:?} line does not classify ({e}): {line}"));
+        assert_eq!(message, again, "{line}");
+    }
+});
