@@ -9,6 +9,7 @@ use std::time::Duration;
 use clawbridge_adapters::claude::{ClaudeConfig, ClaudeError, ClaudeSession, Secret, SessionHooks};
 use clawbridge_bridge::attempt::AttemptResult;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
+use clawbridge_bridge::binding::{Binding, InvalidationReason, sidecar_path};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
 use clawbridge_bridge::supervisor::group_alive;
 use clawbridge_fixtures::hooks::RecordingObserver;
@@ -221,7 +222,9 @@ async fn an_old_cli_is_refused_before_anything_is_spawned() {
 
 /// A scripted stand-in for the CLI (Python), for what the real one cannot be made to do on demand:
 /// a line over 1 MiB, dying mid-turn, an in-band version that contradicts `--version`. It appends
-/// its argv to `argv.log` next to itself. `None` (skip) when no Python is available.
+/// its argv to `argv.log` next to itself and, like the CLI, writes its session file (session `s-1`)
+/// under `$HOME/.claude/projects/<cwd slug>/` when a turn starts — except in the `nofile` modes.
+/// Run it with [`fake_config`]. `None` (skip) when no Python is available.
 fn fake_cli(dir: &std::path::Path, mode: &str) -> Option<PathBuf> {
     let python = std::process::Command::new("python3")
         .args(["-c", "import sys; print(sys.executable)"])
@@ -236,7 +239,7 @@ fn fake_cli(dir: &std::path::Path, mode: &str) -> Option<PathBuf> {
     };
     let script = format!(
         r#"#!{python}
-import json, os, sys
+import json, os, re, sys
 if "--version" in sys.argv:
     print("2.1.328 (Claude Code)")
     sys.exit(0)
@@ -256,11 +259,19 @@ for line in sys.stdin:
              "response": {{"claude_code_version": version}}}}}})
     elif message.get("type") == "user":
         turns += 1
+        if "nofile" not in mode:
+            project = os.path.join(os.environ["HOME"], ".claude", "projects",
+                                   re.sub("[^a-zA-Z0-9]", "-", os.path.realpath(os.getcwd())))
+            os.makedirs(project, exist_ok=True)
+            open(os.path.join(project, "s-1.jsonl"), "a").close()
         out({{"type": "system", "subtype": "init", "session_id": "s-1", "claude_code_version": "2.1.328"}})
-        if mode == "die" and turns == 1 and "--resume" not in sys.argv:
+        if mode.startswith("die") and turns == 1 and "--resume" not in sys.argv:
             out({{"type": "assistant", "message": {{"id": "m0", "role": "assistant",
                  "content": [{{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {{"command": "x"}}}}]}}}})
             sys.stderr.write("fake crash\n")
+            if "grandchild" in mode:
+                import subprocess
+                subprocess.Popen(["sleep", "600"])  # inherits stdout and holds it open
             sys.exit(3)
         big = "x" * (2 * 1024 * 1024)
         out({{"type": "assistant", "session_id": "s-1", "message": {{"id": "m%d" % turns, "role": "assistant",
@@ -276,6 +287,14 @@ for line in sys.stdin:
     Some(path)
 }
 
+/// The fake CLI's config: its directory as HOME and working directory (never the real HOME).
+fn fake_config(dir: &std::path::Path, fake: &std::path::Path) -> ClaudeConfig {
+    let mut config = ClaudeConfig::new(fake);
+    config.env = config.env.clone().with_var("HOME", dir);
+    config.cwd = Some(dir.to_path_buf());
+    config
+}
+
 fn fake_hooks() -> SessionHooks {
     SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
@@ -288,7 +307,7 @@ fn fake_hooks() -> SessionHooks {
 async fn a_line_over_one_mib_passes_intact() {
     let dir = tempfile::tempdir().unwrap();
     let Some(fake) = fake_cli(dir.path(), "big") else { return };
-    let mut session = ClaudeSession::connect(ClaudeConfig::new(&fake), fake_hooks()).await.expect("connects");
+    let mut session = ClaudeSession::connect(fake_config(dir.path(), &fake), fake_hooks()).await.expect("connects");
     let (result, _) = turn(&mut session, "hi", &CancellationToken::new()).await;
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
     assert_eq!(result.assistant_texts.len(), 1);
@@ -303,7 +322,7 @@ async fn a_dying_process_fails_the_turn_and_the_next_turn_resumes_in_a_new_one()
     let Some(fake) = fake_cli(dir.path(), "die") else { return };
     let observed = Arc::new(RecordingObserver::default());
     let hooks = SessionHooks { observer: observed.clone(), ..fake_hooks() };
-    let mut session = ClaudeSession::connect(ClaudeConfig::new(&fake), hooks).await.expect("connects");
+    let mut session = ClaudeSession::connect(fake_config(dir.path(), &fake), hooks).await.expect("connects");
     let (result, _) = turn(&mut session, "hi", &CancellationToken::new()).await;
     assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
     let message = result.terminal.message.clone().unwrap_or_default();
@@ -317,6 +336,53 @@ async fn a_dying_process_fails_the_turn_and_the_next_turn_resumes_in_a_new_one()
     let argv = std::fs::read_to_string(dir.path().join("argv.log")).unwrap();
     let last: Vec<String> = serde_json::from_str(argv.lines().last().unwrap()).unwrap();
     assert!(last.windows(2).any(|w| w[0] == "--resume" && w[1] == "s-1"), "{last:?}");
+    assert_eq!(session.resume_failure(), None);
+    session.shutdown().await;
+}
+
+/// The same crash while a grandchild (a background job) still holds the CLI's stdout: EOF never comes,
+/// yet the turn fails with the crash, not at the idle watchdog (fault matrix: grandchild + crash).
+#[tokio::test]
+async fn a_crash_while_a_grandchild_holds_stdout_fails_the_turn_not_the_watchdog() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fake) = fake_cli(dir.path(), "die-grandchild") else { return };
+    let mut session = ClaudeSession::connect(fake_config(dir.path(), &fake), fake_hooks()).await.expect("connects");
+    // A hang detector, not a speed target: without the exit watch this waits for the grandchild.
+    let (result, _) =
+        tokio::time::timeout(std::time::Duration::from_secs(120), turn(&mut session, "hi", &CancellationToken::new()))
+            .await
+            .expect("the turn ends although the pipe is held open");
+    assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
+    let message = result.terminal.message.clone().unwrap_or_default();
+    assert!(message.contains("fake crash"), "the stderr tail is in the message: {message}");
+    session.shutdown().await;
+    let holders = std::process::Command::new("pgrep").args(["-f", "^sleep 600$"]).output().unwrap();
+    assert!(!holders.status.success(), "the grandchild was stopped with the CLI's process group");
+}
+
+/// The same crash, but the CLI never wrote its session file: the respawn must not `--resume` an id
+/// the CLI cannot find (lessons H2); it starts a fresh session and names why.
+#[tokio::test]
+async fn a_respawn_without_a_session_file_starts_fresh_and_names_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fake) = fake_cli(dir.path(), "die-nofile") else { return };
+    let mut session = ClaudeSession::connect(fake_config(dir.path(), &fake), fake_hooks()).await.expect("connects");
+    let (result, _) = turn(&mut session, "hi", &CancellationToken::new()).await;
+    assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
+    assert_eq!(session.session_id(), Some("s-1"));
+
+    let (again, _) = turn(&mut session, "hi again", &CancellationToken::new()).await;
+    assert_eq!(session.spawn_count(), 2);
+    let argv = std::fs::read_to_string(dir.path().join("argv.log")).unwrap();
+    let last: Vec<String> = serde_json::from_str(argv.lines().last().unwrap()).unwrap();
+    assert!(!last.iter().any(|a| a == "--resume"), "{last:?}");
+    assert!(
+        matches!(session.resume_failure(), Some(InvalidationReason::NativeSessionMissing { id, .. }) if id == "s-1"),
+        "{:?}",
+        session.resume_failure()
+    );
+    // The fake dies on its first turn without --resume: the fresh process is a fresh session.
+    assert_eq!(again.terminal.kind, TerminalKind::Failed, "{:?}", again.terminal);
     session.shutdown().await;
 }
 
@@ -324,7 +390,7 @@ async fn a_dying_process_fails_the_turn_and_the_next_turn_resumes_in_a_new_one()
 async fn an_in_band_version_that_contradicts_the_binary_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let Some(fake) = fake_cli(dir.path(), "mismatch") else { return };
-    let Err(error) = ClaudeSession::connect(ClaudeConfig::new(&fake), fake_hooks()).await else {
+    let Err(error) = ClaudeSession::connect(fake_config(dir.path(), &fake), fake_hooks()).await else {
         panic!("a mismatch must be refused");
     };
     assert!(matches!(error, ClaudeError::VersionMismatch { .. }), "{error:?}");
@@ -360,4 +426,99 @@ async fn a_host_tool_is_served_over_sdk_mcp() {
         result.assistant_texts
     );
     session.shutdown().await;
+}
+
+/// Waits until the process group `pid` has no live member (a SIGKILLed CLI is gone at once; this
+/// only waits for the kernel), then briefly for the session's reader to see the exit.
+async fn wait_gone(pid: i32) {
+    for _ in 0..100 {
+        if !group_alive(pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!group_alive(pid), "the killed CLI is gone");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// The warm process is killed from outside (a crash, an OOM kill): the next turn spawns a new CLI
+/// with `--resume`, which continues the same Claude session — same id, and the model sees the
+/// earlier exchange again.
+#[tokio::test]
+async fn a_turn_after_a_killed_process_resumes_the_same_claude_session() {
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    let mut session = live.connect(ApprovalDecision::Allow, Arc::new(RecordingObserver::default())).await;
+    let (first, _) = turn(&mut session, "Remember the word pomegranate.", &CancellationToken::new()).await;
+    assert_eq!(first.terminal.kind, TerminalKind::Ok, "{:?}", first.terminal);
+    let id = first.native_session_id.clone().expect("a session id");
+    let pid = session.pid().expect("a warm process") as i32;
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_gone(pid).await;
+
+    let before = live.mock.model_requests().len();
+    let (second, _) = turn(&mut session, "Say hello again.", &CancellationToken::new()).await;
+    assert_eq!(second.terminal.kind, TerminalKind::Ok, "{:?}", second.terminal);
+    assert_eq!(session.spawn_count(), 2, "a new process ran the second turn");
+    assert_ne!(session.pid(), Some(pid as u32));
+    assert_eq!(session.resume_failure(), None);
+    assert_eq!(second.native_session_id.as_deref(), Some(id.as_str()), "the same Claude session continued");
+    let requests = live.mock.model_requests();
+    assert!(
+        requests[before..].iter().any(|r| r.body.to_string().contains("pomegranate")),
+        "the resumed CLI replayed the first exchange to the model"
+    );
+    let pid = session.pid().expect("a process") as i32;
+    session.shutdown().await;
+    assert!(!group_alive(pid));
+}
+
+/// A new `ClaudeSession` (a restarted bridge) resumes from the stored binding: the fingerprints
+/// match, the CLI's session file exists, and the turn continues the same Claude session. Once the
+/// CLI's session file is gone, the next one starts fresh and names why.
+#[tokio::test]
+async fn a_new_session_resumes_from_the_binding_and_not_once_the_session_file_is_gone() {
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    let binding_path = sidecar_path(&live.sandbox.root().join("transcript.jsonl"));
+    let fingerprints = live.config().fingerprints(&[], "test:default");
+
+    let mut first = live.connect(ApprovalDecision::Allow, Arc::new(RecordingObserver::default())).await;
+    let (result, _) = turn(&mut first, "Remember the word pomegranate.", &CancellationToken::new()).await;
+    let id = result.native_session_id.clone().expect("a session id");
+    Binding::new(&id, &fingerprints).save(&binding_path).unwrap();
+    let pid = first.pid().expect("a process") as i32;
+    first.shutdown().await;
+    assert!(!group_alive(pid));
+
+    let binding = Binding::load(&binding_path).unwrap().expect("the binding was saved");
+    let mut config = live.config();
+    assert_eq!(binding.check(&config.fingerprints(&[], "test:default")), Ok(()));
+    let session_file = config.session_file(&binding.native_session_id).expect("the CLI wrote its session file");
+    config.resume = Some(binding.native_session_id.clone());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: Arc::new(NoObserver),
+    };
+    let mut second = ClaudeSession::connect(config.clone(), hooks.clone()).await.expect("connects");
+    assert_eq!(second.resume_failure(), None);
+    let before = live.mock.model_requests().len();
+    let (resumed, _) = turn(&mut second, "Say hello again.", &CancellationToken::new()).await;
+    assert_eq!(resumed.terminal.kind, TerminalKind::Ok, "{:?}", resumed.terminal);
+    assert_eq!(resumed.native_session_id.as_deref(), Some(id.as_str()), "the same Claude session continued");
+    assert!(live.mock.model_requests()[before..].iter().any(|r| r.body.to_string().contains("pomegranate")));
+    second.shutdown().await;
+
+    std::fs::remove_file(&session_file).unwrap();
+    let mut third = ClaudeSession::connect(config, hooks).await.expect("connects");
+    assert!(
+        matches!(third.resume_failure(), Some(InvalidationReason::NativeSessionMissing { id: missing, .. }) if *missing == id),
+        "{:?}",
+        third.resume_failure()
+    );
+    let before = live.mock.model_requests().len();
+    let (fresh, _) = turn(&mut third, "Say hello again.", &CancellationToken::new()).await;
+    assert_eq!(fresh.terminal.kind, TerminalKind::Ok, "{:?}", fresh.terminal);
+    assert_ne!(fresh.native_session_id.as_deref(), Some(id.as_str()), "a fresh session");
+    assert!(!live.mock.model_requests()[before..].iter().any(|r| r.body.to_string().contains("pomegranate")));
+    third.shutdown().await;
 }

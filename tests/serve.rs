@@ -200,7 +200,7 @@ async fn handshake_negotiates_and_refuses_other_versions() {
     let codex = harnesses.iter().find(|h| h["id"] == "clawbridge-codex").expect("the codex harness");
     assert!(codex["available"].is_boolean());
     let backends: Vec<&str> = init["backends"].as_array().unwrap().iter().filter_map(|b| b["id"].as_str()).collect();
-    assert_eq!(backends, ["demo", "codex"]);
+    assert_eq!(backends, ["demo", "codex", "claude"]);
 
     let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&init_params(1))).await);
     assert_eq!(code, -32012);

@@ -97,6 +97,15 @@ pub enum InvalidationReason {
         /// The setting's name.
         name: String,
     },
+    /// The backend's own record of the native session is gone (deleted, another config dir), so a
+    /// resume would fail or hang (lessons H2).
+    #[error("the native session {id} has no session file at {location}")]
+    NativeSessionMissing {
+        /// The native session id.
+        id: String,
+        /// Where its file was looked for.
+        location: String,
+    },
 }
 
 /// The settings a native session depends on, as they are now.

@@ -1,6 +1,7 @@
 //! One `attempt/run`: a Codex session per attempt (spawn, handshake, start or resume the thread,
-//! one turn), every event streamed as `attempt/event`, the transcript mirrored through
-//! `host/transcript/append` (awaited, so the result never outruns it), the result last.
+//! one turn) — or, for the Claude harness, a turn on the session's CLI (`super::claude`) — every
+//! event streamed as `attempt/event`, the transcript mirrored through `host/transcript/append`
+//! (awaited, so the result never outruns it), the result last.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions, ThreadReady};
 use clawbridge_bridge::attempt::AttemptResult;
-use clawbridge_bridge::attempt::hooks::{HostToolSpec, HostTools};
+use clawbridge_bridge::attempt::hooks::{Approver, HostToolSpec, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::supervisor::PidRegistry;
@@ -70,7 +71,10 @@ pub async fn run(job: AttemptJob) -> Result<AttemptOutcome, ErrorObject> {
             cancel.cancel();
         })
     });
-    let outcome = run_started(&job, &timed_out).await;
+    let outcome = match job.harness.backend {
+        BackendKind::Claude => super::claude::run_started(&job, &timed_out).await,
+        _ => run_started(&job, &timed_out).await,
+    };
     if let Some(budget) = budget {
         budget.abort();
     }
@@ -97,36 +101,8 @@ async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<Attempt
     config.interrupt_grace = Duration::from_secs(5);
     config.registry = job.registry.clone();
 
-    // The demo's recording declared no dynamic tools, so it gets none.
-    let specs: Vec<HostToolSpec> = if demo || params.disable_tools || !job.caps.host_tools {
-        Vec::new()
-    } else {
-        params
-            .host_tools
-            .iter()
-            .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
-            .map(|t| HostToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                input_schema: t.input_schema.clone(),
-            })
-            .collect()
-    };
-    let tools: Arc<dyn HostTools> =
-        Arc::new(HostToolsClient { peer: job.peer.clone(), attempt_id: attempt_id.clone(), specs });
-    let hooks = SessionHooks {
-        approver: Arc::new(HostApprover {
-            peer: job.peer.clone(),
-            attempt_id: attempt_id.clone(),
-            enabled: job.caps.approvals,
-        }),
-        tools,
-        observer: Arc::new(HostObserver {
-            peer: job.peer.clone(),
-            attempt_id: attempt_id.clone(),
-            enabled: job.caps.tool_terminals,
-        }),
-    };
+    let (approver, tools, observer) = host_hooks(job, host_tool_specs(job));
+    let hooks = SessionHooks { approver, tools, observer };
     let backend_name = if demo { "the demo agent" } else { "codex app-server" };
     let mut session = match CodexSession::connect(config, hooks).await {
         Ok(session) => session,
@@ -171,68 +147,141 @@ async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<Attempt
         tracing::warn!(attempt = %attempt_id, "could not resume the session's thread ({why}); started a new one");
     }
 
-    // Events leave the (synchronous) sink through a queue that never blocks the native reader and
-    // stays bounded by merging deltas while the host lags (lessons F5); one task streams and
-    // mirrors them in order.
-    let queue = Arc::new(EventQueue::default());
     let label = ModelLabel {
         api: params.model_api.clone().unwrap_or_else(|| "codex-app-server".into()),
         provider: params.provider.clone(),
         model: params.model_id.clone(),
     };
-    let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| attempt_id.clone()));
-    let forwarder = Forwarder {
-        peer: job.peer.clone(),
-        attempt_id: attempt_id.clone(),
-        session_id: params.session_id.clone(),
-        mirror_enabled: job.caps.transcript_append,
-        scope,
-        label,
-        mirror: None,
-        owned: job.caps.transcript_append,
-        seq: 0,
-    };
-    let forwarding = tokio::spawn(forwarder.run(queue.clone()));
+    let streaming = Streaming::start(job, label);
     let turn = {
-        let mut sink = |event: &Event| queue.push(event.clone());
+        let mut sink = |event: &Event| streaming.push(event);
         session.run_turn(&thread.thread_id, &params.prompt, &mut sink, &job.cancel).await
     };
-    queue.close();
-    let mut result = match turn {
+    let result = match turn {
         Ok(result) => result,
-        Err(error) => failed_result(&thread.thread_id, format!("the turn could not run: {error}")),
+        Err(error) => failed_result(Some(&thread.thread_id), format!("the turn could not run: {error}")),
     };
-    let mut forwarder = match forwarding.await {
-        Ok(forwarder) => forwarder,
-        Err(join) => {
-            tracing::error!(%join, "the event forwarder died");
-            session.shutdown().await;
-            return Ok(AttemptOutcome {
-                response: to_response(&attempt_id, &result, false, None),
-                thread_id: Some(thread.thread_id),
-            });
-        }
-    };
-    // A turn whose terminal never reached the mirror still gets its rows closed.
-    if let Some(mirror) = forwarder.mirror.as_mut() {
-        if !mirror.is_finished() {
-            let messages = mirror.finish(&result.terminal);
-            forwarder.append(messages).await;
-        }
-    }
+    let mirrored = streaming.finish(&result).await;
     let stop = session.shutdown().await;
     tracing::debug!(attempt = %attempt_id, ?stop, "native process stopped");
+    Ok(outcome(job, timed_out, result, mirrored, Some(thread.thread_id)))
+}
 
+/// The host tools an attempt declares to its backend: none for the demo (its recording declared
+/// none), when tools are disabled or the host serves none; else the host's, filtered by `toolsAllow`.
+pub(super) fn host_tool_specs(job: &AttemptJob) -> Vec<HostToolSpec> {
+    let params = &job.params;
+    if job.harness.backend == BackendKind::Demo || params.disable_tools || !job.caps.host_tools {
+        return Vec::new();
+    }
+    params
+        .host_tools
+        .iter()
+        .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
+        .map(|t| HostToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema.clone(),
+        })
+        .collect()
+}
+
+/// The attempt's hooks wired to the host: approvals, the host tools `specs`, tool terminals.
+pub(super) fn host_hooks(
+    job: &AttemptJob,
+    specs: Vec<HostToolSpec>,
+) -> (Arc<dyn Approver>, Arc<dyn HostTools>, Arc<dyn ToolTerminalObserver>) {
+    let attempt_id = job.params.attempt_id.clone();
+    let approver =
+        Arc::new(HostApprover { peer: job.peer.clone(), attempt_id: attempt_id.clone(), enabled: job.caps.approvals });
+    let tools = Arc::new(HostToolsClient { peer: job.peer.clone(), attempt_id: attempt_id.clone(), specs });
+    let observer = Arc::new(HostObserver { peer: job.peer.clone(), attempt_id, enabled: job.caps.tool_terminals });
+    (approver, tools, observer)
+}
+
+/// A turn's events on their way to the host: they leave the (synchronous) sink through a queue that
+/// never blocks the native reader and stays bounded by merging deltas while the host lags (lessons
+/// F5); one task streams and mirrors them in order.
+pub(super) struct Streaming {
+    /// Filled by the sink.
+    queue: Arc<EventQueue>,
+    /// The task streaming and mirroring the queue.
+    forwarding: tokio::task::JoinHandle<Forwarder>,
+}
+
+/// How a turn's transcript mirroring went.
+pub(super) struct Mirrored {
+    /// Whether the host holds every row (so it writes no copy of its own).
+    owned: bool,
+    /// The final assistant row's key.
+    key: Option<String>,
+}
+
+impl Streaming {
+    /// Starts streaming `job`'s events; assistant rows name `label`.
+    pub(super) fn start(job: &AttemptJob, label: ModelLabel) -> Streaming {
+        let params = &job.params;
+        let queue = Arc::new(EventQueue::default());
+        let forwarder = Forwarder {
+            peer: job.peer.clone(),
+            attempt_id: params.attempt_id.clone(),
+            session_id: params.session_id.clone(),
+            mirror_enabled: job.caps.transcript_append,
+            scope: format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone())),
+            label,
+            mirror: None,
+            owned: job.caps.transcript_append,
+            seq: 0,
+        };
+        let forwarding = tokio::spawn(forwarder.run(queue.clone()));
+        Streaming { queue, forwarding }
+    }
+
+    /// The sink: queues one event (never blocks).
+    pub(super) fn push(&self, event: &Event) {
+        self.queue.push(event.clone());
+    }
+
+    /// Ends the stream after the turn: waits until every event is streamed and mirrored, and closes
+    /// the rows of a turn whose terminal never reached the mirror.
+    pub(super) async fn finish(self, result: &AttemptResult) -> Mirrored {
+        self.queue.close();
+        let mut forwarder = match self.forwarding.await {
+            Ok(forwarder) => forwarder,
+            Err(join) => {
+                tracing::error!(%join, "the event forwarder died");
+                return Mirrored { owned: false, key: None };
+            }
+        };
+        if let Some(mirror) = forwarder.mirror.as_mut() {
+            if !mirror.is_finished() {
+                let messages = mirror.finish(&result.terminal);
+                forwarder.append(messages).await;
+            }
+        }
+        let key = forwarder.mirror.as_ref().map(|m| m.assistant_key());
+        Mirrored { owned: forwarder.owned && forwarder.mirror.is_some(), key }
+    }
+}
+
+/// The attempt's outcome from its turn's `result`: an abort caused by the attempt's budget is a
+/// timeout; `native` is the native thread or session to bind to the host session.
+pub(super) fn outcome(
+    job: &AttemptJob,
+    timed_out: &AtomicBool,
+    mut result: AttemptResult,
+    mirrored: Mirrored,
+    native: Option<String>,
+) -> AttemptOutcome {
     if timed_out.load(Ordering::Relaxed) && result.terminal.kind == TerminalKind::Aborted {
-        let ms = params.timeout_ms.unwrap_or_default();
+        let ms = job.params.timeout_ms.unwrap_or_default();
         result.terminal = TurnTerminal {
             kind: TerminalKind::Timeout,
             message: Some(format!("the attempt's budget of {ms} ms ran out")),
         };
     }
-    let key = forwarder.mirror.as_ref().map(|m| m.assistant_key());
-    let owned = forwarder.owned && forwarder.mirror.is_some();
-    Ok(AttemptOutcome { response: to_response(&attempt_id, &result, owned, key), thread_id: Some(thread.thread_id) })
+    let response = to_response(&job.params.attempt_id, &result, mirrored.owned, mirrored.key);
+    AttemptOutcome { response, thread_id: native }
 }
 
 /// Streams events as `attempt/event` and mirrors them into the host transcript.
@@ -310,14 +359,14 @@ fn to_response(attempt_id: &str, result: &AttemptResult, owned: bool, key: Optio
     })
 }
 
-fn failed_result(thread_id: &str, message: String) -> AttemptResult {
+pub(super) fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some(message) }));
-    recorder.finish(Some(thread_id.to_string()))
+    recorder.finish(native.map(str::to_string))
 }
 
 /// A result for an attempt that ended before its turn started (cancelled early).
-fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
+pub(super) fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     let message = (!message.is_empty()).then(|| message.to_string());
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
@@ -352,7 +401,7 @@ fn to_response_raw(attempt_id: &str, result: &AttemptResult) -> AttemptRunRespon
     })
 }
 
-fn preflight(message: String, user_message: String) -> ErrorObject {
+pub(super) fn preflight(message: String, user_message: String) -> ErrorObject {
     let data = PreflightErrorData { user_message: Some(user_message) };
     ErrorObject { code: errors::PREFLIGHT_FAILED, message, data: serde_json::to_value(data).ok() }
 }

@@ -19,6 +19,8 @@ pub enum BackendKind {
     Demo,
     /// A real `codex app-server`.
     Codex,
+    /// A real Claude Code CLI (`super::claude`).
+    Claude,
 }
 
 /// One harness and what runs it.
@@ -43,7 +45,8 @@ pub struct Catalog {
 
 impl Catalog {
     /// Probes the backends: the demo needs this executable; Codex needs a `codex` binary
-    /// (`CLAWBRIDGE_CODEX_BIN` or `PATH`) whose `--version` passes the version gate.
+    /// (`CLAWBRIDGE_CODEX_BIN` or `PATH`) whose `--version` passes the version gate; Claude Code
+    /// likewise (`CLAWBRIDGE_CLAUDE_BIN` or `claude` on `PATH`, see `super::claude::probe`).
     pub async fn probe() -> Catalog {
         let mut harnesses = Vec::new();
         let mut backends = Vec::new();
@@ -93,6 +96,10 @@ impl Catalog {
             backend: BackendKind::Codex,
             program: codex.program,
         });
+
+        let (claude, claude_backend) = super::claude::probe().await;
+        backends.push(claude_backend);
+        harnesses.push(claude);
         Catalog { harnesses, backends }
     }
 
@@ -208,7 +215,7 @@ async fn probe_codex(requested: Option<PathBuf>) -> CodexProbe {
 }
 
 /// `name` itself when it has a directory part, else the first match on `PATH`.
-fn find_program(name: &Path) -> Option<PathBuf> {
+pub(super) fn find_program(name: &Path) -> Option<PathBuf> {
     let executable = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -4,6 +4,7 @@
 //! - [`handler`]: the host's requests (`initialize`, `attempt/run`, …) and the connection state.
 //! - [`attempt`]: one attempt on a Codex session (real or the demo replay).
 //! - [`hooks`]: approvals, host tools and tool terminals routed to the host.
+//! - [`claude`]: the Claude Code harness (probe; attempts on the session's warm CLI).
 //! - [`bindings`]: the sessions' native threads, persisted under the state directory.
 //! - [`queue`]: the non-blocking, bounded event queue between a native reader and the host.
 //!
@@ -13,10 +14,12 @@
 
 mod attempt;
 mod bindings;
+mod claude;
 mod handler;
 mod harness;
 mod hooks;
-mod queue;
+// `clawbridge bench` feeds its measured attempts through the same queue.
+pub(crate) mod queue;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -116,6 +119,8 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
+    // No attempt runs any more: the Claude CLIs kept warm for their sessions' next attempts stop.
+    claude::shutdown().await;
     peer.close();
     drop(extra_tx);
     drop(peer);

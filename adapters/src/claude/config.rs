@@ -32,6 +32,14 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// Variables of the bridge's own environment a CLI it starts keeps (besides the supervisor's
+/// defaults): where its model endpoint and config live, and its own switches.
+pub const CLI_ENVIRONMENT: &[&str] =
+    &["ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*", "DISABLE_*", "ENABLE_TOOL_SEARCH"];
+
+/// Credentials the CLI may take from the bridge's environment, passed on as [`Secret`]s.
+pub const CLI_CREDENTIALS: &[&str] = &["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"];
+
 /// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
 #[derive(Clone, Debug)]
 pub struct ClaudeConfig {
@@ -117,6 +125,22 @@ impl ClaudeConfig {
             },
             registry: None,
         }
+    }
+
+    /// Lets the CLI keep its own settings from the bridge's environment ([`CLI_ENVIRONMENT`]) and
+    /// passes it the credentials found there ([`CLI_CREDENTIALS`]) as secrets. Returns the auth
+    /// profile for the session's binding: which credential is used (`env:ANTHROPIC_API_KEY`), or
+    /// `claude-login` (the CLI's own stored login) — a name, never the secret.
+    pub fn inherit_cli_environment(&mut self) -> String {
+        self.env.inherit.extend(CLI_ENVIRONMENT.iter().map(|name| name.to_string()));
+        let mut profile = "claude-login".to_owned();
+        for name in CLI_CREDENTIALS {
+            if let Some(value) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+                self.secret_env.push((name.to_string(), Secret::new(value.to_string_lossy())));
+                profile = format!("env:{name}");
+            }
+        }
+        profile
     }
 
     /// The child's environment: the policy, the secrets, and never `CLAUDECODE`.

@@ -22,8 +22,11 @@
 //!   usage (the only final usage there is), its failure flag (`is_error` or a non-`success` subtype →
 //!   `Failed`; `terminal_reason: aborted_*`, or an error after our interrupt → `Aborted`; `success` →
 //!   `Ok`), and closes every tool still open (lessons D1);
-//! - `system/init`, re-sent at the start of every turn, only records the session id
-//!   ([`session_id`](TurnMapper::session_id)).
+//! - `system/init`, re-sent at the start of every turn, records the session id
+//!   ([`session_id`](TurnMapper::session_id)); when it opens the turn, its `uuid` (fresh every turn,
+//!   from the CLI) becomes the turn id, so turn ids — and the transcript keys derived from them — stay
+//!   unique across processes of one session (a restarted CLI counts turns from 1 again; lessons D1).
+//!   The id given to [`TurnMapper::new`] is the fallback.
 //!
 //! Subagent output (`parent_tool_use_id` set) is not the assistant's answer: its text and reasoning
 //! are not mapped, but its tool calls are (they are side effects the host must hear about).
@@ -198,6 +201,8 @@ pub struct TurnMapper {
     stream_message: Option<String>,
     /// Blocks seen through deltas, by item id, in first-seen order (for finalising unfinished ones).
     streamed: Vec<(String, StreamedBlock)>,
+    /// Index into `streamed` by item id: a long turn holds thousands of blocks.
+    streamed_index: HashMap<String, usize>,
     /// An `AssistantFinal` was emitted (else the `result` text backfills one).
     assistant_final_seen: bool,
     /// Counter for blocks of messages without an id.
@@ -205,7 +210,7 @@ pub struct TurnMapper {
 }
 
 impl TurnMapper {
-    /// A mapper for the turn the caller calls `turn_id`.
+    /// A mapper for a turn whose id is `turn_id` unless the CLI's `system/init` names it first.
     pub fn new(turn_id: impl Into<String>) -> Self {
         Self {
             turn_id: turn_id.into(),
@@ -223,6 +228,7 @@ impl TurnMapper {
             open_stream_block: HashMap::new(),
             stream_message: None,
             streamed: Vec::new(),
+            streamed_index: HashMap::new(),
             assistant_final_seen: false,
             anonymous: 0,
         }
@@ -334,6 +340,11 @@ impl TurnMapper {
                 if let Some(id) = init.session_id.as_deref().filter(|id| !id.is_empty()) {
                     self.session_id = Some(id.to_owned());
                 }
+                if !self.announced {
+                    if let Some(uuid) = init.uuid.as_deref().filter(|uuid| !uuid.is_empty()) {
+                        self.turn_id = uuid.to_owned();
+                    }
+                }
                 self.announce(out);
             }
             SystemMessage::PermissionDenied(denied) => {
@@ -390,7 +401,7 @@ impl TurnMapper {
 
     /// `AssistantFinal` for `item_id`, once. An empty text that never streamed is no message.
     fn finalize_text(&mut self, item_id: String, text: String, out: &mut Vec<Event>) {
-        let streamed = self.streamed.iter().any(|(id, _)| *id == item_id);
+        let streamed = self.streamed_index.contains_key(&item_id);
         if (text.is_empty() && !streamed) || !self.finalized.insert(item_id.clone()) {
             return;
         }
@@ -400,7 +411,7 @@ impl TurnMapper {
 
     /// `ReasoningFinal` for `item_id`, once; the signature falls back to a streamed one.
     fn finalize_reasoning(&mut self, item_id: String, text: String, signature: Option<String>, out: &mut Vec<Event>) {
-        let streamed = self.streamed.iter().find(|(id, _)| *id == item_id).map(|(_, b)| b.signature.clone());
+        let streamed = self.streamed_index.get(&item_id).map(|&i| self.streamed[i].1.signature.clone());
         if (text.is_empty() && streamed.is_none()) || !self.finalized.insert(item_id.clone()) {
             return;
         }
@@ -427,7 +438,8 @@ impl TurnMapper {
                     _ => BlockKind::Other,
                 };
                 let item_id = format!("{message_id}:{index}");
-                if !self.streamed.iter().any(|(id, _)| *id == item_id) {
+                if !self.streamed_index.contains_key(&item_id) {
+                    self.streamed_index.insert(item_id.clone(), self.streamed.len());
                     self.streamed.push((item_id, StreamedBlock { kind, text: String::new(), signature: None }));
                 }
             }
@@ -471,9 +483,10 @@ impl TurnMapper {
 
     /// The streamed block `item_id`, created as `kind` when a delta arrives without its start.
     fn streamed_block(&mut self, item_id: &str, kind: BlockKind) -> &mut StreamedBlock {
-        let position = match self.streamed.iter().position(|(id, _)| id == item_id) {
-            Some(position) => position,
+        let position = match self.streamed_index.get(item_id) {
+            Some(&position) => position,
             None => {
+                self.streamed_index.insert(item_id.to_owned(), self.streamed.len());
                 self.streamed.push((item_id.to_owned(), StreamedBlock { kind, text: String::new(), signature: None }));
                 self.streamed.len() - 1
             }

@@ -1,14 +1,20 @@
 //! The Claude Code CLI backend: `claude -p --input-format stream-json --output-format stream-json`
-//! over stdio (claude-stream-json.md). Groundwork only so far:
+//! over stdio (claude-stream-json.md):
 //!
 //! - [`mapping`]: the CLI's stdout lines → normalized events for one turn (pure);
 //! - [`config`]: how the CLI is launched (flags, environment, credentials only via env, deadlines);
 //! - [`handler`]: answers to the CLI's control requests (`can_use_tool` through the host's approver);
-//! - [`session`]: the warm process, its version gate and handshake, the stdout reader, and turns.
+//! - [`session`]: the warm process, its version gate and handshake, the stdout reader, and turns;
+//! - [`pool`]: warm sessions parked between turns (a cap with LRU eviction, an idle timeout), with
+//!   hooks swapped per turn;
+//! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
+//!   Claude session's binding.
 
 pub mod config;
 pub mod handler;
 pub mod mapping;
+pub mod pool;
+pub mod resume;
 pub mod session;
 
 pub use config::{ClaudeConfig, Secret};

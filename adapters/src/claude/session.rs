@@ -18,6 +18,9 @@
 //!   process ends the turn as `failed`.
 //! - **Warm process**: the next turn reuses the process; when it is gone (stopped, crashed) the next
 //!   turn spawns a new one with `--resume <session id>`.
+//! - **Resume only what exists**: before any `--resume` (configured or a respawn) the CLI's own
+//!   session file is looked up ([`ClaudeConfig::session_file`]); when it is gone the process starts
+//!   a fresh session and [`ClaudeSession::resume_failure`] names why (lessons H2).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -26,6 +29,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
+use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::supervisor::{ChildProcess, ExitWatch, SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_bridge::transport::{Frame, LineSender, frame_reader, spawn_line_writer};
@@ -184,10 +188,15 @@ pub struct ClaudeSession {
     live: Option<Live>,
     /// The native session id (the `--resume` handle), once known.
     session_id: Option<String>,
+    /// Why the last resume was not tried (its session file was gone), if it was not.
+    resume_failure: Option<InvalidationReason>,
     /// Processes spawned so far.
     spawns: usize,
-    /// Turns started so far (names the turns: `turn-<n>`).
+    /// Turns started so far.
     turns: u64,
+    /// Prefix of the turn ids used when the CLI names no turn (`system/init`'s `uuid`): unique per
+    /// session object, so ids never repeat across restarts.
+    fallback_turn_base: String,
     /// Counter for our control request ids.
     next_request: u64,
 }
@@ -220,8 +229,10 @@ impl ClaudeSession {
             host_server,
             live: None,
             session_id: resume.clone(),
+            resume_failure: None,
             spawns: 0,
             turns: 0,
+            fallback_turn_base: fallback_turn_base(),
             next_request: 0,
         };
         session.spawn(resume.as_deref()).await?;
@@ -248,13 +259,30 @@ impl ClaudeSession {
         self.session_id.as_deref()
     }
 
+    /// Why the last resume was not tried and a fresh session started instead (the CLI's session
+    /// file was gone); `None` when every resume so far was tried.
+    pub fn resume_failure(&self) -> Option<&InvalidationReason> {
+        self.resume_failure.as_ref()
+    }
+
     fn request_id(&mut self, what: &str) -> String {
         self.next_request += 1;
         format!("req_{}_{what}", self.next_request)
     }
 
-    /// Spawns a process (continuing `resume`) and performs the handshake.
+    /// Spawns a process (continuing `resume` when its session file exists, else a fresh session) and
+    /// performs the handshake.
     async fn spawn(&mut self, resume: Option<&str>) -> Result<(), ClaudeError> {
+        let resume = match resume.map(|id| (id, self.config.session_file(id))) {
+            Some((id, Ok(_))) => Some(id),
+            Some((_, Err(reason))) => {
+                tracing::warn!(%reason, "not resuming; starting a fresh claude session");
+                self.resume_failure = Some(reason);
+                self.session_id = None;
+                None
+            }
+            None => None,
+        };
         let spec = self.config.command(resume, self.host_server.is_some());
         let options = SpawnOptions { registry: self.config.registry.clone(), ..SpawnOptions::default() };
         let mut process = ChildProcess::spawn(&spec, options)?;
@@ -391,7 +419,7 @@ impl ClaudeSession {
     ) -> Result<AttemptResult, ClaudeError> {
         self.ensure_live().await?;
         self.turns += 1;
-        let mut mapper = TurnMapper::new(format!("turn-{}", self.turns));
+        let mut mapper = TurnMapper::new(format!("{}-turn-{}", self.fallback_turn_base, self.turns));
         if let Some(server) = &self.host_server {
             mapper = mapper.with_host_mcp_server(server.clone());
         }
@@ -531,6 +559,12 @@ impl ClaudeSession {
     }
 }
 
+/// A prefix no other session object of any bridge process is likely to use: pid and start time.
+fn fallback_turn_base() -> String {
+    let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    format!("clawbridge-{}-{}", std::process::id(), started.as_nanos())
+}
+
 /// Records the event, reports a tool terminal to the host (before anything else sees the result),
 /// then hands the event to the sink.
 async fn deliver(
@@ -598,7 +632,24 @@ async fn read_stdout(
     exit: ExitWatch,
 ) {
     let mut frames = frame_reader(stdout, max_line_bytes);
-    while let Some(frame) = frames.next().await {
+    // A grandchild (a Bash tool's background job) may hold stdout open after the CLI exited, so EOF
+    // may never come: end the stream a grace after the exit. What the CLI wrote before exiting is
+    // readable at once and read first (biased).
+    let held_open = async {
+        exit.exited().await;
+        tokio::time::sleep(OUTPUT_DRAIN_AFTER_EXIT).await;
+    };
+    tokio::pin!(held_open);
+    loop {
+        let next = tokio::select! {
+            biased;
+            next = frames.next() => next,
+            () = &mut held_open => {
+                tracing::debug!("claude exited but its stdout is held open; ending the stream");
+                break;
+            }
+        };
+        let Some(frame) = next else { break };
         let line = match frame {
             Ok(Frame::Line(line)) => line,
             Ok(other) => {
@@ -672,6 +723,10 @@ async fn read_stdout(
     }
     let _ = tx.send(Inbound::Closed(why)).await;
 }
+
+/// How long the reader waits for EOF after the CLI exited (only a process that inherited its stdout
+/// can keep it open longer).
+const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 /// Answers one control request in its own task: notes first (to the turn loop), then the answer.
 /// The task is registered under its request id until it answers, so a `control_cancel_request` can

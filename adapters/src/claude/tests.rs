@@ -128,6 +128,24 @@ fn plain_text_turn_with_usage_in_the_normalized_convention() {
     assert_eq!(mapper.session_id(), Some("s-1"));
 }
 
+/// A restarted CLI counts turns from 1 again, so the turn is named by the CLI's own fresh `uuid` of
+/// the `system/init` that opens it (transcript keys derive from it); a later init renames nothing.
+#[test]
+fn the_opening_init_names_the_turn() {
+    let named = |uuid: &str| line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "uuid": uuid}));
+    let (mapper, events) = run(&[
+        named("u-first"),
+        named("u-second"),
+        assistant("msg_1", text("Hi")),
+        result("success", false, json!({})),
+    ]);
+    assert_eq!(events[0], Event::TurnStarted { turn_id: "u-first".into() });
+    assert_eq!(mapper.turn_id(), "u-first");
+    let (mapper, events) = run(&[assistant("msg_1", text("Hi")), named("u-late"), result("success", false, json!({}))]);
+    assert_eq!(events[0], Event::TurnStarted { turn_id: TURN.into() }, "the turn was already announced");
+    assert_eq!(mapper.turn_id(), TURN);
+}
+
 #[test]
 fn init_is_idempotent_and_nothing_follows_the_result() {
     let (mut mapper, events) =
