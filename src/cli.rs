@@ -27,10 +27,10 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a bundled Codex recording played back, no peers needed) or codex.
+        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or claude.
         #[arg(long, default_value = "demo")]
         backend: String,
-        /// Session name; running again with the same name resumes the native thread.
+        /// Session name; running again with the same name resumes the native thread or session.
         #[arg(long)]
         session: Option<String>,
         /// Print normalized events as JSONL (and the attempt result last) instead of the person's view.
@@ -45,6 +45,9 @@ enum Command {
         /// The codex executable for `--backend codex`.
         #[arg(long, env = "CLAWBRIDGE_CODEX_BIN")]
         codex: Option<PathBuf>,
+        /// The claude executable for `--backend claude`.
+        #[arg(long, env = "CLAWBRIDGE_CLAUDE_BIN")]
+        claude: Option<PathBuf>,
         /// The model to ask the backend for.
         #[arg(long)]
         model: Option<String>,
@@ -53,8 +56,8 @@ enum Command {
     },
     /// Serve the clawbridge host protocol on stdio (started by the OpenClaw plugin).
     Serve,
-    /// Run the benchmarks and print a table.
-    Bench,
+    /// Run the benchmarks (throughput, latency, memory, start-up, the Python SDK anchor) and print a table.
+    Bench(crate::bench::BenchArgs),
     /// (internal) Play the demo's bundled Codex recording on stdio, as `codex app-server` would.
     #[command(hide = true)]
     DemoAgent {
@@ -73,7 +76,7 @@ enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
     match cli.command {
-        Command::Run { backend, session, json, approve, deny, codex, model, prompt } => {
+        Command::Run { backend, session, json, approve, deny, codex, claude, model, prompt } => {
             if !clawbridge_adapters::BACKENDS.contains(&backend.as_str()) {
                 bail!("unknown backend `{backend}` (known: {})", clawbridge_adapters::BACKENDS.join(", "));
             }
@@ -82,12 +85,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
-            let args = crate::run::RunArgs { backend, session, json, approval, codex, model, prompt };
+            let args = crate::run::RunArgs { backend, session, json, approval, codex, claude, model, prompt };
             crate::run::run(args, &state_dir).await
         }
         Command::DemoAgent { ignored: _ } => demo_agent(),
         Command::Serve => crate::serve::serve(&state_dir).await,
-        Command::Bench => not_yet("bench", "benchmarks and the fault matrix (issue #7)"),
+        Command::Bench(args) => crate::bench::run(args).await,
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
 }
@@ -102,10 +105,6 @@ fn demo_agent() -> anyhow::Result<()> {
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
     replay(&recording, std::io::stdin().lock(), stdout, &ReplayOptions::default())
         .context("the demo client did not follow the bundled recording")
-}
-
-fn not_yet(what: &str, arrives_with: &str) -> anyhow::Result<()> {
-    bail!("`{what}` is not available in this build yet; it arrives with {arrives_with}")
 }
 
 async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()> {

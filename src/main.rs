@@ -3,6 +3,8 @@
 //! stdout is a protocol channel (for `serve`) or the person's view (for `run`); logs always go to
 //! stderr, filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
 
+mod allocator;
+mod bench;
 mod cli;
 mod run;
 mod serve;
@@ -12,6 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = cli::Cli::parse();
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

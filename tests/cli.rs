@@ -57,9 +57,10 @@ fn errors_are_one_clear_line_with_a_non_zero_exit_and_nothing_on_stdout() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("clawbridge: error: unknown backend `nonesuch`"), "{err}");
 
-    let out = clawbridge(&["bench"]);
+    let out = clawbridge(&["bench", "--scenario", "nonesuch"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not available in this build yet"));
+    assert!(out.stdout.is_empty(), "stdout is reserved for output and protocols");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'nonesuch'"));
 }
 
 #[test]

@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -86,6 +86,9 @@ pub struct ItemLifecycle {
 pub struct AttemptRecorder {
     /// Assistant text per item: deltas until the final replaces them. Ordered by first appearance.
     assistant: Vec<(String, String)>,
+    /// Index into `assistant` by item id: a long turn holds thousands of items, and every delta
+    /// finds its own.
+    assistant_index: HashMap<String, usize>,
     /// Which assistant items already have their final text.
     assistant_final: HashSet<String>,
     /// Any reasoning was seen (for the classification).
@@ -147,9 +150,10 @@ impl AttemptRecorder {
     }
 
     fn assistant_text(&mut self, item_id: &str) -> &mut String {
-        let index = match self.assistant.iter().position(|(id, _)| id == item_id) {
-            Some(index) => index,
+        let index = match self.assistant_index.get(item_id) {
+            Some(&index) => index,
             None => {
+                self.assistant_index.insert(item_id.to_string(), self.assistant.len());
                 self.assistant.push((item_id.to_string(), String::new()));
                 self.assistant.len() - 1
             }

@@ -4,7 +4,7 @@
 //! output becomes one final assistant message. Every message carries a key derived from the turn id
 //! and its role (lessons D1), never from its position or content.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
@@ -70,6 +70,9 @@ pub struct TranscriptMirror {
     flushed: HashSet<(BlockKind, String)>,
     /// Tool calls seen, in start order.
     calls: Vec<CallState>,
+    /// Index into `calls` by call id: a turn may hold thousands of calls, and each output delta
+    /// finds its call.
+    call_index: HashMap<String, usize>,
     /// The turn's latest usage, put on the final assistant message.
     usage: Option<Usage>,
     /// Set once the turn's end was mirrored; later events are ignored.
@@ -115,6 +118,7 @@ impl TranscriptMirror {
             pending: Vec::new(),
             flushed: HashSet::new(),
             calls: Vec::new(),
+            call_index: HashMap::new(),
             usage: None,
             finished: false,
         }
@@ -169,7 +173,7 @@ impl TranscriptMirror {
             }
             Event::ToolStarted(call) => return self.start_call(call).into_iter().collect(),
             Event::ToolOutputDelta { call_id, delta } => {
-                if let Some(call) = self.calls.iter_mut().find(|c| &c.call_id == call_id) {
+                if let Some(call) = self.call_index.get(call_id).map(|&i| &mut self.calls[i]) {
                     call.output.push(delta);
                 }
             }
@@ -265,9 +269,10 @@ impl TranscriptMirror {
 
     fn start_call(&mut self, call: &ToolCall) -> Option<Message> {
         // A backend may replay a pending call (lessons C2); it is mirrored once.
-        if self.calls.iter().any(|c| c.call_id == call.call_id) {
+        if self.call_index.contains_key(&call.call_id) {
             return None;
         }
+        self.call_index.insert(call.call_id.clone(), self.calls.len());
         self.calls.push(CallState {
             call_id: call.call_id.clone(),
             tool_name: call.tool_name.clone(),
@@ -292,7 +297,7 @@ impl TranscriptMirror {
     fn finish_call(&mut self, finish: &ToolFinish) -> Vec<Message> {
         // A finish without a start still gets its call written first, so the result has a parent call.
         let mut out: Vec<Message> = self.start_call(&finish.call).into_iter().collect();
-        let Some(call) = self.calls.iter_mut().find(|c| c.call_id == finish.call.call_id) else {
+        let Some(call) = self.call_index.get(&finish.call.call_id).map(|&i| &mut self.calls[i]) else {
             return out;
         };
         if call.resolved {

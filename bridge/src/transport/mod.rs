@@ -15,5 +15,10 @@ use tokio_util::codec::FramedRead;
 /// The codec never returns a decode error for bad input, so the stream only ends at EOF (or an I/O
 /// error): an oversize line does not make `FramedRead` yield `None` early.
 pub fn frame_reader<R: AsyncRead>(reader: R, max_line_bytes: usize) -> FramedRead<R, LineCodec> {
-    FramedRead::new(reader, LineCodec::new(max_line_bytes))
+    // A pipe holds 64 KiB; reading it in one call instead of eight 8 KiB ones (FramedRead's default)
+    // saves syscalls and wake-ups of the writer on busy streams.
+    FramedRead::with_capacity(reader, LineCodec::new(max_line_bytes), READ_CAPACITY)
 }
+
+/// The read buffer's starting capacity.
+const READ_CAPACITY: usize = 64 * 1024;

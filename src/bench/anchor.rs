@@ -1,0 +1,125 @@
+//! The side-by-side anchor: the official Python Claude Agent SDK (`claude-agent-sdk`, pinned by
+//! `scripts/bench-sdk-anchor.sh` into its own virtualenv) and clawbridge consume the same generated
+//! Claude stream from the same stand-in CLI, one after the other in this run.
+//!
+//! Both are timed from launching the CLI to the turn's last message, the version check and the
+//! `initialize` handshake included. A message is one line the CLI writes other than control traffic
+//! (the SDK yields exactly those from `query()`); clawbridge's figure is those lines over its time
+//! through the full path (session → events → host notifications → transcript).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::generate;
+use super::report::{Report, Row, Target, number};
+use super::session::{self, HostSide};
+use super::{Scenario, Setup};
+
+/// The target: clawbridge at ten times the SDK's messages/s or better.
+const SPEEDUP_TARGET: f64 = 10.0;
+/// Where the install script puts the venv, relative to the repository.
+const VENV_PYTHON: &str = ".peers/sdk-anchor/venv/bin/python";
+/// The anchor script, relative to the repository.
+const SCRIPT: &str = "scripts/sdk-anchor/anchor.py";
+
+/// Places the repository may be: the working directory and the executable's ancestors
+/// (`target*/release/clawbridge`).
+fn repo_candidates() -> Vec<PathBuf> {
+    let mut candidates: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
+    if let Ok(me) = std::env::current_exe() {
+        candidates.extend(me.ancestors().skip(1).take(4).map(Path::to_path_buf));
+    }
+    candidates
+}
+
+/// The venv's Python, when the install script has run.
+pub fn default_python() -> Option<PathBuf> {
+    repo_candidates().into_iter().map(|r| r.join(VENV_PYTHON)).find(|p| p.exists())
+}
+
+fn default_script(python: &Path) -> Option<PathBuf> {
+    // `<repo>/.peers/sdk-anchor/venv/bin/python` → `<repo>`.
+    let from_venv = python.ancestors().nth(5).map(Path::to_path_buf);
+    from_venv.into_iter().chain(repo_candidates()).map(|r| r.join(SCRIPT)).find(|p| p.is_file())
+}
+
+pub async fn run(
+    ctx: &Setup<'_>,
+    python: Option<PathBuf>,
+    script: Option<PathBuf>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let Some(python) = python.filter(|p| p.exists()) else {
+        report.skipped(
+            Scenario::Anchor,
+            "the Python SDK's venv is not installed: run `bash scripts/bench-sdk-anchor.sh` (or pass --sdk-python)",
+        );
+        return Ok(());
+    };
+    let Some(script) = script.or_else(|| default_script(&python)) else {
+        bail!("cannot find {SCRIPT}; pass --sdk-script");
+    };
+    let generated = generate::claude(ctx.work, "anchor-claude", ctx.sizes.claude_lines)?;
+    let cli = session::claude_wrapper(ctx.work, ctx.me, &generated.recording)?;
+    // Every line but the answer to `initialize` is a message.
+    let messages = generated.native_lines - 1;
+    let runs = if ctx.sizes.claude_lines < 50_000 { 1 } else { 3 };
+
+    let mut sdk_seconds = Vec::new();
+    let mut sdk_version = String::new();
+    for _ in 0..runs {
+        let output = tokio::process::Command::new(&python)
+            .arg(&script)
+            .arg("--cli")
+            .arg(&cli)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .with_context(|| format!("running {}", python.display()))?;
+        if !output.status.success() {
+            bail!("the SDK anchor failed ({}): {}", output.status, String::from_utf8_lossy(&output.stderr).trim());
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let figures: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+            .with_context(|| format!("the SDK anchor printed {stdout:?}"))?;
+        let seen = figures["messages"].as_u64().unwrap_or(0);
+        if seen != messages {
+            bail!("the SDK yielded {seen} messages, the stream holds {messages}: {figures}");
+        }
+        sdk_seconds.push(figures["seconds"].as_f64().unwrap_or(f64::NAN));
+        sdk_version = figures["sdkVersion"].as_str().unwrap_or("?").to_string();
+    }
+
+    let mut ours = Vec::new();
+    for run in 0..runs {
+        let transcript = ctx.work.join(format!("anchor-{run}.transcript.jsonl"));
+        let host = HostSide::new("bench-anchor", transcript);
+        let attempt = session::claude_attempt(&cli, host).await?;
+        attempt.check(generated.tool_calls)?;
+        ours.push(attempt.elapsed.as_secs_f64());
+    }
+    let sdk = messages as f64 / median(sdk_seconds);
+    let clawbridge = messages as f64 / median(ours);
+    let what = format!("{} messages", number(messages as f64));
+    report.push(Row::info(Scenario::Anchor, format!("Python claude-agent-sdk {sdk_version}, {what}"), sdk, "msg/s"));
+    report.push(Row::info(Scenario::Anchor, "clawbridge full path, same stream and CLI", clawbridge, "msg/s"));
+    report.push(Row::judged(
+        Scenario::Anchor,
+        "clawbridge ÷ Python SDK",
+        clawbridge / sdk,
+        "×",
+        Target::AtLeast(SPEEDUP_TARGET),
+    ));
+    Ok(())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}

@@ -1,0 +1,175 @@
+//! `clawbridge bench`: speed and memory measured end to end, every scenario in one invocation, one
+//! table at the end (BENCHMARKS.md records a run). Benchmarks are not tests: nothing here fails on a
+//! missed target; it reports the figure, the target and whether it was met.
+//!
+//! - [`throughput`]: large generated Codex and Claude recordings replayed through the whole path
+//!   (replay agent → adapter session → normalized events → `attempt/event` lines to a null sink →
+//!   JSONL transcript), against the parse-only limit of the same lines.
+//! - [`latency`]: native line written → host notification emitted, at a steady rate.
+//! - [`memory`]: peak RSS of a separate child process (a 1 GiB output turn, many concurrent
+//!   attempts, idle sessions), so the figures hold nothing of the bench itself.
+//! - [`startup`]: `clawbridge serve` spawned → `initialize` answered.
+//! - [`anchor`]: the official Python Claude Agent SDK on the same Claude stream, side by side.
+//!
+//! The native peers are this binary re-run in hidden roles ([`agent`]): a fast replay of a recording,
+//! a Codex turn that floods command output, a Codex turn paced at a fixed rate.
+
+mod agent;
+mod anchor;
+mod generate;
+mod latency;
+mod memory;
+mod pipeline;
+mod report;
+mod session;
+mod startup;
+mod sys;
+mod throughput;
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use report::Report;
+
+/// `clawbridge bench` arguments.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    /// Scenarios to run (comma separated or repeated); all of them when none is given.
+    #[arg(long = "scenario", value_enum, value_delimiter = ',')]
+    scenarios: Vec<Scenario>,
+    /// Tiny sizes: checks that every scenario runs and prints its table in seconds. Not for figures.
+    #[arg(long)]
+    quick: bool,
+    /// Print the results as one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// The Python of the SDK anchor's virtualenv (`bash scripts/bench-sdk-anchor.sh` prints it);
+    /// by default `.peers/sdk-anchor/venv/bin/python` is used when it exists.
+    #[arg(long, env = "CLAWBRIDGE_BENCH_SDK_PYTHON")]
+    sdk_python: Option<PathBuf>,
+    /// The anchor's script (default: `scripts/sdk-anchor/anchor.py` beside the venv's repository).
+    #[arg(long, hide = true)]
+    sdk_script: Option<PathBuf>,
+    /// Internal roles this binary plays for the benchmarks (native peers, measured children).
+    #[command(subcommand)]
+    role: Option<agent::Role>,
+}
+
+/// One benchmark scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Events/s and MB/s through the full path vs the parse-only limit (Codex and Claude).
+    Throughput,
+    /// Native line → host notification at a steady rate.
+    Latency,
+    /// Peak RSS: 1 GiB output turn, concurrent attempts, idle sessions.
+    Memory,
+    /// `serve` spawn → `initialize` answered.
+    Startup,
+    /// The Python Claude Agent SDK on the same stream (needs its virtualenv).
+    Anchor,
+}
+
+impl Scenario {
+    const ALL: [Scenario; 5] =
+        [Scenario::Throughput, Scenario::Latency, Scenario::Memory, Scenario::Startup, Scenario::Anchor];
+}
+
+/// How big each scenario runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// Lines of the generated Codex recording (the issue asks for ≥ 200k).
+    pub codex_lines: usize,
+    /// Lines of the generated Claude recording (the issue asks for ≥ 100k).
+    pub claude_lines: usize,
+    /// Events streamed in the latency scenario.
+    pub latency_events: usize,
+    /// Their rate, per second.
+    pub latency_rate: u64,
+    /// Command output of the one-turn memory scenario, in bytes.
+    pub flood_bytes: u64,
+    /// Attempts running at once in the concurrency scenario.
+    pub concurrent_attempts: usize,
+    /// Sessions kept idle to measure the cost of one.
+    pub idle_sessions: usize,
+    /// `serve` start-ups timed.
+    pub startup_runs: usize,
+}
+
+impl Sizes {
+    /// The sizes the issue's targets are stated for.
+    pub const FULL: Sizes = Sizes {
+        codex_lines: 200_000,
+        claude_lines: 100_000,
+        latency_events: 50_000,
+        latency_rate: 10_000,
+        flood_bytes: 1 << 30,
+        concurrent_attempts: 256,
+        idle_sessions: 64,
+        startup_runs: 50,
+    };
+    /// Seconds-long sizes for `--quick` (tests, smoke runs).
+    pub const QUICK: Sizes = Sizes {
+        codex_lines: 2_000,
+        claude_lines: 1_000,
+        latency_events: 500,
+        latency_rate: 10_000,
+        flood_bytes: 8 << 20,
+        concurrent_attempts: 8,
+        idle_sessions: 4,
+        startup_runs: 3,
+    };
+}
+
+/// Runs `clawbridge bench`.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(role) = args.role {
+        return agent::play(role).await;
+    }
+    let sizes = if args.quick { Sizes::QUICK } else { Sizes::FULL };
+    let scenarios: Vec<Scenario> = if args.scenarios.is_empty() { Scenario::ALL.to_vec() } else { args.scenarios };
+    let work = tempfile::Builder::new().prefix("clawbridge-bench-").tempdir().context("creating a temp dir")?;
+    let me = std::env::current_exe().context("cannot find the clawbridge executable")?;
+    let mut report = Report::new(args.quick);
+    let ctx = Setup { me: &me, work: work.path(), sizes };
+    for scenario in Scenario::ALL.into_iter().filter(|s| scenarios.contains(s)) {
+        if !args.json {
+            eprintln!("clawbridge bench: {scenario:?}…");
+        }
+        let outcome = match scenario {
+            Scenario::Throughput => throughput::run(&ctx, &mut report).await,
+            Scenario::Latency => latency::run(&ctx, &mut report).await,
+            Scenario::Memory => memory::run(&ctx, &mut report).await,
+            Scenario::Startup => startup::run(&ctx, &mut report).await,
+            Scenario::Anchor => {
+                let python = args.sdk_python.clone().or_else(anchor::default_python);
+                anchor::run(&ctx, python, args.sdk_script.clone(), &mut report).await
+            }
+        };
+        if let Err(error) = outcome {
+            report.failed(scenario, &error);
+        }
+    }
+    report.finish();
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_table());
+    }
+    if report.has_failures() {
+        anyhow::bail!("some scenarios could not run (see the table)");
+    }
+    Ok(())
+}
+
+/// What every scenario needs.
+pub struct Setup<'a> {
+    /// This executable, re-run for the native peers and the measured children.
+    pub me: &'a std::path::Path,
+    /// A temp dir for recordings and transcripts, removed at the end.
+    pub work: &'a std::path::Path,
+    /// How big to run.
+    pub sizes: Sizes,
+}

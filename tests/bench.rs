@@ -1,0 +1,108 @@
+//! `clawbridge bench --quick` keeps working: every scenario runs end to end at tiny sizes (the real
+//! peers' roles played by this binary, the real sessions, the host pipeline) and the table is
+//! well-formed. The figures themselves are not asserted: benchmarks are not timed tests.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bench(args: &[&str]) -> Output {
+    let state = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .arg("bench")
+        .args(args)
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .env_remove("CLAWBRIDGE_BENCH_SDK_PYTHON")
+        .output()
+        .expect("clawbridge runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The table's data rows: (scenario, measure, value, target, verdict), split on the column layout the
+/// dashed rule under the header gives.
+fn rows(table: &str) -> Vec<[String; 5]> {
+    let lines: Vec<&str> = table.lines().collect();
+    let rule = lines.iter().position(|l| l.starts_with("----------")).expect("a rule under the header");
+    let widths: Vec<usize> = lines[rule].split("  ").map(|dashes| dashes.chars().count()).collect();
+    assert_eq!(widths.len(), 5, "five columns: {}", lines[rule]);
+    assert!(lines[rule - 1].starts_with("scenario"), "{table}");
+    lines[rule + 1..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .map(|line| {
+            let chars: Vec<char> = line.chars().collect();
+            let mut at = 0;
+            let mut cells: [String; 5] = Default::default();
+            for (i, width) in widths.iter().enumerate() {
+                let end = (at + width).min(chars.len());
+                cells[i] = chars[at.min(chars.len())..end].iter().collect::<String>().trim().to_string();
+                at = end + 2;
+            }
+            cells
+        })
+        .collect()
+}
+
+#[test]
+fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
+    // The anchor needs the Python SDK's venv; without one it must say so, not fail.
+    let out = bench(&["--quick", "--sdk-python", "/nonexistent/python"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    assert!(stdout.starts_with("clawbridge bench "), "{stdout}");
+    assert!(stdout.contains("--quick sizes"), "quick runs say they are not figures: {stdout}");
+    assert!(stdout.lines().nth(1).is_some_and(|l| l.starts_with("machine: ")), "{stdout}");
+    assert!(!stdout.contains("FAILED"), "{stdout}");
+    assert!(stdout.contains("skipped anchor: the Python SDK's venv is not installed"), "{stdout}");
+
+    let rows = rows(&stdout);
+    for scenario in ["throughput", "latency", "memory", "startup"] {
+        assert!(rows.iter().any(|r| r[0] == scenario), "no {scenario} row:\n{stdout}");
+    }
+    for row in &rows {
+        let number = row[2].split_whitespace().next().unwrap_or_default().replace(',', "");
+        let value: f64 = number.parse().unwrap_or_else(|_| panic!("value {:?} in {row:?}", row[2]));
+        assert!(value.is_finite() && value >= 0.0, "{row:?}");
+        match row[3].as_str() {
+            "" => assert_eq!(row[4], "", "no target, no verdict: {row:?}"),
+            target => {
+                assert!(target.starts_with('≥') || target.starts_with('≤'), "{row:?}");
+                assert!(row[4] == "met" || row[4] == "MISSED", "{row:?}");
+            }
+        }
+    }
+    // Both recordings went through the full path and were measured against parse-only.
+    for backend in ["codex", "claude"] {
+        let ratio = rows.iter().find(|r| r[1] == format!("{backend}: full path ÷ parse-only"));
+        assert!(ratio.is_some_and(|r| r[3].starts_with('≥')), "{backend} ratio row:\n{stdout}");
+    }
+    // Every concurrent attempt completed, and the latency scenario timed every delta.
+    let completed = rows.iter().find(|r| r[0] == "memory" && r[1].ends_with("completed")).expect("completed row");
+    assert_eq!(completed[4], "met", "{completed:?}");
+    assert!(rows.iter().any(|r| r[0] == "latency" && r[1].contains("p99")), "{stdout}");
+}
+
+#[test]
+fn json_output_carries_rows_with_targets_and_verdicts() {
+    let out = bench(&["--quick", "--json", "--scenario", "startup,latency"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(report["quick"], true);
+    let rows = report["rows"].as_array().expect("rows");
+    assert!(rows.iter().all(|r| r["scenario"] == "startup" || r["scenario"] == "latency"), "{report}");
+    let judged: Vec<&Value> = rows.iter().filter(|r| !r["target"].is_null()).collect();
+    assert_eq!(judged.len(), 2, "startup p50 and latency p99 are judged: {report}");
+    assert!(judged.iter().all(|r| r["met"].is_boolean() && r["value"].as_f64().is_some()), "{report}");
+    assert!(report["failures"].as_array().is_some_and(Vec::is_empty), "{report}");
+}
+
+#[test]
+fn an_unknown_scenario_is_refused_with_the_list_of_known_ones() {
+    let out = bench(&["--scenario", "warp-speed"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("throughput") && stderr.contains("anchor"), "{stderr}");
+}
