@@ -48,12 +48,24 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
             .collect();
         let missing = ctx.work.join("no-such-backend");
         let probed = Backends { codex: codex.unwrap_or_else(|| missing.clone()), claude: claude.unwrap_or(missing) };
-        let runs = runs.min(10);
+        let runs = runs.clamp(2, 11);
+        // The state dir has no version cache for these executables yet: the first start probes them.
         let times_probed = tokio::task::spawn_blocking(move || times(&me, &state, &probed, runs)).await??;
-        let (p50, _) = summary(&times_probed);
+        let cold = times_probed[0].as_secs_f64() * 1e3;
+        let (p50, _) = summary(&times_probed[1..]);
         report.push(
-            Row::info(Scenario::Startup, format!("… p50 of {runs} probing {}", names.join(" and ")), p50, "ms")
-                .with_note("serve runs each backend's `--version` (a Node program) before it answers initialize"),
+            Row::info(Scenario::Startup, format!("… first start probing {} (cold)", names.join(" and ")), cold, "ms")
+                .with_note("runs each backend's `--version` before it answers initialize"),
+        );
+        report.push(
+            Row::judged(
+                Scenario::Startup,
+                format!("… p50 of the next {} starts probing {}", runs - 1, names.join(" and ")),
+                p50,
+                "ms",
+                Target::AtMost(P50_TARGET_MS),
+            )
+            .with_note("`--version` answers come from the state dir's cache while the executables are unchanged"),
         );
     }
     Ok(())

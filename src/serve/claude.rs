@@ -32,7 +32,8 @@ use clawbridge_protocol::host::{BackendInfo, HarnessInfo};
 use clawbridge_protocol::jsonrpc::ErrorObject;
 
 use super::attempt::{self, AttemptJob, AttemptOutcome, Streaming};
-use super::harness::{BackendKind, Harness, find_program};
+use super::harness::{BackendKind, Harness};
+use super::probe::{VersionProbe, find_program};
 
 /// The harness id of the Claude Code backend.
 pub const CLAUDE_HARNESS: &str = "clawbridge-claude";
@@ -52,12 +53,12 @@ pub async fn shutdown() {
 }
 
 /// Probes the CLI (`CLAWBRIDGE_CLAUDE_BIN` or `PATH`) and describes the harness and its backend.
-pub async fn probe() -> (Harness, BackendInfo) {
+pub async fn probe(versions: &VersionProbe) -> (Harness, BackendInfo) {
     let requested = std::env::var_os("CLAWBRIDGE_CLAUDE_BIN").map(PathBuf::from);
     let name = requested.clone().unwrap_or_else(|| PathBuf::from("claude"));
     let (program, version, problem) = match find_program(&name) {
         Some(program) => {
-            let (version, problem) = check_version(&program).await;
+            let (version, problem) = check_version(&program, versions).await;
             (program, version, problem)
         }
         None => {
@@ -87,24 +88,10 @@ pub async fn probe() -> (Harness, BackendInfo) {
 
 /// `program --version` judged by the Claude version gate: the version read, and why the CLI is
 /// unusable (if it is).
-async fn check_version(program: &std::path::Path) -> (Option<String>, Option<String>) {
-    let output = tokio::time::timeout(
-        Duration::from_secs(15),
-        tokio::process::Command::new(program)
-            .arg("--version")
-            .env_remove("CLAUDECODE")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await;
-    let shown = program.display();
-    let text = match output {
-        Ok(Ok(out)) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
-        Ok(Ok(out)) => return (None, Some(format!("`{shown} --version` failed ({})", out.status))),
-        Ok(Err(e)) => return (None, Some(format!("cannot run `{shown} --version`: {e}"))),
-        Err(_) => return (None, Some(format!("`{shown} --version` did not answer within 15s"))),
+async fn check_version(program: &std::path::Path, versions: &VersionProbe) -> (Option<String>, Option<String>) {
+    let text = match versions.version_output(program, &["CLAUDECODE"], Duration::from_secs(15)).await {
+        Ok(text) => text,
+        Err(problem) => return (None, Some(problem)),
     };
     match VersionPolicy::default().check_cli_output((!text.is_empty()).then_some(text.as_str())) {
         Ok(verdict) => (Some(verdict.found().to_string()), None),
@@ -209,11 +196,12 @@ mod tests {
         std::fs::write(&old, "#!/bin/sh\necho '2.0.1 (Claude Code)'\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let (version, problem) = check_version(&old).await;
+        let versions = VersionProbe::open(None);
+        let (version, problem) = check_version(&old, &versions).await;
         assert_eq!(version, None);
         assert!(problem.as_deref().is_some_and(|p| p.contains("2.0.1") && p.contains("2.1.328")), "{problem:?}");
 
         std::fs::write(&old, "#!/bin/sh\necho '2.1.328 (Claude Code)'\n").unwrap();
-        assert_eq!(check_version(&old).await, (Some("2.1.328".into()), None));
+        assert_eq!(check_version(&old, &versions).await, (Some("2.1.328".into()), None));
     }
 }

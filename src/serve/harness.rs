@@ -1,11 +1,13 @@
 //! The harnesses `serve` offers, whether their backends can run here, and the pure
 //! `harness/supports` rule.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clawbridge_protocol::codex::version::VersionPolicy;
 use clawbridge_protocol::host::{BackendInfo, HarnessInfo, SupportsParams, SupportsResponse};
+
+use super::probe::{VersionProbe, find_program};
 
 /// The harness id of the Codex backend.
 pub const CODEX_HARNESS: &str = "clawbridge-codex";
@@ -47,7 +49,7 @@ impl Catalog {
     /// Probes the backends: the demo needs this executable; Codex needs a `codex` binary
     /// (`CLAWBRIDGE_CODEX_BIN` or `PATH`) whose `--version` passes the version gate; Claude Code
     /// likewise (`CLAWBRIDGE_CLAUDE_BIN` or `claude` on `PATH`, see `super::claude::probe`).
-    pub async fn probe() -> Catalog {
+    pub async fn probe(versions: &VersionProbe) -> Catalog {
         let mut harnesses = Vec::new();
         let mut backends = Vec::new();
 
@@ -77,7 +79,8 @@ impl Catalog {
         });
 
         let requested = std::env::var_os("CLAWBRIDGE_CODEX_BIN").map(PathBuf::from);
-        let codex = probe_codex(requested).await;
+        let (codex, (claude, claude_backend)) =
+            tokio::join!(probe_codex(requested, versions), super::claude::probe(versions));
         backends.push(BackendInfo {
             id: "codex".into(),
             available: codex.available,
@@ -97,7 +100,6 @@ impl Catalog {
             program: codex.program,
         });
 
-        let (claude, claude_backend) = super::claude::probe().await;
         backends.push(claude_backend);
         harnesses.push(claude);
         Catalog { harnesses, backends }
@@ -168,7 +170,7 @@ struct CodexProbe {
     detail: Option<String>,
 }
 
-async fn probe_codex(requested: Option<PathBuf>) -> CodexProbe {
+async fn probe_codex(requested: Option<PathBuf>, versions: &VersionProbe) -> CodexProbe {
     let name = requested.clone().unwrap_or_else(|| PathBuf::from("codex"));
     let Some(program) = find_program(&name) else {
         let detail = match requested {
@@ -177,29 +179,9 @@ async fn probe_codex(requested: Option<PathBuf>) -> CodexProbe {
         };
         return CodexProbe { program: name, available: false, version: None, detail: Some(detail) };
     };
-    let output = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::process::Command::new(&program)
-            .arg("--version")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await;
-    let text = match output {
-        Ok(Ok(out)) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
-        Ok(Ok(out)) => {
-            let detail = format!("`{} --version` failed ({})", program.display(), out.status);
-            return CodexProbe { program, available: false, version: None, detail: Some(detail) };
-        }
-        Ok(Err(e)) => {
-            let detail = format!("cannot run `{} --version`: {e}", program.display());
-            return CodexProbe { program, available: false, version: None, detail: Some(detail) };
-        }
-        Err(_) => {
-            let detail = format!("`{} --version` did not answer within 10s", program.display());
-            return CodexProbe { program, available: false, version: None, detail: Some(detail) };
-        }
+    let text = match versions.version_output(&program, &[], Duration::from_secs(10)).await {
+        Ok(text) => text,
+        Err(detail) => return CodexProbe { program, available: false, version: None, detail: Some(detail) },
     };
     let version = text.split_whitespace().rev().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
     let Some(version) = version.map(str::to_string) else {
@@ -212,17 +194,4 @@ async fn probe_codex(requested: Option<PathBuf>) -> CodexProbe {
             CodexProbe { program, available: false, version: Some(version), detail: Some(rejected.to_string()) }
         }
     }
-}
-
-/// `name` itself when it has a directory part, else the first match on `PATH`.
-pub(super) fn find_program(name: &Path) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.components().count() > 1 || name.is_absolute() {
-        return executable(name).then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| executable(p))
 }

@@ -7,6 +7,7 @@
 //! - [`claude`]: the Claude Code harness (probe; attempts on the session's warm CLI).
 //! - [`bindings`]: the sessions' native threads, persisted under the state directory.
 //! - [`queue`]: the non-blocking, bounded event queue between a native reader and the host.
+//! - [`probe`]: finding backend executables; their `--version`, cached while the file is unchanged.
 //!
 //! stdout carries only protocol lines: the peer writes through an in-process pipe that a pump copies
 //! to stdout line by line, so the pump can also answer lines the peer could not parse (`-32700`)
@@ -18,6 +19,7 @@ mod claude;
 mod handler;
 mod harness;
 mod hooks;
+mod probe;
 // `clawbridge bench` feeds its measured attempts through the same queue.
 pub(crate) mod queue;
 
@@ -59,7 +61,9 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
             None
         }
     };
-    let catalog = harness::Catalog::probe().await;
+    let versions = probe::VersionProbe::open(Some(state_dir));
+    let catalog = harness::Catalog::probe(&versions).await;
+    versions.save();
 
     // The peer writes into a pipe; the pump copies whole lines to stdout and adds its own.
     let (peer_out, pump_in) = tokio::io::duplex(1 << 20);
