@@ -10,7 +10,7 @@ export const KNOWN_HARNESSES = Object.freeze({
 });
 
 /** Registered when the config names none. */
-export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-demo"]);
+export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-claude", "clawbridge-demo"]);
 
 /**
  * @param {unknown} raw the plugin config as OpenClaw passes it

@@ -51,11 +51,11 @@ test("register() is idempotent per api, shares one runtime, and the harness is p
   };
   plugin.register(api);
   plugin.register(api);
-  assert.deepEqual(registered.map((h) => h.id), ["clawbridge-codex", "clawbridge-demo"]);
+  assert.deepEqual(registered.map((h) => h.id), ["clawbridge-codex", "clawbridge-claude", "clawbridge-demo"]);
   const runtime = plugin.runtime;
   const second = [];
   plugin.register({ ...api, registerAgentHarness: (h) => second.push(h) });
-  assert.equal(second.length, 2, "a second registry gets the harnesses too");
+  assert.equal(second.length, 3, "a second registry gets the harnesses too");
   assert.equal(plugin.runtime, runtime, "one runtime, one bridge");
   const codex = registered[0];
   assert.deepEqual(codex.autoSelection, { providerIds: ["openai"] });
@@ -70,7 +70,7 @@ test("config: defaults, and bad values are reported and ignored", () => {
   const cfg = resolveConfig({ command: 3, args: ["--x"], env: { A: "1", B: 2 }, harnesses: "x", hostTools: "no" }, logger);
   assert.deepEqual(cfg.args, ["--x"]);
   assert.deepEqual(cfg.env, { A: "1" });
-  assert.deepEqual(cfg.harnesses, ["clawbridge-codex", "clawbridge-demo"]);
+  assert.deepEqual(cfg.harnesses, ["clawbridge-codex", "clawbridge-claude", "clawbridge-demo"]);
   assert.equal(cfg.hostTools, true);
   assert.equal(logger.lines.length, 4, logger.lines.join("\n"));
 });
