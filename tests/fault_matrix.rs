@@ -15,42 +15,22 @@ use std::time::{Duration, Instant};
 use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
 use clawbridge_bridge::attempt::AttemptResult;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, TerminalOutcome};
-use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::exit::ExitState;
-use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RejectAll, RequestHandler};
-use clawbridge_bridge::supervisor::{CommandSpec, SpawnOptions, StopPolicy, StopStage, group_alive, group_members};
+use clawbridge_bridge::rpc::{PeerConfig, RejectAll};
+use clawbridge_bridge::supervisor::{StopPolicy, StopStage, group_alive, group_members};
 use clawbridge_bridge::transport::DEFAULT_MAX_LINE_BYTES;
 use clawbridge_fixtures::hooks::RecordingObserver;
 use clawbridge_fixtures::peers::repo_root;
 use clawbridge_fixtures::recording::{Direction, Recording};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-/// Every test runs under this limit: a hang is a failure, not a stuck CI job.
-const TEST_LIMIT: Duration = Duration::from_secs(120);
+mod common;
+use common::*;
 
 /// The userAgent of the recorded codex 0.169.0, so the scripted fake passes the version gate.
 const RECORDED_USER_AGENT: &str = "clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)";
-
-async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(TEST_LIMIT, fut).await.expect("the test hung")
-}
-
-fn fake_agent(flags: &[&str]) -> CommandSpec {
-    CommandSpec::new(clawbridge_fixtures::fixture_bin("fake-agent")).args(flags.iter().copied())
-}
-
-/// For children that exit on stdin EOF: generous graces (a loaded machine may take a while to
-/// schedule the exit), which cost nothing because each stage ends as soon as the group is gone.
-fn polite_stop() -> StopPolicy {
-    StopPolicy {
-        after_stdin_close: Duration::from_secs(10),
-        after_sigterm: Duration::from_secs(10),
-        after_sigkill: Duration::from_secs(5),
-    }
-}
 
 /// For children that ignore stdin EOF and SIGTERM: short graces, so the test sees the escalation.
 fn escalating_stop() -> StopPolicy {
@@ -61,18 +41,6 @@ fn escalating_stop() -> StopPolicy {
     }
 }
 
-fn spawn_with(
-    spec: CommandSpec,
-    config: PeerConfig,
-    handler: Arc<dyn RequestHandler>,
-) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    AgentConnection::spawn(&spec, SpawnOptions::default(), config, handler).expect("the fake agent starts")
-}
-
-fn spawn(flags: &[&str]) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    spawn_with(fake_agent(flags), PeerConfig::default(), Arc::new(RejectAll))
-}
-
 /// Whether `pid` is running (a zombie counts as gone: it holds nothing but a table slot).
 fn running(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -81,16 +49,6 @@ fn running(pid: i32) -> bool {
         }
         Err(_) => false,
     }
-}
-
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..1000 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting until {what}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,59 +12,19 @@ use clawbridge_bridge::rpc::{
     HandlerError, HandlerFailure, PeerConfig, PeerEvent, RejectAll, RequestHandler, RpcError, StreamProblem,
 };
 use clawbridge_bridge::supervisor::{
-    CommandSpec, EnvPolicy, PidRegistry, SpawnOptions, StopPolicy, StopStage, group_alive, group_members,
+    CommandSpec, EnvPolicy, PidRegistry, SpawnOptions, StopStage, group_alive, group_members,
 };
 use clawbridge_protocol::jsonrpc::{Dialect, ErrorObject, Request};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-/// Every test runs under this limit: a hang is a failure, not a stuck CI job.
-const TEST_LIMIT: Duration = Duration::from_secs(120);
-
-async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(TEST_LIMIT, fut).await.expect("the test hung")
-}
-
-fn fake_agent(flags: &[&str]) -> CommandSpec {
-    CommandSpec::new(clawbridge_fixtures::fixture_bin("fake-agent")).args(flags.iter().copied())
-}
-
-/// For children that exit on stdin EOF: generous graces (a loaded machine may take a while to
-/// schedule the exit), which cost nothing because each stage ends as soon as the group is gone.
-fn polite_stop() -> StopPolicy {
-    StopPolicy {
-        after_stdin_close: Duration::from_secs(10),
-        after_sigterm: Duration::from_secs(10),
-        after_sigkill: Duration::from_secs(5),
-    }
-}
-
-fn spawn_with(
-    spec: CommandSpec,
-    config: PeerConfig,
-    handler: Arc<dyn RequestHandler>,
-) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    AgentConnection::spawn(&spec, SpawnOptions::default(), config, handler).expect("the fake agent starts")
-}
-
-fn spawn(flags: &[&str]) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
-    spawn_with(fake_agent(flags), PeerConfig::default(), Arc::new(RejectAll))
-}
+mod common;
+use common::*;
 
 /// Waits for the next event that is not a notification the test does not care about.
 async fn next_event(events: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
     events.recv().await.expect("the reader ends with a Closed event, never silently")
-}
-
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    for _ in 0..500 {
-        if condition() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting until {what}");
 }
 
 #[tokio::test]
