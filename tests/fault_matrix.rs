@@ -386,22 +386,6 @@ async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
 // Whole-process rows: `clawbridge serve` and `clawbridge run` as child processes
 // ---------------------------------------------------------------------------------------------
 
-/// Pids whose parent is `parent` (from /proc).
-fn children_of(parent: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
-    for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
-        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 /// Row: host disconnect mid-attempt. The host dies while two attempts wait on its approvals: both
 /// of `serve`'s pipes close at once (stdin EOF, stdout broken). The server must stop every agent
 /// group and exit. (tests/serve.rs covers the polite variant, stdin EOF with stdout still read.)

@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 
+mod common;
+use common::children_of;
+
 /// What the fake host saw and how it answers.
 #[derive(Default)]
 struct HostLog {
@@ -155,23 +158,6 @@ fn check_events(events: &[Value], attempt: &str) {
     }
     assert_eq!(events[0]["event"]["type"], "turnStarted", "{attempt}");
     assert_eq!(events.last().unwrap()["event"]["type"], "turnTerminal", "{attempt}");
-}
-
-/// Pids whose parent is `parent` (from /proc).
-fn children_of(parent: u32) -> Vec<i32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
-    for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // Fields after the parenthesised command: state, ppid, …
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
-        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests that drive the scripted fake agent through
-//! `AgentConnection` (tests/foundation.rs, tests/fault_matrix.rs). Each test crate uses a subset.
+//! `AgentConnection` (tests/foundation.rs, tests/fault_matrix.rs) or watch processes
+//! (tests/serve.rs). Each test crate uses a subset.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -52,4 +53,21 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("timed out waiting until {what}");
+}
+
+/// Pids whose parent is `parent` (from /proc).
+pub fn children_of(parent: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return out };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the parenthesised command: state, ppid, …
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else { continue };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
 }
