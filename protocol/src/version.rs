@@ -1,6 +1,6 @@
-//! Version numbers shared by every peer's version gate (Codex `userAgent`, Claude Code `--version`).
-//! Pure logic, no I/O: each backend parses its own version text and judges it with its own policy;
-//! only the number and its ordering are common.
+//! What every peer's version gate shares (Codex `userAgent`, Claude Code `--version`): the number,
+//! its ordering, and the judgement against a floor and the newest tested version. Pure logic, no
+//! I/O: each backend reads its own version text and words its own refusals.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -88,4 +88,53 @@ pub struct ParseVersionError {
     pub input: String,
     /// What the parser objected to.
     pub reason: String,
+}
+
+/// An accepted peer version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VersionVerdict {
+    /// Within `[floor, tested_max]`.
+    Supported {
+        /// The peer's version.
+        found: Version,
+    },
+    /// Newer than anything tested: run, but warn (never a refusal; lessons G1).
+    AboveTested {
+        /// The peer's version.
+        found: Version,
+        /// The newest tested version.
+        tested: Version,
+    },
+}
+
+impl VersionVerdict {
+    /// The peer's version.
+    pub fn found(&self) -> &Version {
+        match self {
+            VersionVerdict::Supported { found } | VersionVerdict::AboveTested { found, .. } => found,
+        }
+    }
+
+    /// The warning to log, if any; `peer` names the program (`"Codex app-server"`).
+    pub fn warning(&self, peer: &str) -> Option<String> {
+        match self {
+            VersionVerdict::Supported { .. } => None,
+            VersionVerdict::AboveTested { found, tested } => {
+                Some(format!("{peer} {found} is newer than the newest tested version {tested}; continuing"))
+            }
+        }
+    }
+}
+
+/// Judges `found` against `[floor, tested_max]`: below the floor is refused (`Err(found)`), above the
+/// tested maximum is accepted with a warning.
+pub fn judge(found: Version, floor: &Version, tested_max: &Version) -> Result<VersionVerdict, Version> {
+    if &found < floor {
+        return Err(found);
+    }
+    if &found > tested_max {
+        return Ok(VersionVerdict::AboveTested { found, tested: tested_max.clone() });
+    }
+    Ok(VersionVerdict::Supported { found })
 }

@@ -610,7 +610,7 @@ async fn check_version(config: &ClaudeConfig) -> Result<Version, ClaudeError> {
     let shown = (!text.is_empty()).then_some(text.as_str());
     match config.version_policy.check_cli_output(shown) {
         Ok(verdict) => {
-            if let Some(warning) = verdict.warning() {
+            if let Some(warning) = verdict.warning("Claude Code CLI") {
                 tracing::warn!("{warning}");
             }
             Ok(verdict.found().clone())

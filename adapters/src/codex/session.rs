@@ -226,7 +226,7 @@ impl CodexSession {
         let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
         let server_version = match config.version_policy.check(response.user_agent.as_deref()) {
             Ok(verdict) => {
-                if let Some(warning) = verdict.warning() {
+                if let Some(warning) = verdict.warning("Codex app-server") {
                     tracing::warn!("{warning}");
                 }
                 verdict.found().clone()

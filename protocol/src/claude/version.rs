@@ -10,7 +10,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-pub use crate::version::{ParseVersionError, Version};
+use crate::version::judge;
+pub use crate::version::{ParseVersionError, Version, VersionVerdict};
 
 /// The reference's rule `^(\d+\.\d+\.\d+)`, with `[0-9]` (Rust's `\d` matches non-ASCII digits), an
 /// optional semver suffix, and a required end of token, so `2.1.3280abc` is not read as `2.1.328`.
@@ -69,13 +70,7 @@ impl VersionPolicy {
             |reason: String| VersionRejected::Unparseable { text: text.to_owned(), reason, required: required.clone() };
         let version = extract(text).ok_or_else(|| unparseable(no_version.to_owned()))?;
         let found = Version::parse(version).map_err(|e| unparseable(e.to_string()))?;
-        if found < self.floor {
-            return Err(VersionRejected::BelowFloor { found, required });
-        }
-        if found > self.tested_max {
-            return Ok(VersionVerdict::AboveTested { found, tested: self.tested_max.clone() });
-        }
-        Ok(VersionVerdict::Supported { found })
+        judge(found, &self.floor, &self.tested_max).map_err(|found| VersionRejected::BelowFloor { found, required })
     }
 }
 
@@ -84,43 +79,6 @@ impl VersionPolicy {
 /// Unreadable text never matches.
 pub fn same_version(expected: &Version, reported: &str) -> bool {
     Version::parse(reported.trim()).is_ok_and(|v| &v == expected)
-}
-
-/// An accepted CLI version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum VersionVerdict {
-    /// Within `[floor, tested_max]`.
-    Supported {
-        /// The CLI's version.
-        found: Version,
-    },
-    /// Newer than anything tested: run, but warn (never a refusal; lessons G1).
-    AboveTested {
-        /// The CLI's version.
-        found: Version,
-        /// The newest tested version.
-        tested: Version,
-    },
-}
-
-impl VersionVerdict {
-    /// The CLI's version.
-    pub fn found(&self) -> &Version {
-        match self {
-            VersionVerdict::Supported { found } | VersionVerdict::AboveTested { found, .. } => found,
-        }
-    }
-
-    /// The warning to log, if any.
-    pub fn warning(&self) -> Option<String> {
-        match self {
-            VersionVerdict::Supported { .. } => None,
-            VersionVerdict::AboveTested { found, tested } => {
-                Some(format!("Claude Code CLI {found} is newer than the newest tested version {tested}; continuing"))
-            }
-        }
-    }
 }
 
 /// Why a CLI version was refused. Never retryable: the same binary gives the same answer.
@@ -200,10 +158,10 @@ mod tests {
         let policy = VersionPolicy::default();
         let verdict = policy.check_cli_output(Some("2.1.328 (Claude Code)")).unwrap();
         assert_eq!(verdict, VersionVerdict::Supported { found: v("2.1.328") });
-        assert_eq!(verdict.warning(), None);
+        assert_eq!(verdict.warning("Claude Code CLI"), None);
         let verdict = policy.check_cli_output(Some("2.2.0 (Claude Code)")).unwrap();
         assert_eq!(verdict, VersionVerdict::AboveTested { found: v("2.2.0"), tested: v("2.1.328") });
-        assert!(verdict.warning().unwrap().contains("2.2.0"));
+        assert!(verdict.warning("Claude Code CLI").unwrap().contains("2.2.0"));
         assert_eq!(verdict.found(), &v("2.2.0"));
         assert!(matches!(policy.check_claude_code_version(Some("2.1.328")), Ok(VersionVerdict::Supported { .. })));
     }

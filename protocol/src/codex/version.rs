@@ -12,7 +12,8 @@ use regex::Regex;
 
 // The version number and its ordering are shared with the other peers' gates; re-exported so the
 // `codex::version::{Version, ParseVersionError}` paths keep working.
-pub use crate::version::{ParseVersionError, Version};
+use crate::version::judge;
+pub use crate::version::{ParseVersionError, Version, VersionVerdict};
 
 /// The userAgent rule from the reference (as used by OpenClaw), with `[0-9]` for `\d`: the Rust
 /// crate's `\d` also matches non-ASCII digits, JavaScript's (where the rule comes from) does not. The
@@ -61,50 +62,7 @@ impl VersionPolicy {
         let text = user_agent_version(user_agent)
             .ok_or_else(|| unparseable("no `<originator>/<major>.<minor>.<patch>` at its start".to_owned()))?;
         let found = Version::parse(text).map_err(|e| unparseable(e.to_string()))?;
-        if found < self.floor {
-            return Err(VersionRejected::BelowFloor { found, required });
-        }
-        if found > self.tested_max {
-            return Ok(VersionVerdict::AboveTested { found, tested: self.tested_max.clone() });
-        }
-        Ok(VersionVerdict::Supported { found })
-    }
-}
-
-/// An accepted server version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum VersionVerdict {
-    /// Within `[floor, tested_max]`.
-    Supported {
-        /// The server's version.
-        found: Version,
-    },
-    /// Newer than anything tested: run, but warn (never a refusal; lessons G1).
-    AboveTested {
-        /// The server's version.
-        found: Version,
-        /// The newest tested version.
-        tested: Version,
-    },
-}
-
-impl VersionVerdict {
-    /// The server's version.
-    pub fn found(&self) -> &Version {
-        match self {
-            VersionVerdict::Supported { found } | VersionVerdict::AboveTested { found, .. } => found,
-        }
-    }
-
-    /// The warning to log, if any.
-    pub fn warning(&self) -> Option<String> {
-        match self {
-            VersionVerdict::Supported { .. } => None,
-            VersionVerdict::AboveTested { found, tested } => {
-                Some(format!("Codex app-server {found} is newer than the newest tested version {tested}; continuing"))
-            }
-        }
+        judge(found, &self.floor, &self.tested_max).map_err(|found| VersionRejected::BelowFloor { found, required })
     }
 }
 
@@ -256,12 +214,12 @@ mod tests {
         for version in ["0.149.0", "0.155.1", "0.169.0"] {
             let verdict = policy.check(Some(&ua(version))).unwrap();
             assert_eq!(verdict, VersionVerdict::Supported { found: v(version) });
-            assert_eq!(verdict.warning(), None);
+            assert_eq!(verdict.warning("Codex app-server"), None);
         }
         let verdict = policy.check(Some(&ua("0.170.0"))).unwrap();
         assert_eq!(verdict, VersionVerdict::AboveTested { found: v("0.170.0"), tested: v("0.169.0") });
         assert_eq!(verdict.found(), &v("0.170.0"));
-        assert!(verdict.warning().unwrap().contains("0.170.0"));
+        assert!(verdict.warning("Codex app-server").unwrap().contains("0.170.0"));
         // The reference's own examples: 0.169.0 from OpenClaw's originator, a desktop build above the max.
         let openclaw = "openclaw/0.169.0 (Debian 12.0.0; x86_64) xterm (openclaw; 2026.9.6)";
         assert!(matches!(policy.check(Some(openclaw)), Ok(VersionVerdict::Supported { .. })));
