@@ -4,7 +4,7 @@
 #
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET…]     default: 60 s, every target
 #
-# Installs cargo-fuzz once (pinned, from crates.io; later runs find it and start at once). cargo-fuzz
+# Installs cargo-fuzz once (pinned, from the Rust package registry; later runs find it and start at once). cargo-fuzz
 # needs nightly-only compiler flags: a nightly toolchain is used when rustup has one, otherwise the
 # stable compiler with RUSTC_BOOTSTRAP=1 (a new machine has only stable). FUZZ_TOOLCHAIN=stable
 # forces the fallback. Seeds are the checked-in recordings, copied into target/fuzz/seeds at run
