@@ -5,5 +5,8 @@
 pub mod claude;
 pub mod codex;
 
+#[cfg(test)]
+mod test_support;
+
 /// The backends clawbridge can drive, as named on the command line.
 pub const BACKENDS: &[&str] = &["demo", "codex", "claude"];

@@ -1,18 +1,17 @@
 //! Tests of the Claude stream-json mapping: hand-written sequences for each rule, and every recorded
 //! Claude session under `fixtures/recordings/claude/`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
-use clawbridge_bridge::events::{
-    Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal, Usage,
-};
+use clawbridge_bridge::events::{Event, NativeMutation, TerminalKind, ToolOutcome, TurnTerminal, Usage};
 use clawbridge_protocol::claude::{
     CliMessage, ClientMessage, ControlRequestBody, ControlResponseBody, PermissionResult, SystemMessage,
 };
 use serde_json::{Value, json};
 
 use super::mapping::{SHELL_TOOL_NAME, TurnMapper, canonical_tool_name};
+use crate::test_support::{assert_well_formed, finishes, starts, terminal};
 
 const TURN: &str = "turn-1";
 
@@ -72,43 +71,6 @@ fn run(lines: &[CliMessage]) -> (TurnMapper, Vec<Event>) {
     let mut mapper = TurnMapper::new(TURN);
     let events = lines.iter().flat_map(|l| mapper.on_message(l)).collect();
     (mapper, events)
-}
-
-fn finishes(events: &[Event]) -> Vec<&ToolFinish> {
-    events.iter().filter_map(|e| if let Event::ToolFinished(f) = e { Some(f) } else { None }).collect()
-}
-
-fn starts(events: &[Event]) -> Vec<&ToolCall> {
-    events.iter().filter_map(|e| if let Event::ToolStarted(c) = e { Some(c) } else { None }).collect()
-}
-
-fn terminal(events: &[Event]) -> &TurnTerminal {
-    match events.last() {
-        Some(Event::TurnTerminal(t)) => t,
-        other => panic!("last event is not a terminal: {other:?}"),
-    }
-}
-
-/// `TurnStarted` first, one `TurnTerminal` last, each `ToolFinished` after its `ToolStarted` and at
-/// most once, every started tool finished.
-fn assert_well_formed(events: &[Event]) {
-    assert!(matches!(events.first(), Some(Event::TurnStarted { .. })), "not started first: {events:#?}");
-    let terminals = events.iter().filter(|e| matches!(e, Event::TurnTerminal(_))).count();
-    assert_eq!(terminals, 1, "{events:#?}");
-    assert!(matches!(events.last(), Some(Event::TurnTerminal(_))), "{events:#?}");
-    let mut started = HashSet::new();
-    let mut finished = HashSet::new();
-    for event in events {
-        match event {
-            Event::ToolStarted(c) => assert!(started.insert(c.call_id.clone()), "started twice: {}", c.call_id),
-            Event::ToolFinished(f) => {
-                assert!(started.contains(&f.call.call_id), "finished before started: {}", f.call.call_id);
-                assert!(finished.insert(f.call.call_id.clone()), "finished twice: {}", f.call.call_id);
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(started, finished, "every started tool must finish");
 }
 
 #[test]

@@ -1,16 +1,16 @@
 //! Tests of the Codex notification mapping: hand-written sequences for each rule, and every recorded
 //! Codex session under `fixtures/recordings/codex/`.
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use clawbridge_bridge::events::{
-    Event, NativeMutation, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal, Usage,
+    Event, NativeMutation, PlanStepStatus, TerminalKind, ToolOutcome, TurnTerminal, Usage,
 };
 use clawbridge_protocol::codex::{ServerNotification, ThreadItem};
 use serde_json::{Value, json};
 
 use super::mapping::{PATCH_TOOL_NAME, SHELL_TOOL_NAME, TurnMapper, WEB_SEARCH_TOOL_NAME, canonical_tool_name};
+use crate::test_support::{assert_well_formed, finishes, starts, terminal};
 
 const TH: &str = "th-1";
 const TU: &str = "tu-1";
@@ -55,43 +55,6 @@ fn run(notes: &[ServerNotification]) -> (TurnMapper, Vec<Event>) {
     let mut mapper = TurnMapper::new(TH);
     let events = notes.iter().flat_map(|n| mapper.on_notification(n)).collect();
     (mapper, events)
-}
-
-fn finishes(events: &[Event]) -> Vec<&ToolFinish> {
-    events.iter().filter_map(|e| if let Event::ToolFinished(f) = e { Some(f) } else { None }).collect()
-}
-
-fn starts(events: &[Event]) -> Vec<&ToolCall> {
-    events.iter().filter_map(|e| if let Event::ToolStarted(c) = e { Some(c) } else { None }).collect()
-}
-
-fn terminal(events: &[Event]) -> &TurnTerminal {
-    match events.last() {
-        Some(Event::TurnTerminal(t)) => t,
-        other => panic!("last event is not a terminal: {other:?}"),
-    }
-}
-
-/// The stream invariants every run must keep: `TurnStarted` first, one `TurnTerminal` last, each
-/// `ToolFinished` after its `ToolStarted` and at most once, every started tool finished.
-fn assert_well_formed(events: &[Event]) {
-    assert!(matches!(events.first(), Some(Event::TurnStarted { .. })), "not started first: {events:#?}");
-    let terminals = events.iter().filter(|e| matches!(e, Event::TurnTerminal(_))).count();
-    assert_eq!(terminals, 1, "{events:#?}");
-    assert!(matches!(events.last(), Some(Event::TurnTerminal(_))), "{events:#?}");
-    let mut started = HashSet::new();
-    let mut finished = HashSet::new();
-    for event in events {
-        match event {
-            Event::ToolStarted(c) => assert!(started.insert(c.call_id.clone()), "started twice: {}", c.call_id),
-            Event::ToolFinished(f) => {
-                assert!(started.contains(&f.call.call_id), "finished before started: {}", f.call.call_id);
-                assert!(finished.insert(f.call.call_id.clone()), "finished twice: {}", f.call.call_id);
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(started, finished, "every started tool must finish");
 }
 
 #[test]
