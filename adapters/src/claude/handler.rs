@@ -4,12 +4,12 @@
 //! approval never stalls stdout.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools,
 };
+use clawbridge_bridge::attempt::{TurnActivity, decide_approval};
 use clawbridge_protocol::claude::{
     CanUseToolRequest, ControlRequest, ControlRequestBody, ControlResponse, McpMessageRequest, PermissionResult,
     decline_elicitation,
@@ -17,18 +17,6 @@ use clawbridge_protocol::claude::{
 use serde_json::{Value, json};
 
 use super::mapping::{SHELL_TOOL_NAME, canonical_tool_name};
-
-/// Facts the turn loop needs from the control side.
-#[derive(Debug, Default)]
-pub struct ControlActivity {
-    /// Approvals waiting for the host; the idle watchdog is suspended while this is non-zero
-    /// (lessons A4).
-    pub approvals_pending: AtomicUsize,
-    /// The host allowed at least one call: the attempt may have had effects (lessons C1).
-    pub approval_accepted: AtomicBool,
-    /// Bumped on every request, so the watchdog counts requests as progress.
-    pub requests_seen: AtomicUsize,
-}
 
 /// What the turn's mapper must learn from an answer, before the CLI can act on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +37,7 @@ pub struct ClaudeControlHandler {
     /// Decides `can_use_tool`.
     approver: Arc<dyn Approver>,
     /// Shared with the turn loop.
-    activity: Arc<ControlActivity>,
+    activity: Arc<TurnActivity>,
     /// Deadline for one approval decision.
     approval_timeout: Duration,
     /// Host tools, served as the SDK MCP server [`host_server`](Self::host_server).
@@ -62,7 +50,7 @@ pub struct ClaudeControlHandler {
 
 impl ClaudeControlHandler {
     /// A handler using this approver and deadline.
-    pub fn new(approver: Arc<dyn Approver>, activity: Arc<ControlActivity>, approval_timeout: Duration) -> Arc<Self> {
+    pub fn new(approver: Arc<dyn Approver>, activity: Arc<TurnActivity>, approval_timeout: Duration) -> Arc<Self> {
         Arc::new(Self::plain(approver, activity, approval_timeout))
     }
 
@@ -70,7 +58,7 @@ impl ClaudeControlHandler {
     /// `tool_timeout`).
     pub fn with_host_tools(
         approver: Arc<dyn Approver>,
-        activity: Arc<ControlActivity>,
+        activity: Arc<TurnActivity>,
         approval_timeout: Duration,
         tools: Arc<dyn HostTools>,
         server: impl Into<String>,
@@ -84,7 +72,7 @@ impl ClaudeControlHandler {
         })
     }
 
-    fn plain(approver: Arc<dyn Approver>, activity: Arc<ControlActivity>, approval_timeout: Duration) -> Self {
+    fn plain(approver: Arc<dyn Approver>, activity: Arc<TurnActivity>, approval_timeout: Duration) -> Self {
         Self {
             approver,
             activity,
@@ -98,7 +86,7 @@ impl ClaudeControlHandler {
     /// The answer to `request`, and what the mapper must be told first (in order, before the answer
     /// is written: the CLI only acts on the answer after reading it).
     pub async fn answer(&self, request: ControlRequest) -> (ControlResponse, Vec<ControlNote>) {
-        self.activity.requests_seen.fetch_add(1, Ordering::Relaxed);
+        self.activity.request_seen();
         let id = request.request_id.clone();
         match request.request {
             ControlRequestBody::CanUseTool(ask) => self.can_use_tool(&id, ask).await,
@@ -134,25 +122,10 @@ impl ClaudeControlHandler {
             arguments: ask.input.clone(),
             reason: ask.description.clone(),
         };
-        let decision = {
-            let _pending = PendingApproval::start(&self.activity);
-            match tokio::time::timeout(self.approval_timeout, self.approver.decide(request)).await {
-                Ok(Ok(decision)) => decision,
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "the approval could not be decided; denying");
-                    ApprovalDecision::Deny { message: Some(format!("approval failed: {error}")) }
-                }
-                Err(_) => {
-                    ApprovalDecision::Deny { message: Some(format!("no decision within {:?}", self.approval_timeout)) }
-                }
-            }
-        };
+        let decision = decide_approval(self.approver.as_ref(), request, self.approval_timeout, &self.activity).await;
         let denied = |message: &str| ControlNote::Denied { tool_use_id: call_id.clone(), message: message.to_owned() };
         let (result, notes) = match decision {
-            ApprovalDecision::Allow | ApprovalDecision::AllowForSession => {
-                self.activity.approval_accepted.store(true, Ordering::Relaxed);
-                (PermissionResult::allow(ask.input), vec![])
-            }
+            ApprovalDecision::Allow | ApprovalDecision::AllowForSession => (PermissionResult::allow(ask.input), vec![]),
             ApprovalDecision::Abort => {
                 let message = "The user stopped this turn.";
                 (PermissionResult::deny_and_interrupt(message), vec![denied(message), ControlNote::InterruptRequested])
@@ -242,22 +215,6 @@ fn mcp_unsupported(message: &McpMessageRequest) -> Value {
     json!({"mcp_response": response})
 }
 
-/// Counts an approval as pending for as long as it lives, even if its task is aborted.
-struct PendingApproval(Arc<ControlActivity>);
-
-impl PendingApproval {
-    fn start(activity: &Arc<ControlActivity>) -> Self {
-        activity.approvals_pending.fetch_add(1, Ordering::Relaxed);
-        PendingApproval(activity.clone())
-    }
-}
-
-impl Drop for PendingApproval {
-    fn drop(&mut self) {
-        self.0.approvals_pending.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,8 +225,8 @@ mod tests {
         serde_json::from_value(json!({"request_id": "r1", "request": body})).unwrap()
     }
 
-    fn handler(approver: Arc<dyn Approver>) -> (Arc<ClaudeControlHandler>, Arc<ControlActivity>) {
-        let activity = Arc::new(ControlActivity::default());
+    fn handler(approver: Arc<dyn Approver>) -> (Arc<ClaudeControlHandler>, Arc<TurnActivity>) {
+        let activity = Arc::new(TurnActivity::default());
         (ClaudeControlHandler::new(approver, activity.clone(), Duration::from_millis(200)), activity)
     }
 
@@ -286,7 +243,7 @@ mod tests {
         assert_eq!(line["response"]["response"]["behavior"], "allow");
         assert_eq!(line["response"]["response"]["updatedInput"]["command"], "echo hi | tee x");
         assert!(notes.is_empty());
-        assert!(activity.approval_accepted.load(Ordering::Relaxed));
+        assert!(activity.approval_accepted());
 
         let (h, _) = handler(Arc::new(FixedApprover(ApprovalDecision::Deny { message: Some("no".into()) })));
         let (answer, notes) = h.answer(bash()).await;
@@ -317,7 +274,7 @@ mod tests {
             let (answer, notes) = h.answer(bash()).await;
             assert_eq!(answer.to_line()["response"]["response"]["behavior"], "deny");
             assert_eq!(notes.len(), 1);
-            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
+            assert_eq!(activity.people_pending(), 0);
         }
     }
 
@@ -352,7 +309,7 @@ mod tests {
                 })
             }
         }
-        let activity = Arc::new(ControlActivity::default());
+        let activity = Arc::new(TurnActivity::default());
         let approver = Arc::new(FixedApprover(ApprovalDecision::Allow));
         let h = ClaudeControlHandler::with_host_tools(
             approver,

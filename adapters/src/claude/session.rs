@@ -23,12 +23,12 @@
 //!   a fresh session and [`ClaudeSession::resume_failure`] names why (lessons H2).
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
-use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
+pub use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::hooks::ToolTerminalObserver;
+use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::supervisor::{ChildProcess, ExitWatch, SpawnError, SpawnOptions, StopOutcome};
@@ -47,11 +47,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::ClaudeConfig;
-use super::handler::{ClaudeControlHandler, ControlActivity, ControlNote};
+use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
 
-/// How long the host gets to take in a tool terminal before the turn goes on without its answer.
-const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines queued from the reader to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
 /// Lines queued for the CLI's stdin.
@@ -104,17 +102,6 @@ impl ClaudeError {
     pub fn is_retryable(&self) -> bool {
         !matches!(self, ClaudeError::VersionRejected { .. } | ClaudeError::VersionMismatch { .. })
     }
-}
-
-/// What the host lends a session.
-#[derive(Clone)]
-pub struct SessionHooks {
-    /// Decides `can_use_tool`.
-    pub approver: Arc<dyn Approver>,
-    /// Host tools, served over SDK MCP (`mcp_message`) when it declares any.
-    pub tools: Arc<dyn HostTools>,
-    /// Receives every tool terminal.
-    pub observer: Arc<dyn ToolTerminalObserver>,
 }
 
 /// What the reader hands the turn loop, in order.
@@ -179,7 +166,7 @@ pub struct ClaudeSession {
     /// Answers the CLI's control requests.
     handler: Arc<ClaudeControlHandler>,
     /// What the handler saw.
-    activity: Arc<ControlActivity>,
+    activity: Arc<TurnActivity>,
     /// The CLI's version, from `claude --version`.
     version: Version,
     /// The SDK MCP server host tools are served as, when there are host tools.
@@ -206,7 +193,7 @@ impl ClaudeSession {
     /// spawns nothing; a failed handshake stops the process.
     pub async fn connect(config: ClaudeConfig, hooks: SessionHooks) -> Result<ClaudeSession, ClaudeError> {
         let version = check_version(&config).await?;
-        let activity = Arc::new(ControlActivity::default());
+        let activity = Arc::new(TurnActivity::default());
         let host_server = (!hooks.tools.specs().is_empty()).then(|| config.host_mcp_server.clone());
         let handler = match &host_server {
             Some(server) => ClaudeControlHandler::with_host_tools(
@@ -423,123 +410,34 @@ impl ClaudeSession {
         if let Some(server) = &self.host_server {
             mapper = mapper.with_host_mcp_server(server.clone());
         }
-        let mut recorder = AttemptRecorder::new();
         let interrupt_id = self.request_id("interrupt");
-        let observer = self.observer.clone();
-        let idle = self.config.turn_idle_timeout;
-        let grace = self.config.interrupt_grace;
-        let activity = self.activity.clone();
+        let limits = TurnLimits {
+            idle: self.config.turn_idle_timeout,
+            interrupt_grace: self.config.interrupt_grace,
+            backend: "claude",
+        };
+        let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-
-        let mut deadline = Instant::now() + idle;
-        let mut interrupting = false;
-        let mut interrupt_sent = false;
-        // An interrupt sent before the turn began is accepted but does nothing (lessons A2).
-        let mut turn_begun = false;
-        let mut requests_seen = activity.requests_seen.load(Ordering::Relaxed);
-        // A native tool may run silently for long; while one runs, the turn is not idle (lessons A4).
-        let mut active_tools = 0usize;
-        // The turn was abandoned with the process possibly still on it: stop it afterwards.
-        let mut stop_process = false;
-
-        let closing: Vec<Event> = if let Err(error) = live.out.send_json(&UserLine::text(prompt).to_line()).await {
-            stop_process = true;
-            mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"))
+        let (driven, mapper) = if let Err(error) = live.out.send_json(&UserLine::text(prompt).to_line()).await {
+            let closing = mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"));
+            (driver.close(closing).await, mapper)
         } else {
-            loop {
-                if interrupting && !interrupt_sent && turn_begun {
-                    interrupt_sent = true;
-                    if let Err(error) = live.out.send_json(&ControlRequest::interrupt(&interrupt_id).to_line()).await {
-                        stop_process = true;
-                        break mapper.abandon(TerminalKind::Aborted, format!("interrupted; claude is gone: {error}"));
-                    }
-                }
-                tokio::select! {
-                    // Lines first: a late wake-up must not let the deadline win over queued progress.
-                    biased;
-                    inbound = live.inbound.recv() => match inbound {
-                        Some(Inbound::Message(message)) => {
-                            turn_begun = true;
-                            if let CliMessage::System(SystemMessage::Init(init)) = message.as_ref() {
-                                match &init.claude_code_version {
-                                    Some(reported) if !same_version(&self.version, reported) => tracing::warn!(
-                                        expected = %self.version, %reported,
-                                        "system/init names another CLI version than `claude --version`"
-                                    ),
-                                    _ => {}
-                                }
-                            }
-                            let events = mapper.on_message(&message);
-                            if !interrupting && !events.is_empty() {
-                                deadline = Instant::now() + idle;
-                            }
-                            for event in events {
-                                match &event {
-                                    Event::ToolStarted(_) => active_tools += 1,
-                                    Event::ToolFinished(_) => active_tools = active_tools.saturating_sub(1),
-                                    _ => {}
-                                }
-                                deliver(observer.as_ref(), event, &mut recorder, sink).await;
-                            }
-                            if mapper.is_complete() {
-                                break Vec::new();
-                            }
-                        }
-                        Some(Inbound::Note(ControlNote::Denied { tool_use_id, message })) => {
-                            mapper.note_denied(&tool_use_id, message);
-                        }
-                        Some(Inbound::Note(ControlNote::InterruptRequested)) => mapper.note_interrupt_requested(),
-                        Some(Inbound::Closed(why)) => {
-                            stop_process = true;
-                            break mapper.abandon(TerminalKind::Failed, format!("the claude process went away: {why}"));
-                        }
-                        None => {
-                            stop_process = true;
-                            break mapper.abandon(TerminalKind::Failed, "the claude reader stopped".into());
-                        }
-                    },
-                    _ = cancel.cancelled(), if !interrupting => {
-                        interrupting = true;
-                        mapper.note_interrupt_requested();
-                        deadline = Instant::now() + grace;
-                    }
-                    _ = tokio::time::sleep_until(deadline) => {
-                        if !live.inbound.is_empty() {
-                            continue;
-                        }
-                        if interrupting {
-                            stop_process = true;
-                            break mapper.abandon(TerminalKind::Aborted, "interrupted; claude did not end the turn in time".into());
-                        }
-                        let seen = activity.requests_seen.load(Ordering::Relaxed);
-                        let waiting = activity.approvals_pending.load(Ordering::Relaxed) > 0 || active_tools > 0;
-                        if waiting || seen != requests_seen {
-                            requests_seen = seen;
-                            deadline = Instant::now() + idle;
-                            continue;
-                        }
-                        stop_process = true;
-                        break mapper.abandon(TerminalKind::Timeout, format!("no progress from claude for {idle:?}"));
-                    }
-                }
-            }
+            let mut turn = ClaudeTurn { live, mapper, version: &self.version, interrupt_id, turn_begun: false };
+            let driven = driver.run(&mut turn, limits, cancel).await;
+            (driven, turn.mapper)
         };
-        for event in closing {
-            deliver(observer.as_ref(), event, &mut recorder, sink).await;
-        }
-        if activity.approval_accepted.swap(false, Ordering::Relaxed) {
-            recorder.approval_accepted();
-        }
         if let Some(id) = mapper.session_id() {
             self.session_id = Some(id.to_owned());
         }
-        if stop_process {
+        // An abandoned turn may still be running in the process, and its late `result` must never
+        // be taken for the next turn's: the process is stopped (the next turn resumes the session).
+        if driven.abandoned {
             let outcome = self.stop_live().await;
             tracing::debug!(?outcome, "stopped the claude process of an abandoned turn");
         }
-        Ok(recorder.finish(self.session_id.clone()))
+        Ok(driven.finish(self.session_id.clone()))
     }
 
     /// Stops the current process, if any (staged: stdin EOF, then signals to its group).
@@ -563,23 +461,6 @@ impl ClaudeSession {
 fn fallback_turn_base() -> String {
     let started = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     format!("clawbridge-{}-{}", std::process::id(), started.as_nanos())
-}
-
-/// Records the event, reports a tool terminal to the host (before anything else sees the result),
-/// then hands the event to the sink.
-async fn deliver(
-    observer: &dyn ToolTerminalObserver,
-    event: Event,
-    recorder: &mut AttemptRecorder,
-    sink: &mut (dyn FnMut(&Event) + Send),
-) {
-    if let Some(report) = recorder.record(&event) {
-        match tokio::time::timeout(OBSERVE_TIMEOUT, observer.observe(report)).await {
-            Ok(resolution) => recorder.set_last_tool_error(resolution.last_tool_error),
-            Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
-        }
-    }
-    sink(&event);
 }
 
 /// Runs `claude --version` (same environment as the session, never a secret in argv) and judges it.
@@ -754,4 +635,80 @@ fn answer_in_task(
         }
     });
     handlers.insert(id, task.abort_handle());
+}
+
+/// One running Claude turn, as the turn driver sees it: the reader's lines through the mapper, the
+/// control answers' notes, and the in-band interrupt (docs/peers/claude.md).
+struct ClaudeTurn<'a> {
+    /// The process the turn runs in.
+    live: &'a mut Live,
+    /// Maps the turn's lines to normalized events.
+    mapper: TurnMapper,
+    /// The CLI's version from `claude --version`, cross-checked against `system/init`.
+    version: &'a Version,
+    /// The request id of this turn's interrupt.
+    interrupt_id: String,
+    /// An interrupt sent before the turn began is accepted but does nothing, so it waits for the
+    /// turn's first line.
+    turn_begun: bool,
+}
+
+impl NativeTurn for ClaudeTurn<'_> {
+    async fn next(&mut self) -> Step {
+        loop {
+            match self.live.inbound.recv().await {
+                Some(Inbound::Message(message)) => {
+                    self.turn_begun = true;
+                    if let CliMessage::System(SystemMessage::Init(init)) = message.as_ref() {
+                        match &init.claude_code_version {
+                            Some(reported) if !same_version(self.version, reported) => tracing::warn!(
+                                expected = %self.version, %reported,
+                                "system/init names another CLI version than `claude --version`"
+                            ),
+                            _ => {}
+                        }
+                    }
+                    return Step::Events(self.mapper.on_message(&message));
+                }
+                Some(Inbound::Note(ControlNote::Denied { tool_use_id, message })) => {
+                    self.mapper.note_denied(&tool_use_id, message);
+                }
+                Some(Inbound::Note(ControlNote::InterruptRequested)) => self.mapper.note_interrupt_requested(),
+                Some(Inbound::Closed(why)) => {
+                    let why = format!("the claude process went away: {why}");
+                    return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                }
+                None => {
+                    let why = "the claude reader stopped".to_string();
+                    return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                }
+            }
+        }
+    }
+
+    fn has_queued(&self) -> bool {
+        !self.live.inbound.is_empty()
+    }
+
+    async fn interrupt(&mut self) -> Result<bool, String> {
+        if !self.turn_begun {
+            return Ok(false);
+        }
+        match self.live.out.send_json(&ControlRequest::interrupt(&self.interrupt_id).to_line()).await {
+            Ok(()) => Ok(true),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    fn on_cancel(&mut self) {
+        self.mapper.note_interrupt_requested();
+    }
+
+    fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
+        self.mapper.abandon(kind, message)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.mapper.is_complete()
+    }
 }

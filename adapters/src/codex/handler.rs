@@ -4,7 +4,6 @@
 //! (lessons C2).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -12,6 +11,7 @@ use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools, NoUserInput, UserInputAsker,
     UserInputRequest, UserQuestion,
 };
+use clawbridge_bridge::attempt::{TurnActivity, decide_approval};
 use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
 use clawbridge_protocol::codex::server_requests::{
     CommandExecutionApprovalDecision, CommandExecutionRequestApprovalResponse, DynamicToolCallResponse,
@@ -27,18 +27,6 @@ use serde_json::{Value, json};
 
 use super::mapping::{PATCH_TOOL_NAME, SHELL_TOOL_NAME};
 
-/// Facts the turn loop needs from the request side.
-#[derive(Debug, Default)]
-pub struct RequestActivity {
-    /// Approvals waiting for the host; the idle watchdog is suspended while this is non-zero,
-    /// because a person deciding is not a stuck turn (lessons A4).
-    pub approvals_pending: AtomicUsize,
-    /// The host granted at least one approval: the attempt may have had effects (lessons C1).
-    pub approval_accepted: AtomicBool,
-    /// Bumped on every request, so the watchdog counts requests as progress.
-    pub requests_seen: AtomicUsize,
-}
-
 type CachedAnswer = Shared<BoxFuture<'static, Value>>;
 
 /// The [`RequestHandler`] of a Codex connection.
@@ -48,7 +36,7 @@ pub struct CodexRequestHandler {
     /// Runs dynamic (host) tools.
     tools: Arc<dyn HostTools>,
     /// Shared with the turn loop.
-    activity: Arc<RequestActivity>,
+    activity: Arc<TurnActivity>,
     /// Deadline for one approval decision.
     approval_timeout: Duration,
     /// Deadline for one host tool call.
@@ -65,7 +53,7 @@ impl CodexRequestHandler {
     pub fn new(
         approver: Arc<dyn Approver>,
         tools: Arc<dyn HostTools>,
-        activity: Arc<RequestActivity>,
+        activity: Arc<TurnActivity>,
         approval_timeout: Duration,
         tool_timeout: Duration,
     ) -> Arc<Self> {
@@ -108,7 +96,7 @@ impl CodexRequestHandler {
         };
         Box::pin(async move {
             // A person answering is not a stuck turn (lessons A4).
-            let _pending = PendingApproval::start(&activity);
+            let _pending = activity.person_asked();
             let answers = match tokio::time::timeout(limit, asker.ask(request)).await {
                 Ok(Ok(answers)) => answers,
                 Ok(Err(error)) => {
@@ -140,21 +128,7 @@ impl CodexRequestHandler {
         let approver = self.approver.clone();
         let activity = self.activity.clone();
         let limit = self.approval_timeout;
-        Box::pin(async move {
-            let _pending = PendingApproval::start(&activity);
-            let decision = match tokio::time::timeout(limit, approver.decide(request)).await {
-                Ok(Ok(decision)) => decision,
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "the approval could not be decided; declining");
-                    ApprovalDecision::Deny { message: Some(format!("approval failed: {error}")) }
-                }
-                Err(_) => ApprovalDecision::Deny { message: Some(format!("no decision within {limit:?}")) },
-            };
-            if decision.allows() {
-                activity.approval_accepted.store(true, Ordering::Relaxed);
-            }
-            decision
-        })
+        Box::pin(async move { decide_approval(approver.as_ref(), request, limit, &activity).await })
     }
 
     fn answer(&self, request: ServerRequest) -> BoxFuture<'static, Result<Value, HandlerError>> {
@@ -267,7 +241,7 @@ impl CodexRequestHandler {
 
 impl RequestHandler for CodexRequestHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
-        self.activity.requests_seen.fetch_add(1, Ordering::Relaxed);
+        self.activity.request_seen();
         self.answer(ServerRequest::from_request(&request.method, request.params))
     }
 
@@ -285,25 +259,11 @@ fn to_value<T: Serialize>(value: T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// Counts an approval as pending for as long as it lives, even if its task is aborted.
-struct PendingApproval(Arc<RequestActivity>);
-
-impl PendingApproval {
-    fn start(activity: &Arc<RequestActivity>) -> Self {
-        activity.approvals_pending.fetch_add(1, Ordering::Relaxed);
-        PendingApproval(activity.clone())
-    }
-}
-
-impl Drop for PendingApproval {
-    fn drop(&mut self) {
-        self.0.approvals_pending.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use clawbridge_bridge::attempt::hooks::{FixedApprover, HostToolOutput, HostToolSpec};
     use clawbridge_protocol::jsonrpc::RequestId;
 
@@ -329,8 +289,8 @@ mod tests {
         Request { id: RequestId::from(id), method: method.into(), params: Some(params) }
     }
 
-    fn handler(decision: ApprovalDecision, tools: Arc<Counting>) -> (Arc<CodexRequestHandler>, Arc<RequestActivity>) {
-        let activity = Arc::new(RequestActivity::default());
+    fn handler(decision: ApprovalDecision, tools: Arc<Counting>) -> (Arc<CodexRequestHandler>, Arc<TurnActivity>) {
+        let activity = Arc::new(TurnActivity::default());
         let handler = CodexRequestHandler::new(
             Arc::new(FixedApprover(decision)),
             tools,
@@ -373,8 +333,8 @@ mod tests {
             let (handler, activity) = handler(decision, Arc::new(Counting::default()));
             let answer = handler.handle(request(0, "item/commandExecution/requestApproval", params.clone())).await;
             assert_eq!(answer.unwrap(), json!({"decision": wire}));
-            assert_eq!(activity.approval_accepted.load(Ordering::Relaxed), accepted);
-            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
+            assert_eq!(activity.approval_accepted(), accepted);
+            assert_eq!(activity.people_pending(), 0);
         }
     }
 
@@ -426,9 +386,9 @@ mod tests {
                 asked[0].questions[0].options,
                 vec![("blue".into(), "calm".into()), ("red".into(), String::new())]
             );
-            assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0, "no longer waiting on a person");
+            assert_eq!(activity.people_pending(), 0, "no longer waiting on a person");
         }
-        assert_eq!(activity.approvals_pending.load(Ordering::Relaxed), 0);
+        assert_eq!(activity.people_pending(), 0);
     }
 
     #[test]

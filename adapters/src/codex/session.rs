@@ -2,11 +2,11 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver, UserInputAsker};
-use clawbridge_bridge::attempt::{AttemptRecorder, AttemptResult};
+pub use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::hooks::{HostTools, ToolTerminalObserver, UserInputAsker};
+use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::CodexConfig;
-use super::handler::{CodexRequestHandler, RequestActivity};
+use super::handler::CodexRequestHandler;
 use super::mapping::TurnMapper;
 use super::retry::{self, OverloadRetry};
 
@@ -63,9 +63,6 @@ fn ended_turn(
         _ => None,
     }
 }
-
-/// How long the host gets to take in a tool terminal before the turn goes on without its answer.
-const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a Codex session could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -96,17 +93,6 @@ impl CodexError {
     pub fn is_retryable(&self) -> bool {
         !matches!(self, CodexError::VersionRejected { .. })
     }
-}
-
-/// What the host lends a session.
-#[derive(Clone)]
-pub struct SessionHooks {
-    /// Decides Codex's approval requests.
-    pub approver: Arc<dyn Approver>,
-    /// Host tools, declared as dynamic tools (needs the experimental API).
-    pub tools: Arc<dyn HostTools>,
-    /// Receives every tool terminal.
-    pub observer: Arc<dyn ToolTerminalObserver>,
 }
 
 /// Settings of a thread, sent on start and resume.
@@ -168,7 +154,7 @@ pub struct CodexSession {
     /// Notifications in arrival order.
     events: mpsc::Receiver<PeerEvent>,
     /// What the request handler saw (pending approvals, accepted approvals).
-    activity: Arc<RequestActivity>,
+    activity: Arc<TurnActivity>,
     /// Receives tool terminals.
     observer: Arc<dyn ToolTerminalObserver>,
     /// Answers Codex's requests; its answer cache is cleared after each turn.
@@ -187,7 +173,7 @@ impl CodexSession {
     /// Spawns the app-server and performs the handshake. No other request can go out before it
     /// succeeds: the session only exists afterwards. A refused version stops the child.
     pub async fn connect(config: CodexConfig, hooks: SessionHooks) -> Result<CodexSession, CodexError> {
-        let activity = Arc::new(RequestActivity::default());
+        let activity = Arc::new(TurnActivity::default());
         let handler = CodexRequestHandler::new(
             hooks.approver.clone(),
             hooks.tools.clone(),
@@ -367,176 +353,47 @@ impl CodexSession {
         sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, CodexError> {
+        let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);
         // Whatever is still queued belongs to an earlier turn (one abandoned by the watchdog, say):
         // it must neither count as progress nor lend this turn its turn id.
         while let Ok(stale) = self.events.try_recv() {
             if let PeerEvent::Closed(gone) = stale {
-                let mut recorder = AttemptRecorder::new();
-                for event in TurnMapper::new(thread_id)
-                    .abandon(TerminalKind::Failed, format!("the codex app-server went away: {gone}"))
-                {
-                    self.deliver(event, &mut recorder, sink).await;
-                }
-                return Ok(recorder.finish(Some(thread_id.to_string())));
+                let closing = TurnMapper::new(thread_id)
+                    .abandon(TerminalKind::Failed, format!("the codex app-server went away: {gone}"));
+                return Ok(driver.close(closing).await.finish(Some(thread_id.to_string())));
             }
         }
         let peer = self.conn.peer().clone();
         let params = TurnStartParams::new(thread_id, vec![UserInput::text(prompt)]);
         // The answer may come after the notifications it causes: keep reading while it is pending.
         let policy = self.config.overload_retry;
-        let mut start =
+        let start =
             tokio::spawn(async move { retry::request(&peer, policy, methods::TURN_START, Some(&params)).await });
-        let mut start_pending = true;
-        let mut started_turn: Option<String> = None;
-        let mut mapper = TurnMapper::new(thread_id);
-        let mut recorder = AttemptRecorder::new();
-        let idle = self.config.turn_idle_timeout;
-        let mut deadline = Instant::now() + idle;
-        let mut interrupting = false;
-        let mut interrupt_sent = false;
-        let mut requests_seen = self.activity.requests_seen.load(Ordering::Relaxed);
-        // A native tool may run silently for long; while one runs, the turn is not idle (lessons A4).
-        let mut active_tools = 0usize;
-        // The thread went `idle` with our turn still open: unless `turn/completed` follows by then,
-        // ask the server how the turn ended (lessons A1: some releases never send it).
-        let mut reconcile_at: Option<Instant> = None;
-        let mut reconcile: Option<tokio::task::JoinHandle<Result<ThreadTurnsListResponse, RpcError>>> = None;
-
-        let closing: Vec<Event> = loop {
-            if interrupting && !interrupt_sent {
-                if let Some(turn_id) = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone()) {
-                    self.send_interrupt(thread_id, &turn_id);
-                    interrupt_sent = true;
-                }
-            }
-            tokio::select! {
-                // Events first: a late wake-up must not let the deadline win over progress that
-                // is already queued.
-                biased;
-                event = self.events.recv() => match event {
-                    Some(PeerEvent::Notification(note)) => {
-                        let note = ServerNotification::from_notification(&note.method, note.params);
-                        if let ServerNotification::Unknown { method, .. } = &note {
-                            if self.unknown_methods.insert(method.clone()) {
-                                tracing::debug!(%method, "ignoring a codex notification this build does not map");
-                            }
-                        }
-                        if let ServerNotification::ThreadStatusChanged(change) = &note {
-                            if change.thread_id == thread_id && reconcile.is_none() {
-                                reconcile_at = (change.status == ThreadStatus::Idle)
-                                    .then(|| Instant::now() + self.config.reconcile_after_idle);
-                            }
-                        }
-                        let events = mapper.on_notification(&note);
-                        // Only this turn's progress feeds the watchdog (rate-limit updates and
-                        // other threads' chatter do not), lessons A1/A4.
-                        if !interrupting && !events.is_empty() {
-                            deadline = Instant::now() + idle;
-                        }
-                        self.deliver_all(events, &mut active_tools, &mut recorder, sink).await;
-                        if mapper.is_complete() {
-                            break Vec::new();
-                        }
-                    }
-                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
-                    Some(PeerEvent::Closed(gone)) => {
-                        break mapper.abandon(TerminalKind::Failed, format!("the codex app-server went away: {gone}"));
-                    }
-                    Some(_) | None => {
-                        break mapper.abandon(TerminalKind::Failed, "the codex app-server connection closed".into());
-                    }
-                },
-                answer = &mut start, if start_pending => {
-                    start_pending = false;
-                    match answer {
-                        Ok(Ok(value)) => {
-                            started_turn = serde_json::from_value::<TurnStartResponse>(value).ok().map(|r| r.turn.id);
-                            // If `turn/started` was missed, the answer still pins the turn.
-                            if let Some(turn_id) = &started_turn {
-                                if !mapper.expect_turn(turn_id) {
-                                    // The mapper adopted another turn's id: start over on this one.
-                                    mapper = TurnMapper::new(thread_id);
-                                    mapper.expect_turn(turn_id);
-                                }
-                            }
-                        }
-                        Ok(Err(error)) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {error}")),
-                        Err(join) => break mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {join}")),
-                    }
-                }
-                _ = tokio::time::sleep_until(reconcile_at.unwrap_or_else(Instant::now)),
-                    if reconcile_at.is_some() && reconcile.is_none() =>
-                {
-                    reconcile_at = None;
-                    let peer = self.conn.peer().clone();
-                    let policy = self.config.overload_retry;
-                    let params = ThreadTurnsListParams {
-                        thread_id: thread_id.into(),
-                        limit: Some(RECONCILE_PAGE),
-                        ..ThreadTurnsListParams::default()
-                    };
-                    reconcile = Some(tokio::spawn(async move {
-                        retry::request_typed(&peer, policy, methods::THREAD_TURNS_LIST, Some(&params)).await
-                    }));
-                }
-                listed = async { reconcile.as_mut().expect("guarded by is_some").await }, if reconcile.is_some() => {
-                    reconcile = None;
-                    let ours = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone());
-                    if let Some(ended) = ended_turn(listed, ours.as_deref()) {
-                        tracing::warn!(%thread_id, turn_id = %ended.id, "turn/completed never came; the turn's end was read from thread/turns/list");
-                        let note = ServerNotification::TurnCompleted(TurnCompletedNotification {
-                            thread_id: thread_id.into(),
-                            turn: ended,
-                            extra: Default::default(),
-                        });
-                        let events = mapper.on_notification(&note);
-                        self.deliver_all(events, &mut active_tools, &mut recorder, sink).await;
-                        if mapper.is_complete() {
-                            break Vec::new();
-                        }
-                    }
-                }
-                _ = cancel.cancelled(), if !interrupting => {
-                    interrupting = true;
-                    deadline = Instant::now() + self.config.interrupt_grace;
-                }
-                _ = tokio::time::sleep_until(deadline) => {
-                    if !self.events.is_empty() {
-                        continue;
-                    }
-                    let seen = self.activity.requests_seen.load(Ordering::Relaxed);
-                    let waiting = self.activity.approvals_pending.load(Ordering::Relaxed) > 0 || active_tools > 0;
-                    if !interrupting && (waiting || seen != requests_seen) {
-                        requests_seen = seen;
-                        deadline = Instant::now() + idle;
-                        continue;
-                    }
-                    if interrupting {
-                        break mapper.abandon(TerminalKind::Aborted, "interrupted; codex did not confirm in time".into());
-                    }
-                    // Best effort: stop the server working on a turn nobody waits for any more.
-                    if let Some(turn_id) = mapper.turn_id().map(str::to_string).or_else(|| started_turn.clone()) {
-                        self.send_interrupt(thread_id, &turn_id);
-                    }
-                    break mapper.abandon(TerminalKind::Timeout, format!("no progress from codex for {idle:?}"));
-                }
-            }
+        let limits = TurnLimits {
+            idle: self.config.turn_idle_timeout,
+            interrupt_grace: self.config.interrupt_grace,
+            backend: "codex",
         };
-        for event in closing {
-            self.deliver(event, &mut recorder, sink).await;
+        let mut turn = CodexTurn {
+            session: self,
+            thread_id,
+            mapper: TurnMapper::new(thread_id),
+            start,
+            start_pending: true,
+            started_turn: None,
+            reconcile_at: None,
+            reconcile: None,
+        };
+        let driven = driver.run(&mut turn, limits, cancel).await;
+        if turn.start_pending {
+            turn.start.abort();
         }
-        if start_pending {
-            start.abort();
-        }
-        if let Some(reconcile) = reconcile {
+        if let Some(reconcile) = turn.reconcile.take() {
             reconcile.abort();
-        }
-        if self.activity.approval_accepted.swap(false, Ordering::Relaxed) {
-            recorder.approval_accepted();
         }
         // Re-sent requests arrive within a turn (or on a resume, which is a new connection).
         self.handler.forget_answers();
-        Ok(recorder.finish(Some(thread_id.to_string())))
+        Ok(driven.finish(Some(thread_id.to_string())))
     }
 
     fn send_interrupt(&self, thread_id: &str, turn_id: &str) {
@@ -550,38 +407,161 @@ impl CodexSession {
         });
     }
 
-    /// Delivers a batch of this turn's events, keeping count of the native tools still running.
-    async fn deliver_all(
-        &self,
-        events: Vec<Event>,
-        active_tools: &mut usize,
-        recorder: &mut AttemptRecorder,
-        sink: &mut (dyn FnMut(&Event) + Send),
-    ) {
-        for event in events {
-            match &event {
-                Event::ToolStarted(_) => *active_tools += 1,
-                Event::ToolFinished(_) => *active_tools = active_tools.saturating_sub(1),
-                _ => {}
-            }
-            self.deliver(event, recorder, sink).await;
-        }
-    }
-
-    /// Records the event, reports a tool terminal to the host (before anything else sees the
-    /// result), then hands the event to the sink.
-    async fn deliver(&self, event: Event, recorder: &mut AttemptRecorder, sink: &mut (dyn FnMut(&Event) + Send)) {
-        if let Some(report) = recorder.record(&event) {
-            match tokio::time::timeout(OBSERVE_TIMEOUT, self.observer.observe(report)).await {
-                Ok(resolution) => recorder.set_last_tool_error(resolution.last_tool_error),
-                Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
-            }
-        }
-        sink(&event);
-    }
-
     /// Stops the app-server (staged: stdin EOF, then signals to its group).
     pub async fn shutdown(self) -> StopOutcome {
         self.conn.shutdown(self.config.stop).await
+    }
+}
+
+/// One running Codex turn, as the turn driver sees it: the notification stream through the mapper,
+/// the pending `turn/start` answer, and the reconcile of a turn whose `turn/completed` never comes
+/// (docs/peers/codex.md).
+struct CodexTurn<'a> {
+    /// The session the turn runs on (its peer events, config, unknown-method log).
+    session: &'a mut CodexSession,
+    /// The thread the turn runs in.
+    thread_id: &'a str,
+    /// Maps this turn's notifications to normalized events.
+    mapper: TurnMapper,
+    /// The `turn/start` request, answered after the notifications it causes may have arrived.
+    start: tokio::task::JoinHandle<Result<Value, RpcError>>,
+    /// Whether `start` has not answered yet.
+    start_pending: bool,
+    /// The turn id from the `turn/start` answer, in case `turn/started` was missed.
+    started_turn: Option<String>,
+    /// The thread went `idle` with our turn still open: unless `turn/completed` follows by then,
+    /// ask the server how the turn ended (some releases never send it).
+    reconcile_at: Option<Instant>,
+    /// The `thread/turns/list` request of a running reconcile.
+    reconcile: Option<tokio::task::JoinHandle<Result<ThreadTurnsListResponse, RpcError>>>,
+}
+
+impl CodexTurn<'_> {
+    /// Our turn's id, once known from `turn/started` or the `turn/start` answer.
+    fn turn_id(&self) -> Option<String> {
+        self.mapper.turn_id().map(str::to_string).or_else(|| self.started_turn.clone())
+    }
+
+    fn on_notification(&mut self, note: ServerNotification) -> Vec<Event> {
+        if let ServerNotification::Unknown { method, .. } = &note {
+            if self.session.unknown_methods.insert(method.clone()) {
+                tracing::debug!(%method, "ignoring a codex notification this build does not map");
+            }
+        }
+        if let ServerNotification::ThreadStatusChanged(change) = &note {
+            if change.thread_id == self.thread_id && self.reconcile.is_none() {
+                self.reconcile_at = (change.status == ThreadStatus::Idle)
+                    .then(|| Instant::now() + self.session.config.reconcile_after_idle);
+            }
+        }
+        self.mapper.on_notification(&note)
+    }
+
+    fn start_reconcile(&mut self) {
+        self.reconcile_at = None;
+        let peer = self.session.conn.peer().clone();
+        let policy = self.session.config.overload_retry;
+        let params = ThreadTurnsListParams {
+            thread_id: self.thread_id.into(),
+            limit: Some(RECONCILE_PAGE),
+            ..ThreadTurnsListParams::default()
+        };
+        self.reconcile = Some(tokio::spawn(async move {
+            retry::request_typed(&peer, policy, methods::THREAD_TURNS_LIST, Some(&params)).await
+        }));
+    }
+}
+
+impl NativeTurn for CodexTurn<'_> {
+    async fn next(&mut self) -> Step {
+        loop {
+            tokio::select! {
+                biased;
+                event = self.session.events.recv() => match event {
+                    Some(PeerEvent::Notification(note)) => {
+                        let note = ServerNotification::from_notification(&note.method, note.params);
+                        return Step::Events(self.on_notification(note));
+                    }
+                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
+                    Some(PeerEvent::Closed(gone)) => {
+                        let why = format!("the codex app-server went away: {gone}");
+                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    }
+                    Some(_) | None => {
+                        let why = "the codex app-server connection closed".to_string();
+                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    }
+                },
+                answer = &mut self.start, if self.start_pending => {
+                    self.start_pending = false;
+                    match answer {
+                        Ok(Ok(value)) => {
+                            self.started_turn = serde_json::from_value::<TurnStartResponse>(value).ok().map(|r| r.turn.id);
+                            // If `turn/started` was missed, the answer still pins the turn.
+                            if let Some(turn_id) = &self.started_turn {
+                                if !self.mapper.expect_turn(turn_id) {
+                                    // The mapper adopted another turn's id: start over on this one.
+                                    self.mapper = TurnMapper::new(self.thread_id);
+                                    self.mapper.expect_turn(turn_id);
+                                }
+                            }
+                        }
+                        Ok(Err(error)) => {
+                            return Step::Ended(self.mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {error}")));
+                        }
+                        Err(join) => {
+                            return Step::Ended(self.mapper.abandon(TerminalKind::Failed, format!("turn/start failed: {join}")));
+                        }
+                    }
+                }
+                () = tokio::time::sleep_until(self.reconcile_at.unwrap_or_else(Instant::now)),
+                    if self.reconcile_at.is_some() && self.reconcile.is_none() =>
+                {
+                    self.start_reconcile();
+                }
+                listed = async { self.reconcile.as_mut().expect("guarded by is_some").await }, if self.reconcile.is_some() => {
+                    self.reconcile = None;
+                    let ours = self.turn_id();
+                    if let Some(ended) = ended_turn(listed, ours.as_deref()) {
+                        tracing::warn!(thread_id = %self.thread_id, turn_id = %ended.id, "turn/completed never came; the turn's end was read from thread/turns/list");
+                        let note = ServerNotification::TurnCompleted(TurnCompletedNotification {
+                            thread_id: self.thread_id.into(),
+                            turn: ended,
+                            extra: Default::default(),
+                        });
+                        return Step::Events(self.mapper.on_notification(&note));
+                    }
+                }
+            }
+        }
+    }
+
+    fn has_queued(&self) -> bool {
+        !self.session.events.is_empty()
+    }
+
+    async fn interrupt(&mut self) -> Result<bool, String> {
+        match self.turn_id() {
+            Some(turn_id) => {
+                self.session.send_interrupt(self.thread_id, &turn_id);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn on_idle_timeout(&mut self) {
+        // Best effort: stop the server working on a turn nobody waits for any more.
+        if let Some(turn_id) = self.turn_id() {
+            self.session.send_interrupt(self.thread_id, &turn_id);
+        }
+    }
+
+    fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
+        self.mapper.abandon(kind, message)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.mapper.is_complete()
     }
 }

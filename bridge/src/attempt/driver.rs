@@ -1,0 +1,232 @@
+//! The one turn loop every backend runs: it owns the attempt's recorder, reports each tool terminal
+//! to the host (once per tool, before anything else sees it), counts the native tools still
+//! running, keeps the idle deadline (suspended while a person or a tool is pending), and gives an
+//! interrupted turn its grace. A backend supplies only its [`NativeTurn`]: how its stream advances,
+//! how it interrupts, and how it closes a turn it must abandon.
+//!
+//! Why each guard exists: `docs/peers/codex.md` (idle watchdog, tools that run silently) and
+//! `docs/peers/claude.md` (interrupt grace, a late `result`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::activity::TurnActivity;
+use super::hooks::{Approver, HostTools, ToolTerminalObserver};
+use super::{AttemptRecorder, AttemptResult};
+use crate::events::{Event, TerminalKind};
+
+/// How long the host gets to take in a tool terminal before the turn goes on without its answer.
+pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the host lends a native session for its turns.
+#[derive(Clone)]
+pub struct SessionHooks {
+    /// Decides the native side's approval requests.
+    pub approver: Arc<dyn Approver>,
+    /// The host's tools, offered to the native side in its own way (dynamic tools, SDK MCP, …).
+    pub tools: Arc<dyn HostTools>,
+    /// Receives every tool terminal.
+    pub observer: Arc<dyn ToolTerminalObserver>,
+}
+
+impl std::fmt::Debug for SessionHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHooks").finish_non_exhaustive()
+    }
+}
+
+/// The sink a turn's events go to as they happen (the person's view, a transcript, the host).
+pub type EventSink<'a> = &'a mut (dyn FnMut(&Event) + Send);
+
+/// One step of a native turn's stream.
+#[derive(Debug)]
+pub enum Step {
+    /// Events of this turn, in order; none when the native line was chatter, not progress.
+    Events(Vec<Event>),
+    /// The stream ended without the turn's own terminal: the closing events (a terminal among them).
+    Ended(Vec<Event>),
+}
+
+/// A backend's side of one running turn, driven by [`TurnDriver::run`].
+pub trait NativeTurn: Send {
+    /// The next step of the native stream. Must be cancel-safe: the driver drops it whenever the
+    /// deadline or the cancel token fires first, and calls it again later.
+    fn next(&mut self) -> impl Future<Output = Step> + Send;
+
+    /// Whether native output is already queued (a late wake-up of the deadline must not beat it).
+    fn has_queued(&self) -> bool;
+
+    /// Sends the native interrupt. `Ok(false)` when the turn cannot take one yet (it is retried
+    /// after the next step); `Err(why)` when the native side is gone.
+    fn interrupt(&mut self) -> impl Future<Output = Result<bool, String>> + Send;
+
+    /// The user asked to stop; called once, before the first [`interrupt`](Self::interrupt).
+    fn on_cancel(&mut self) {}
+
+    /// The watchdog gave up on the turn: a best-effort stop of work nobody waits for any more.
+    fn on_idle_timeout(&mut self) {}
+
+    /// The closing events of a turn that ends without its native terminal.
+    fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event>;
+
+    /// Whether the native turn has delivered its own terminal.
+    fn is_complete(&self) -> bool;
+}
+
+/// The time limits of one turn.
+#[derive(Clone, Copy, Debug)]
+pub struct TurnLimits {
+    /// How long the turn may go without progress (while no person and no tool is pending).
+    pub idle: Duration,
+    /// How long an interrupted turn gets to confirm before it is abandoned.
+    pub interrupt_grace: Duration,
+    /// The backend's name in the messages of abandoned turns ("no progress from codex …").
+    pub backend: &'static str,
+}
+
+/// How a driven turn ended.
+#[derive(Debug)]
+pub struct DrivenTurn {
+    /// The attempt so far, ready for [`AttemptRecorder::finish`].
+    pub recorder: AttemptRecorder,
+    /// True when the turn ended without the native side's own terminal (the process may still be
+    /// working on it).
+    pub abandoned: bool,
+}
+
+impl DrivenTurn {
+    /// The attempt's result, naming the native session it ran in.
+    pub fn finish(self, native_session_id: Option<String>) -> AttemptResult {
+        self.recorder.finish(native_session_id)
+    }
+}
+
+/// Delivers one turn's events: recorder first, then the host's tool-terminal observer, then the sink.
+pub struct TurnDriver<'s> {
+    /// The attempt's record (texts, tools, usage, replay safety).
+    recorder: AttemptRecorder,
+    /// Receives each tool's first terminal.
+    observer: Arc<dyn ToolTerminalObserver>,
+    /// The request side's facts (people pending, approvals granted, requests seen).
+    activity: Arc<TurnActivity>,
+    /// Where every event goes after it was recorded.
+    sink: EventSink<'s>,
+    /// Native tools started and not yet finished: while one runs, the turn is not idle.
+    active_tools: usize,
+}
+
+impl<'s> TurnDriver<'s> {
+    /// A driver for one turn.
+    pub fn new(observer: Arc<dyn ToolTerminalObserver>, activity: Arc<TurnActivity>, sink: EventSink<'s>) -> Self {
+        TurnDriver { recorder: AttemptRecorder::new(), observer, activity, sink, active_tools: 0 }
+    }
+
+    /// Delivers `events` in order: each is recorded, a tool's terminal is reported to the host
+    /// (before anything else sees the result), then the event goes to the sink.
+    pub async fn deliver(&mut self, events: Vec<Event>) {
+        for event in events {
+            match &event {
+                Event::ToolStarted(_) => self.active_tools += 1,
+                Event::ToolFinished(_) => self.active_tools = self.active_tools.saturating_sub(1),
+                _ => {}
+            }
+            if let Some(report) = self.recorder.record(&event) {
+                match tokio::time::timeout(OBSERVE_TIMEOUT, self.observer.observe(report)).await {
+                    Ok(resolution) => self.recorder.set_last_tool_error(resolution.last_tool_error),
+                    Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
+                }
+            }
+            (self.sink)(&event);
+        }
+    }
+
+    /// Ends a turn that never ran its loop (it failed before it started): delivers `closing` and
+    /// returns the record.
+    pub async fn close(mut self, closing: Vec<Event>) -> DrivenTurn {
+        self.deliver(closing).await;
+        self.done(true)
+    }
+
+    /// Runs `turn` to its end: its own terminal, the stream's end, the idle watchdog, or an
+    /// interrupt (on `cancel`) that is confirmed or runs out of grace. Never hangs.
+    pub async fn run<T: NativeTurn>(
+        mut self,
+        turn: &mut T,
+        limits: TurnLimits,
+        cancel: &CancellationToken,
+    ) -> DrivenTurn {
+        let backend = limits.backend;
+        let mut deadline = Instant::now() + limits.idle;
+        let mut interrupting = false;
+        let mut interrupt_sent = false;
+        let mut requests_seen = self.activity.requests_seen();
+        let (closing, abandoned) = loop {
+            if interrupting && !interrupt_sent {
+                match turn.interrupt().await {
+                    Ok(sent) => interrupt_sent = sent,
+                    Err(why) => {
+                        break (
+                            turn.abandon(TerminalKind::Aborted, format!("interrupted; {backend} is gone: {why}")),
+                            true,
+                        );
+                    }
+                }
+            }
+            tokio::select! {
+                // The stream first: a late wake-up must not let the deadline win over progress that
+                // is already queued.
+                biased;
+                step = turn.next() => match step {
+                    Step::Events(events) => {
+                        // Only this turn's progress feeds the watchdog (chatter maps to no event).
+                        if !interrupting && !events.is_empty() {
+                            deadline = Instant::now() + limits.idle;
+                        }
+                        self.deliver(events).await;
+                        if turn.is_complete() {
+                            break (Vec::new(), false);
+                        }
+                    }
+                    Step::Ended(closing) => break (closing, true),
+                },
+                () = cancel.cancelled(), if !interrupting => {
+                    interrupting = true;
+                    turn.on_cancel();
+                    deadline = Instant::now() + limits.interrupt_grace;
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    if turn.has_queued() {
+                        continue;
+                    }
+                    if interrupting {
+                        let why = format!("interrupted; {backend} did not end the turn in time");
+                        break (turn.abandon(TerminalKind::Aborted, why), true);
+                    }
+                    let seen = self.activity.requests_seen();
+                    let waiting = self.activity.people_pending() > 0 || self.active_tools > 0;
+                    if waiting || seen != requests_seen {
+                        requests_seen = seen;
+                        deadline = Instant::now() + limits.idle;
+                        continue;
+                    }
+                    turn.on_idle_timeout();
+                    let why = format!("no progress from {backend} for {:?}", limits.idle);
+                    break (turn.abandon(TerminalKind::Timeout, why), true);
+                }
+            }
+        };
+        self.deliver(closing).await;
+        self.done(abandoned)
+    }
+
+    fn done(mut self, abandoned: bool) -> DrivenTurn {
+        if self.activity.take_approval_accepted() {
+            self.recorder.approval_accepted();
+        }
+        DrivenTurn { recorder: self.recorder, abandoned }
+    }
+}
