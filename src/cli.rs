@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use clawbridge_bridge::attempt::hooks::ApprovalDecision;
 use clawbridge_bridge::supervisor::PidRegistry;
@@ -42,12 +42,10 @@ enum Command {
         /// Decline every approval request (the default without a terminal to ask at).
         #[arg(long)]
         deny: bool,
-        /// The codex executable for `--backend codex`.
-        #[arg(long, env = "CLAWBRIDGE_CODEX_BIN")]
-        codex: Option<PathBuf>,
-        /// The claude executable for `--backend claude`.
-        #[arg(long, env = "CLAWBRIDGE_CLAUDE_BIN")]
-        claude: Option<PathBuf>,
+        /// The backend's executable, instead of the one it finds itself (each backend also reads its
+        /// own variable: CLAWBRIDGE_CODEX_BIN, CLAWBRIDGE_CLAUDE_BIN).
+        #[arg(long)]
+        program: Option<PathBuf>,
         /// The model to ask the backend for.
         #[arg(long)]
         model: Option<String>,
@@ -76,35 +74,20 @@ enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
     match cli.command {
-        Command::Run { backend, session, json, approve, deny, codex, claude, model, prompt } => {
-            if !clawbridge_adapters::BACKENDS.contains(&backend.as_str()) {
-                bail!("unknown backend `{backend}` (known: {})", clawbridge_adapters::BACKENDS.join(", "));
-            }
+        Command::Run { backend, session, json, approve, deny, program, model, prompt } => {
             let approval = match (approve, deny) {
                 (true, _) => Some(ApprovalDecision::Allow),
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
-            let args = crate::run::RunArgs { backend, session, json, approval, codex, claude, model, prompt };
-            crate::run::run(args, &state_dir).await
+            let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
+            crate::run::run(args, &state_dir, &crate::demo::registry()).await
         }
-        Command::DemoAgent { ignored: _ } => demo_agent(),
-        Command::Serve => crate::serve::serve(&state_dir).await,
+        Command::DemoAgent { ignored: _ } => crate::demo::play(),
+        Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry()).await,
         Command::Bench(args) => crate::bench::run(args).await,
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
-}
-
-/// The recording the demo backend plays: a real codex app-server 0.169.0 turn (an approved
-/// command), recorded with clawbridge's own Codex session as the client.
-const DEMO_RECORDING: &str = include_str!("../fixtures/recordings/demo/codex-demo.jsonl");
-
-fn demo_agent() -> anyhow::Result<()> {
-    use clawbridge_fixtures::recording::{Recording, ReplayOptions, replay};
-    let recording = Recording::parse(DEMO_RECORDING).context("the bundled demo recording is damaged")?;
-    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    replay(&recording, std::io::stdin().lock(), stdout, &ReplayOptions::default())
-        .context("the demo client did not follow the bundled recording")
 }
 
 async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()> {

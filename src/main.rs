@@ -4,10 +4,6 @@
 //! stderr, filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
 
 mod allocator;
-mod bench;
-mod cli;
-mod run;
-mod serve;
 
 use std::process::ExitCode;
 
@@ -15,7 +11,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     allocator::tune();
-    let cli = cli::Cli::parse();
+    let cli = clawbridge::cli::Cli::parse();
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -23,7 +19,7 @@ fn main() -> ExitCode {
             return report(anyhow::Error::new(e).context("could not start the async runtime"));
         }
     };
-    let outcome = runtime.block_on(cli::run(cli));
+    let outcome = runtime.block_on(clawbridge::cli::run(cli));
     // A terminal prompt may still be blocked reading stdin (the turn ended meanwhile); do not wait
     // for a keypress to exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));

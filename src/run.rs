@@ -8,23 +8,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clawbridge_adapters::claude::{ClaudeConfig, ClaudeSession};
-use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
-use clawbridge_bridge::attempt::AttemptResult;
 use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalRequest, Approver, FixedApprover, NoHostTools, NoObserver,
 };
-use clawbridge_bridge::binding::{Binding, Fingerprints, sidecar_path};
+use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::backend::{Backend, FixedApproval, OpenSettings, Registry, TurnInput};
+use clawbridge_bridge::binding::{Binding, sidecar_path};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
+use clawbridge_bridge::sink::{EventStage, MirrorSpec, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
-use clawbridge_bridge::transcript::{JsonlSink, ModelLabel, SessionHeader, TranscriptMirror};
+use clawbridge_bridge::transcript::{JsonlSink, Message, ModelLabel, SessionHeader};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 /// What `run` was asked to do.
 #[derive(Debug)]
 pub struct RunArgs {
-    /// `demo`, `codex` or `claude`.
+    /// The backend's short name (`clawbridge run --backend`).
     pub backend: String,
     /// Session name; `None` runs a one-off session.
     pub session: Option<String>,
@@ -32,10 +32,8 @@ pub struct RunArgs {
     pub json: bool,
     /// Fixed approval answer; `None` asks at the terminal (or denies when there is none).
     pub approval: Option<ApprovalDecision>,
-    /// The codex executable (for `--backend codex`).
-    pub codex: Option<PathBuf>,
-    /// The claude executable (for `--backend claude`).
-    pub claude: Option<PathBuf>,
+    /// The backend's executable, instead of the one its probe finds.
+    pub program: Option<PathBuf>,
     /// The model (for the binding's fingerprint and the native session).
     pub model: Option<String>,
     /// The prompt.
@@ -54,19 +52,20 @@ struct Place {
     transcript_path: PathBuf,
     /// The binding sidecar beside it.
     binding_path: PathBuf,
-    /// The transcript itself.
-    transcript: JsonlSink,
+    /// The transcript itself (shared with the turn's pipeline task).
+    transcript: Arc<JsonlSink>,
 }
 
-pub async fn run(args: RunArgs, state_dir: &Path) -> anyhow::Result<()> {
-    if !matches!(args.backend.as_str(), "demo" | "codex" | "claude") {
-        bail!("`run --backend {}` is not available yet (known: demo, codex, claude)", args.backend);
-    }
+/// Runs one turn on `registry`'s backend named `args.backend`.
+pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow::Result<()> {
+    let Some(backend) = registry.by_name(&args.backend).cloned() else {
+        bail!("unknown backend `{}` (known: {})", args.backend, registry.names().join(", "));
+    };
     let cwd = std::env::current_dir().context("no current directory")?;
     // Record the agent so a later run (or `clawbridge reap`) can stop it should this one crash, and
     // reap what crashed runs left behind before starting another.
-    let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
-    for orphan in registry.reap_orphans(std::time::Duration::from_secs(2)).await.context("reaping orphans")? {
+    let pids = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
+    for orphan in pids.reap_orphans(std::time::Duration::from_secs(2)).await.context("reaping orphans")? {
         eprintln!("clawbridge: stopped process group {} left behind by a crashed run", orphan.pgid);
     }
     let session_name = args.session.clone().unwrap_or_else(|| format!("run-{}", std::process::id()));
@@ -76,146 +75,90 @@ pub async fn run(args: RunArgs, state_dir: &Path) -> anyhow::Result<()> {
     let binding_path = sidecar_path(&transcript_path);
     let transcript = JsonlSink::open(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
         .with_context(|| format!("opening the transcript {}", transcript_path.display()))?;
-    let place = Place { cwd, registry, session_name, transcript_path, binding_path, transcript };
-    match args.backend.as_str() {
-        "claude" => run_claude(&args, place).await,
-        _ => run_codex(&args, place).await,
-    }
+    let transcript = Arc::new(transcript);
+    let place = Place { cwd, registry: pids, session_name, transcript_path, binding_path, transcript };
+    let outcome = run_on(backend.as_ref(), &args, place).await;
+    backend.shutdown().await;
+    outcome
 }
 
-/// The approver a run uses: the fixed answer, else the terminal, else deny (nobody to ask).
-fn approver(approval: Option<&ApprovalDecision>) -> Arc<dyn Approver> {
-    match approval {
-        Some(decision) => Arc::new(FixedApprover(decision.clone())),
-        None if std::io::stdin().is_terminal() => Arc::new(TerminalApprover),
-        None => Arc::new(FixedApprover(ApprovalDecision::Deny {
+/// The approver a run uses: the backend's fixed answer, else the fixed answer given, else the
+/// terminal, else deny (nobody to ask).
+fn approver(backend: &dyn Backend, approval: Option<&ApprovalDecision>) -> Arc<dyn Approver> {
+    match (backend.facts().fixed_approval, approval) {
+        (Some(FixedApproval::Allow), _) => Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        (_, Some(decision)) => Arc::new(FixedApprover(decision.clone())),
+        (_, None) if std::io::stdin().is_terminal() => Arc::new(TerminalApprover),
+        (_, None) => Arc::new(FixedApprover(ApprovalDecision::Deny {
             message: Some("no terminal to ask and neither --approve nor --deny was given".into()),
         })),
     }
 }
 
-/// One turn on the Codex app-server (or the demo's recording of one).
-async fn run_codex(args: &RunArgs, place: Place) -> anyhow::Result<()> {
-    let mut config = match args.backend.as_str() {
-        "demo" => demo_config()?,
-        _ => {
-            let mut config = CodexConfig::new(args.codex.clone().unwrap_or_else(|| PathBuf::from("codex")));
-            // The user's CODEX_HOME (config, provider, threads) carries over; it is not inherited otherwise.
-            config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
-            config
-        }
+/// One turn on `backend`: resumes the session's native session when its binding still holds (else
+/// says why and starts fresh), streams the turn to the person and the transcript, and binds what
+/// the turn ran in.
+async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::Result<()> {
+    let facts = backend.facts();
+    // The session's own handshake gates the version: no separate probe is run.
+    let program = backend.locate(args.program.as_deref()).with_context(|| format!("finding {}", facts.process))?;
+    if let Some(notice) = facts.notice {
+        eprintln!("clawbridge: {notice}");
+    }
+    let mut settings = OpenSettings {
+        program,
+        cwd: Some(place.cwd.clone()),
+        model: args.model.clone(),
+        session_key: place.session_name.clone(),
+        registry: Some(place.registry.clone()),
+        ..OpenSettings::default()
     };
-    config.cwd = Some(place.cwd.clone());
-    config.registry = Some(place.registry.clone());
-    let cwd_text = place.cwd.display().to_string();
-
-    let approval = if args.backend == "demo" {
-        // The recording answered its one approval with "accept"; nothing runs on this machine.
-        eprintln!(
-            "clawbridge: demo backend: playing a bundled codex 0.169.0 recording; its approval is granted as recorded"
-        );
-        Some(ApprovalDecision::Allow)
-    } else {
-        args.approval.clone()
-    };
-    let hooks = SessionHooks {
-        approver: approver(approval.as_ref()),
-        tools: Arc::new(NoHostTools),
-        observer: Arc::new(NoObserver),
-    };
-    let mut session = CodexSession::connect(config, hooks).await.context("starting the codex app-server")?;
-
-    let model = args.model.clone().unwrap_or_default();
-    let fingerprints = Fingerprints::new(&args.backend, &cwd_text, &model);
-    let options = ThreadOptions { cwd: Some(cwd_text.clone()), model: args.model.clone(), ..ThreadOptions::default() };
-    // The demo's recording holds one fresh thread, so a demo session never resumes.
-    let resumable = args.backend != "demo";
-    let previous =
-        if resumable { Binding::load(&place.binding_path).context("reading the session binding")? } else { None };
-    let thread = match previous.map(|binding| (binding.check(&fingerprints), binding)) {
-        Some((Ok(()), binding)) => {
-            let ready = session.resume_or_start(&binding.native_session_id, &options).await?;
-            if let Some(why) = &ready.resume_failure {
-                eprintln!(
-                    "clawbridge: could not resume thread {}: {why}; started a new one",
-                    binding.native_session_id
-                );
+    let fingerprints = backend.fingerprints(&settings);
+    if facts.supports.resume {
+        if let Some(binding) = Binding::load(&place.binding_path).context("reading the session binding")? {
+            match binding.check(&fingerprints) {
+                Ok(()) => settings.resume = Some(binding.native_session_id),
+                Err(reason) => eprintln!("clawbridge: not resuming: {reason}"),
             }
-            ready
-        }
-        Some((Err(reason), _)) => {
-            eprintln!("clawbridge: not resuming: {reason}");
-            session.start_thread(&options).await?
-        }
-        None => session.start_thread(&options).await?,
-    };
-
-    let label = ModelLabel { api: "codex-app-server".into(), provider: args.backend.clone(), model };
-    let mut turn = Turn::new(args, &place, label);
-    let cancel = CancellationToken::new();
-    let ctrl_c = interrupt_on_ctrl_c(&cancel);
-    let result = session.run_turn(&thread.thread_id, &args.prompt, &mut |e: &Event| turn.on_event(e), &cancel).await;
-    ctrl_c.abort();
-    let stop = session.shutdown().await;
-    tracing::debug!(?stop, "codex app-server stopped");
-    let result = result.context("running the turn")?;
-    turn.finish(&place)?;
-    if resumable {
-        Binding::new(&thread.thread_id, &fingerprints)
-            .save(&place.binding_path)
-            .context("saving the session binding")?;
-    }
-    View::new(args.json).summary(&result, &place, "thread");
-    ended(&result)
-}
-
-/// One turn on the Claude Code CLI. The binding resumes the Claude session when its fingerprints
-/// still hold and the CLI's own session file is still there; otherwise it says why and starts fresh.
-async fn run_claude(args: &RunArgs, place: Place) -> anyhow::Result<()> {
-    let program = args.claude.clone().unwrap_or_else(|| PathBuf::from("claude"));
-    let mut config = ClaudeConfig::new(program);
-    config.cwd = Some(place.cwd.clone());
-    config.registry = Some(place.registry.clone());
-    config.model = args.model.clone();
-    // The CLI's own settings (endpoint, config dir, its switches) and credentials carry over.
-    let auth_profile = config.inherit_cli_environment();
-    let fingerprints = config.fingerprints(&[], &auth_profile);
-    if let Some(binding) = Binding::load(&place.binding_path).context("reading the session binding")? {
-        match binding.check(&fingerprints) {
-            Ok(()) => config.resume = Some(binding.native_session_id),
-            Err(reason) => eprintln!("clawbridge: not resuming: {reason}"),
         }
     }
-
-    let hooks = clawbridge_adapters::claude::SessionHooks {
-        approver: approver(args.approval.as_ref()),
+    let resumed = settings.resume.clone();
+    let hooks = SessionHooks {
+        approver: approver(backend, args.approval.as_ref()),
         tools: Arc::new(NoHostTools),
         observer: Arc::new(NoObserver),
     };
-    let mut session = ClaudeSession::connect(config, hooks).await.context("starting claude")?;
-    if let Some(why) = session.resume_failure() {
-        eprintln!("clawbridge: could not resume: {why}; started a new Claude session");
+    let mut native = backend.open(settings, hooks).await.with_context(|| format!("starting {}", facts.process))?;
+    if let (Some(why), Some(previous)) = (native.resume_failure(), resumed) {
+        eprintln!("clawbridge: could not resume: {why} ({} {previous}); started a new one", facts.native_session);
     }
 
     let label = ModelLabel {
-        api: "claude-code-cli".into(),
+        api: facts.transcript_api.into(),
         provider: args.backend.clone(),
         model: args.model.clone().unwrap_or_default(),
     };
-    let mut turn = Turn::new(args, &place, label);
+    let spec =
+        MirrorSpec { scope: format!("clawbridge:{}", place.session_name), label, prompt: Some(args.prompt.clone()) };
+    let store = JsonlStore(place.transcript.clone());
+    let pipeline = Pipeline::start(vec![Box::new(View::new(args.json))], Some((spec, Box::new(store))));
     let cancel = CancellationToken::new();
     let ctrl_c = interrupt_on_ctrl_c(&cancel);
-    let result = session.run_turn(&args.prompt, &mut |e: &Event| turn.on_event(e), &cancel).await;
+    let input = TurnInput::text(args.prompt.clone());
+    let result = native.run_turn(&input, &mut |e: &Event| pipeline.push(e), &cancel).await;
     ctrl_c.abort();
-    let native = session.session_id().map(str::to_owned);
-    let stop = session.shutdown().await;
-    tracing::debug!(?stop, "claude stopped");
+    let native_id = native.native_id();
+    native.shutdown().await;
     let result = result.context("running the turn")?;
-    turn.finish(&place)?;
-    if let Some(native) = native {
-        Binding::new(native, &fingerprints).save(&place.binding_path).context("saving the session binding")?;
+    let mirrored = pipeline.finish(&result).await;
+    place.transcript.sync_blocking().context("syncing the transcript")?;
+    if let Some(error) = mirrored.error {
+        return Err(anyhow::Error::new(error).context("writing the transcript"));
     }
-    View::new(args.json).summary(&result, &place, "claude session");
+    if let (Some(native_id), true) = (native_id, facts.supports.resume) {
+        Binding::new(native_id, &fingerprints).save(&place.binding_path).context("saving the session binding")?;
+    }
+    View::new(args.json).summary(&result, &place, facts.native_session);
     ended(&result)
 }
 
@@ -238,72 +181,20 @@ fn ended(result: &AttemptResult) -> anyhow::Result<()> {
     }
 }
 
-/// The turn's events on their way to the person (or JSONL) and to the transcript: the prompt is
-/// mirrored as soon as the turn starts, then every message the mirror completes.
-struct Turn<'a> {
-    /// What the person sees.
-    view: View,
-    /// The transcript file.
-    transcript: &'a JsonlSink,
-    /// Keys are `<scope>:<turn id>:…`.
-    scope: String,
-    /// The model the assistant rows name.
-    label: ModelLabel,
-    /// The prompt, mirrored first.
-    prompt: String,
-    /// The current turn's mirror, once it started.
-    mirror: Option<TranscriptMirror>,
-    /// The first transcript write that failed (the turn goes on; the run fails after it).
-    error: Option<anyhow::Error>,
-}
+/// The session's JSONL transcript as the pipeline's store.
+struct JsonlStore(Arc<JsonlSink>);
 
-impl<'a> Turn<'a> {
-    fn new(args: &RunArgs, place: &'a Place, label: ModelLabel) -> Self {
-        Turn {
-            view: View::new(args.json),
-            transcript: &place.transcript,
-            scope: format!("clawbridge:{}", place.session_name),
-            label,
-            prompt: args.prompt.clone(),
-            mirror: None,
-            error: None,
-        }
-    }
-
-    fn on_event(&mut self, event: &Event) {
-        self.view.show(event);
-        let mut messages = Vec::new();
-        if let Event::TurnStarted { turn_id } = event {
-            let fresh = TranscriptMirror::new(self.scope.clone(), turn_id.clone(), self.label.clone());
-            messages.push(fresh.prompt(self.prompt.clone()));
-            self.mirror = Some(fresh);
-        }
-        if let Some(mirror) = self.mirror.as_mut() {
-            messages.extend(mirror.on_event(event));
-        }
-        if !messages.is_empty() {
-            if let Err(e) = self.transcript.append_blocking(messages) {
-                self.error.get_or_insert(anyhow::Error::new(e).context("writing the transcript"));
-            }
-        }
-    }
-
-    /// Makes the transcript durable; fails if any write failed.
-    fn finish(self, place: &Place) -> anyhow::Result<()> {
-        place.transcript.sync_blocking().context("syncing the transcript")?;
-        match self.error {
-            Some(error) => Err(error),
-            None => Ok(()),
-        }
+impl TranscriptStore for JsonlStore {
+    fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move { self.0.append_blocking(messages).map(drop).map_err(|error| StoreError(Box::new(error))) })
     }
 }
 
-/// The demo: this very binary, re-run as a replay agent playing a bundled Codex recording.
-fn demo_config() -> anyhow::Result<CodexConfig> {
-    let me = std::env::current_exe().context("cannot find the clawbridge executable")?;
-    let mut config = CodexConfig::new(me);
-    config.launcher_args = vec!["demo-agent".into()];
-    Ok(config)
+impl EventStage for View {
+    fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
+        self.show(event);
+        Box::pin(async {})
+    }
 }
 
 /// Prints events for a person, or as JSONL.

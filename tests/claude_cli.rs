@@ -12,7 +12,7 @@ fn run(dir: &Path, claude: &Path, args: &[&str]) -> std::process::Output {
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args(["run", "--backend", "claude", "--claude"])
+        .args(["run", "--backend", "claude", "--program"])
         .arg(claude)
         .args(args)
         .current_dir(&work)

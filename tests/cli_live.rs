@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 fn run(sandbox: &Sandbox, state: &std::path::Path, codex: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .arg("run")
-        .args(["--backend", "codex", "--codex"])
+        .args(["--backend", "codex", "--program"])
         .arg(codex)
         .args(args)
         .current_dir(sandbox.work())
@@ -121,7 +121,7 @@ async fn claude_runs_resume_the_same_claude_session_until_a_fingerprint_changes(
         state.path(),
         &claude,
         &base_url,
-        &["--session", "c1", "--claude", &claude.display().to_string(), "Say hello again."],
+        &["--session", "c1", "--program", &claude.display().to_string(), "Say hello again."],
     );
     let stdout = String::from_utf8_lossy(&second.stdout);
     let stderr = String::from_utf8_lossy(&second.stderr);

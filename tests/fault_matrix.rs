@@ -497,7 +497,7 @@ fn scripted_fake(script: &Path, extra: &[&str]) -> Vec<std::ffi::OsString> {
 fn clawbridge_run(state: &Path, codex: &Path, session: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
-        .args(["run", "--backend", "codex", "--approve", "--json", "--session", session, "--codex"])
+        .args(["run", "--backend", "codex", "--approve", "--json", "--session", session, "--program"])
         .arg(codex)
         .arg("Please run the live test command.")
         .env("CLAWBRIDGE_STATE_DIR", state)

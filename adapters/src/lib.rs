@@ -1,6 +1,7 @@
-//! One module per native backend, each mapping its peer's messages to clawbridge's normalized
-//! events. Adapters never reach into each other. [`codex`] is the Codex app-server backend;
-//! [`claude`] is the Claude Code CLI backend (stream-json, control protocol, warm process).
+//! One module per native backend, each implementing [`clawbridge_bridge::backend::Backend`] once:
+//! its config, the mapping of native events to normalized events, its request handler and its
+//! session. An adapter never reaches into another; the [`registry`] is the one place that lists
+//! them.
 
 pub mod claude;
 pub mod codex;
@@ -8,5 +9,29 @@ pub mod codex;
 #[cfg(test)]
 mod test_support;
 
-/// The backends clawbridge can drive, as named on the command line.
-pub const BACKENDS: &[&str] = &["demo", "codex", "claude"];
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clawbridge_bridge::backend::Registry;
+
+/// The executable that plays the demo's bundled recording, and its arguments.
+#[derive(Clone, Debug)]
+pub struct DemoAgent {
+    /// The program (the `clawbridge` binary).
+    pub program: PathBuf,
+    /// Its arguments before Codex's own (`demo-agent`).
+    pub args: Vec<OsString>,
+    /// The version of the codex app-server the recording was made with.
+    pub recorded_version: &'static str,
+}
+
+/// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex
+/// and Claude Code. Adding a backend is one line here. Call inside a tokio runtime (backends that
+/// keep warm processes start their reapers).
+pub fn registry(demo: DemoAgent) -> Registry {
+    Registry::new()
+        .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
+        .with(Arc::new(codex::CodexBackend::native()))
+        .with(Arc::new(claude::ClaudeBackend::default()))
+}

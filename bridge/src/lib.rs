@@ -4,11 +4,14 @@
 //! Nothing in this crate knows Codex or Claude; adapters build on it.
 
 pub mod attempt;
+pub mod backend;
 pub mod binding;
 pub mod connection;
 pub mod events;
 pub mod exit;
+pub mod probe;
 pub mod rpc;
+pub mod sink;
 pub mod supervisor;
 pub mod transcript;
 pub mod transport;

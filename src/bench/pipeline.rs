@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::agent::STAMP_MARK;
 use super::sys;
-use crate::serve::queue::EventQueue;
+use clawbridge_bridge::sink::EventQueue;
 
 /// What reached the host's stream.
 #[derive(Debug, Default)]

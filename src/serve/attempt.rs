@@ -1,33 +1,34 @@
-//! One `attempt/run`: a Codex session per attempt (spawn, handshake, start or resume the thread,
-//! one turn) — or, for the Claude harness, a turn on the session's CLI (`super::claude`) — every
-//! event streamed as `attempt/event`, the transcript mirrored through `host/transcript/append`
-//! (awaited, so the result never outruns it), the result last.
+//! One `attempt/run` on any backend: open the native session (spawn, handshake, start or resume the
+//! conversation), run one turn, every event streamed as `attempt/event`, the transcript mirrored
+//! through `host/transcript/append` (awaited, so the result never outruns it), the result last.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions, ThreadReady};
-use clawbridge_bridge::attempt::AttemptResult;
-use clawbridge_bridge::attempt::hooks::{Approver, HostToolSpec, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
+use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
+use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
-use clawbridge_bridge::transcript::{Message, ModelLabel, TranscriptMirror};
+use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData};
 use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
 use clawbridge_protocol::jsonrpc::ErrorObject;
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::harness::{BackendKind, Harness};
+use super::harness::Harness;
 use super::hooks::{HostApprover, HostObserver, HostToolsClient, HostUserInput};
-use super::queue::EventQueue;
 
 /// How long the host may take to store one group of transcript rows.
 const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an interrupted turn gets to confirm under `serve`.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 
 /// Everything one attempt needs.
 pub struct AttemptJob {
@@ -39,20 +40,48 @@ pub struct AttemptJob {
     pub params: AttemptRunParams,
     /// The harness that runs it.
     pub harness: Harness,
-    /// The session's native thread from an earlier attempt, to resume.
-    pub previous_thread: Option<String>,
+    /// How its native session is opened (the resume filled in from the session's binding).
+    pub settings: OpenSettings,
     /// Cancelled by `attempt/cancel`, `shutdown` or the host going away.
     pub cancel: CancellationToken,
-    /// Where the app-server is recorded for orphan reaping.
-    pub registry: Option<PidRegistry>,
 }
 
-/// What an attempt produced: the response, and the thread to bind to the session.
+/// What an attempt produced: the response, and the native session to bind to the host session.
 pub struct AttemptOutcome {
     /// The `attempt/run` result.
     pub response: AttemptRunResponse,
-    /// The native thread the turn ran in.
-    pub thread_id: Option<String>,
+    /// The native thread or session the turn ran in.
+    pub native_id: Option<String>,
+}
+
+/// How `params` opens a native session on `harness` (without the resume, which comes from the
+/// session's binding): the working directory when it exists, the model, the host's system prompt
+/// and tools, serve's deadlines, and the host as the user's voice when it takes questions.
+pub fn open_settings(
+    peer: &RpcPeer,
+    caps: &HostCapabilities,
+    params: &AttemptRunParams,
+    harness: &Harness,
+    registry: Option<PidRegistry>,
+) -> OpenSettings {
+    let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
+    let user_input = caps.user_input.then(|| {
+        Arc::new(HostUserInput { peer: peer.clone(), attempt_id: params.attempt_id.clone() }) as Arc<dyn UserInputAsker>
+    });
+    OpenSettings {
+        program: harness.program.clone(),
+        cwd: (!cwd.is_empty() && std::path::Path::new(&cwd).is_dir()).then(|| PathBuf::from(&cwd)),
+        model: (!params.model_id.is_empty()).then(|| params.model_id.clone()),
+        system_prompt: params.extra_system_prompt.clone(),
+        host_tools: host_tool_specs(caps, params, harness),
+        resume: None,
+        session_key: params.session_id.clone(),
+        registry,
+        user_input,
+        approval_timeout: Some(super::hooks::APPROVAL_TIMEOUT),
+        tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
+        interrupt_grace: Some(INTERRUPT_GRACE),
+    }
 }
 
 /// Runs one attempt. `Err` only for attempts that never started (preflight failures).
@@ -71,107 +100,73 @@ pub async fn run(job: AttemptJob) -> Result<AttemptOutcome, ErrorObject> {
             cancel.cancel();
         })
     });
-    let outcome = match job.harness.backend {
-        BackendKind::Claude => super::claude::run_started(&job, &timed_out).await,
-        _ => run_started(&job, &timed_out).await,
-    };
+    let outcome = run_started(job, &timed_out).await;
     if let Some(budget) = budget {
         budget.abort();
     }
     outcome
 }
 
-async fn run_started(job: &AttemptJob, timed_out: &AtomicBool) -> Result<AttemptOutcome, ErrorObject> {
+async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptOutcome, ErrorObject> {
     let params = &job.params;
     let attempt_id = params.attempt_id.clone();
-    let demo = job.harness.backend == BackendKind::Demo;
-    let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
-
-    let mut config = CodexConfig::new(job.harness.program.clone());
-    if demo {
-        config.launcher_args = vec![OsString::from("demo-agent")];
-    } else {
-        config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
-    }
-    if !cwd.is_empty() && std::path::Path::new(&cwd).is_dir() {
-        config.cwd = Some(PathBuf::from(&cwd));
-    }
-    config.approval_timeout = super::hooks::APPROVAL_TIMEOUT;
-    config.tool_timeout = super::hooks::TOOL_TIMEOUT;
-    config.interrupt_grace = Duration::from_secs(5);
-    config.registry = job.registry.clone();
-
-    let (approver, tools, observer) = host_hooks(job, host_tool_specs(job));
-    let hooks = SessionHooks { approver, tools, observer };
-    let backend_name = if demo { "the demo agent" } else { "codex app-server" };
-    let mut session = match CodexSession::connect(config, hooks).await {
-        Ok(session) => session,
+    let backend = job.harness.backend.clone();
+    let facts = backend.facts();
+    let hooks = host_hooks(&job, job.settings.host_tools.clone());
+    let mut native = match backend.open(job.settings.clone(), hooks).await {
+        Ok(native) => native,
         Err(error) => {
             return Err(preflight(
-                format!("{backend_name} could not start: {error}"),
-                format!("{} could not start: {error}", job.harness.info.label),
+                format!("{} {error}", facts.process),
+                format!("{} {}", job.harness.info.label, user_facing(&error)),
             ));
         }
     };
-    if job.caps.user_input {
-        session
-            .answer_user_input_with(Arc::new(HostUserInput { peer: job.peer.clone(), attempt_id: attempt_id.clone() }));
+    if let Some(why) = native.resume_failure() {
+        tracing::warn!(attempt = %attempt_id, "could not resume the session's {} ({why}); started a new one", facts.native_session);
     }
     if job.cancel.is_cancelled() {
-        session.shutdown().await;
+        native.shutdown().await;
         return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before the turn started"));
     }
 
-    let options = ThreadOptions {
-        cwd: (!cwd.is_empty()).then(|| cwd.clone()),
-        model: (!params.model_id.is_empty() && !demo).then(|| params.model_id.clone()),
-        developer_instructions: params.extra_system_prompt.clone(),
-        ..ThreadOptions::default()
-    };
-    // The demo's recording holds one fresh thread, so a demo session never resumes.
-    let thread: Result<ThreadReady, _> = match (&job.previous_thread, demo) {
-        (Some(previous), false) => session.resume_or_start(previous, &options).await,
-        _ => session.start_thread(&options).await,
-    };
-    let thread = match thread {
-        Ok(thread) => thread,
-        Err(error) => {
-            session.shutdown().await;
-            return Err(preflight(
-                format!("{backend_name} could not start a thread: {error}"),
-                format!("{} could not start a conversation: {error}", job.harness.info.label),
-            ));
-        }
-    };
-    if let Some(why) = &thread.resume_failure {
-        tracing::warn!(attempt = %attempt_id, "could not resume the session's thread ({why}); started a new one");
-    }
-
     let label = ModelLabel {
-        api: params.model_api.clone().unwrap_or_else(|| "codex-app-server".into()),
+        api: params.model_api.clone().unwrap_or_else(|| facts.transcript_api.into()),
         provider: params.provider.clone(),
         model: params.model_id.clone(),
     };
-    let streaming = Streaming::start(job, label);
+    let pipeline = host_pipeline(&job, label);
+    let input = TurnInput::text(params.prompt.clone());
     let turn = {
-        let mut sink = |event: &Event| streaming.push(event);
-        session.run_turn(&thread.thread_id, &params.prompt, &mut sink, &job.cancel).await
+        let mut sink = |event: &Event| pipeline.push(event);
+        native.run_turn(&input, &mut sink, &job.cancel).await
     };
+    let native_id = native.native_id();
     let result = match turn {
         Ok(result) => result,
-        Err(error) => failed_result(Some(&thread.thread_id), format!("the turn could not run: {error}")),
+        Err(error) => failed_result(native_id.as_deref(), error.to_string()),
     };
-    let mirrored = streaming.finish(&result).await;
-    let stop = session.shutdown().await;
-    tracing::debug!(attempt = %attempt_id, ?stop, "native process stopped");
-    Ok(outcome(job, timed_out, result, mirrored, Some(thread.thread_id)))
+    let mirrored = pipeline.finish(&result).await;
+    if mirrored.dropped_delta_bytes > 0 {
+        tracing::info!(attempt = %attempt_id, dropped = mirrored.dropped_delta_bytes, "the host read slowly; some streamed delta bytes were merged away");
+    }
+    native.shutdown().await;
+    Ok(outcome(&job, timed_out, result, mirrored, native_id))
 }
 
-/// The host tools an attempt declares to its backend: none for the demo (its recording declared
-/// none), when tools are disabled or the host serves none; else the host's, filtered by `toolsAllow`.
-pub(super) fn host_tool_specs(job: &AttemptJob) -> Vec<HostToolSpec> {
-    let params = &job.params;
-    if job.harness.backend == BackendKind::Demo || params.disable_tools || !job.caps.host_tools {
+/// What a person reads about a session that could not be opened.
+fn user_facing(error: &BackendError) -> String {
+    match error {
+        BackendError::Start { source, .. } => format!("could not start: {source}"),
+        BackendError::Conversation { source } => format!("could not start a conversation: {source}"),
+        other => other.to_string(),
+    }
+}
+
+/// The host tools an attempt declares to its backend: none when the harness takes none, when tools
+/// are disabled or the host serves none; else the host's, filtered by `toolsAllow`.
+fn host_tool_specs(caps: &HostCapabilities, params: &AttemptRunParams, harness: &Harness) -> Vec<HostToolSpec> {
+    if !harness.backend.facts().supports.host_tools || params.disable_tools || !caps.host_tools {
         return Vec::new();
     }
     params
@@ -187,86 +182,36 @@ pub(super) fn host_tool_specs(job: &AttemptJob) -> Vec<HostToolSpec> {
 }
 
 /// The attempt's hooks wired to the host: approvals, the host tools `specs`, tool terminals.
-pub(super) fn host_hooks(
-    job: &AttemptJob,
-    specs: Vec<HostToolSpec>,
-) -> (Arc<dyn Approver>, Arc<dyn HostTools>, Arc<dyn ToolTerminalObserver>) {
+fn host_hooks(job: &AttemptJob, specs: Vec<HostToolSpec>) -> SessionHooks {
     let attempt_id = job.params.attempt_id.clone();
     let approver =
         Arc::new(HostApprover { peer: job.peer.clone(), attempt_id: attempt_id.clone(), enabled: job.caps.approvals });
     let tools = Arc::new(HostToolsClient { peer: job.peer.clone(), attempt_id: attempt_id.clone(), specs });
     let observer = Arc::new(HostObserver { peer: job.peer.clone(), attempt_id, enabled: job.caps.tool_terminals });
-    (approver, tools, observer)
+    SessionHooks { approver, tools, observer }
 }
 
-/// A turn's events on their way to the host: they leave the (synchronous) sink through a queue that
-/// never blocks the native reader and stays bounded by merging deltas while the host lags (lessons
-/// F5); one task streams and mirrors them in order.
-pub(super) struct Streaming {
-    /// Filled by the sink.
-    queue: Arc<EventQueue>,
-    /// The task streaming and mirroring the queue.
-    forwarding: tokio::task::JoinHandle<Forwarder>,
-}
-
-/// How a turn's transcript mirroring went.
-pub(super) struct Mirrored {
-    /// Whether the host holds every row (so it writes no copy of its own).
-    owned: bool,
-    /// The final assistant row's key.
-    key: Option<String>,
-}
-
-impl Streaming {
-    /// Starts streaming `job`'s events; assistant rows name `label`.
-    pub(super) fn start(job: &AttemptJob, label: ModelLabel) -> Streaming {
-        let params = &job.params;
-        let queue = Arc::new(EventQueue::default());
-        let forwarder = Forwarder {
+/// The turn's pipeline to the host: every event streamed as `attempt/event`, then mirrored into the
+/// host transcript (when the host appends) with each group of rows acknowledged before the next
+/// event; the queue in front never blocks the native reader (docs/peers/pipes.md#backpressure).
+fn host_pipeline(job: &AttemptJob, label: ModelLabel) -> Pipeline {
+    let params = &job.params;
+    let stream = HostEventStream { peer: job.peer.clone(), attempt_id: params.attempt_id.clone(), seq: 0 };
+    let mirror = job.caps.transcript_append.then(|| {
+        let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone()));
+        let store = HostTranscript {
             peer: job.peer.clone(),
             attempt_id: params.attempt_id.clone(),
             session_id: params.session_id.clone(),
-            mirror_enabled: job.caps.transcript_append,
-            scope: format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone())),
-            label,
-            mirror: None,
-            owned: job.caps.transcript_append,
-            seq: 0,
         };
-        let forwarding = tokio::spawn(forwarder.run(queue.clone()));
-        Streaming { queue, forwarding }
-    }
-
-    /// The sink: queues one event (never blocks).
-    pub(super) fn push(&self, event: &Event) {
-        self.queue.push(event.clone());
-    }
-
-    /// Ends the stream after the turn: waits until every event is streamed and mirrored, and closes
-    /// the rows of a turn whose terminal never reached the mirror.
-    pub(super) async fn finish(self, result: &AttemptResult) -> Mirrored {
-        self.queue.close();
-        let mut forwarder = match self.forwarding.await {
-            Ok(forwarder) => forwarder,
-            Err(join) => {
-                tracing::error!(%join, "the event forwarder died");
-                return Mirrored { owned: false, key: None };
-            }
-        };
-        if let Some(mirror) = forwarder.mirror.as_mut() {
-            if !mirror.is_finished() {
-                let messages = mirror.finish(&result.terminal);
-                forwarder.append(messages).await;
-            }
-        }
-        let key = forwarder.mirror.as_ref().map(|m| m.assistant_key());
-        Mirrored { owned: forwarder.owned && forwarder.mirror.is_some(), key }
-    }
+        (MirrorSpec { scope, label, prompt: None }, Box::new(store) as Box<dyn TranscriptStore>)
+    });
+    Pipeline::start(vec![Box::new(stream)], mirror)
 }
 
 /// The attempt's outcome from its turn's `result`: an abort caused by the attempt's budget is a
 /// timeout; `native` is the native thread or session to bind to the host session.
-pub(super) fn outcome(
+fn outcome(
     job: &AttemptJob,
     timed_out: &AtomicBool,
     mut result: AttemptResult,
@@ -281,64 +226,51 @@ pub(super) fn outcome(
         };
     }
     let response = to_response(&job.params.attempt_id, &result, mirrored.owned, mirrored.key);
-    AttemptOutcome { response, thread_id: native }
+    AttemptOutcome { response, native_id: native }
 }
 
-/// Streams events as `attempt/event` and mirrors them into the host transcript.
-struct Forwarder {
+/// Streams each event to the host as `attempt/event`, numbered.
+struct HostEventStream {
+    /// The host connection.
     peer: RpcPeer,
+    /// The attempt the events belong to.
     attempt_id: String,
-    session_id: String,
-    mirror_enabled: bool,
-    scope: String,
-    label: ModelLabel,
-    mirror: Option<TranscriptMirror>,
-    /// False once an append failed (or the host does not append at all).
-    owned: bool,
+    /// The next event's number.
     seq: u64,
 }
 
-impl Forwarder {
-    async fn run(mut self, queue: Arc<EventQueue>) -> Self {
-        while let Some(event) = queue.next().await {
+impl EventStage for HostEventStream {
+    fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
             let note = json!({"attemptId": self.attempt_id, "seq": self.seq, "event": event});
             self.seq += 1;
             if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
                 tracing::debug!(%error, "could not stream an attempt event");
             }
-            if !self.mirror_enabled {
-                continue;
-            }
-            if let Event::TurnStarted { turn_id } = &event {
-                if self.mirror.is_none() {
-                    self.mirror = Some(TranscriptMirror::new(self.scope.clone(), turn_id.clone(), self.label.clone()));
-                }
-            }
-            let messages = match self.mirror.as_mut() {
-                Some(mirror) => mirror.on_event(&event),
-                None => Vec::new(),
-            };
-            self.append(messages).await;
-        }
-        let dropped = queue.dropped_bytes();
-        if dropped > 0 {
-            tracing::info!(attempt = %self.attempt_id, dropped, "the host read slowly; some streamed delta bytes were merged away");
-        }
-        self
+        })
     }
+}
 
-    /// Appends one group of rows and waits for the host's acknowledgement.
-    async fn append(&mut self, messages: Vec<Message>) {
-        if messages.is_empty() || !self.mirror_enabled {
-            return;
-        }
-        let params = json!({"attemptId": self.attempt_id, "sessionId": self.session_id, "messages": messages});
-        if let Err(error) =
-            self.peer.request_with_timeout(methods::HOST_TRANSCRIPT_APPEND, Some(&params), APPEND_TIMEOUT).await
-        {
-            tracing::warn!(attempt = %self.attempt_id, %error, "the host did not store transcript rows");
-            self.owned = false;
-        }
+/// The host's transcript: each group of rows is a `host/transcript/append` the host acknowledges.
+struct HostTranscript {
+    /// The host connection.
+    peer: RpcPeer,
+    /// The attempt the rows belong to.
+    attempt_id: String,
+    /// The host session whose transcript takes them.
+    session_id: String,
+}
+
+impl TranscriptStore for HostTranscript {
+    fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let params = json!({"attemptId": self.attempt_id, "sessionId": self.session_id, "messages": messages});
+            self.peer
+                .request_with_timeout(methods::HOST_TRANSCRIPT_APPEND, Some(&params), APPEND_TIMEOUT)
+                .await
+                .map(drop)
+                .map_err(|error| StoreError(Box::new(error)))
+        })
     }
 }
 
@@ -359,19 +291,19 @@ fn to_response(attempt_id: &str, result: &AttemptResult, owned: bool, key: Optio
     })
 }
 
-pub(super) fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
+fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some(message) }));
     recorder.finish(native.map(str::to_string))
 }
 
 /// A result for an attempt that ended before its turn started (cancelled early).
-pub(super) fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
+fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     let message = (!message.is_empty()).then(|| message.to_string());
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
     let result = recorder.finish(None);
-    AttemptOutcome { response: to_response_raw(attempt_id, &result), thread_id: None }
+    AttemptOutcome { response: to_response_raw(attempt_id, &result), native_id: None }
 }
 
 /// [`to_response`] without the fallback (which itself uses this): the conversion cannot fail for
@@ -401,7 +333,7 @@ fn to_response_raw(attempt_id: &str, result: &AttemptResult) -> AttemptRunRespon
     })
 }
 
-pub(super) fn preflight(message: String, user_message: String) -> ErrorObject {
+fn preflight(message: String, user_message: String) -> ErrorObject {
     let data = PreflightErrorData { user_message: Some(user_message) };
     ErrorObject { code: errors::PREFLIGHT_FAILED, message, data: serde_json::to_value(data).ok() }
 }

@@ -14,11 +14,6 @@ use std::sync::Mutex;
 use clawbridge_bridge::binding::{Binding, Fingerprints};
 use sha2::{Digest, Sha256};
 
-/// What a native thread was created under: the harness id stands in for the backend.
-pub fn fingerprints(harness_id: &str, cwd: &str, model: &str) -> Fingerprints {
-    Fingerprints::new(harness_id, cwd, model)
-}
-
 /// Bindings by session id.
 pub struct Bindings {
     /// Where binding files live; `None` keeps them in memory only (no state dir).
@@ -97,13 +92,13 @@ mod tests {
     #[test]
     fn a_binding_survives_the_process_and_is_only_resumed_under_the_same_settings() {
         let dir = tempfile::tempdir().unwrap();
-        let current = fingerprints("clawbridge-codex", "/w", "m");
+        let current = Fingerprints::new("clawbridge-codex", "/w", "m");
         Bindings::new(Some(dir.path().to_path_buf())).save("s-1", "th-1", &current);
 
         let later = Bindings::new(Some(dir.path().to_path_buf()));
         assert_eq!(later.thread_for("s-1", &current).as_deref(), Some("th-1"));
-        assert_eq!(later.thread_for("s-1", &fingerprints("clawbridge-codex", "/other", "m")), None);
-        assert_eq!(later.thread_for("s-1", &fingerprints("clawbridge-claude", "/w", "m")), None);
+        assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-codex", "/other", "m")), None);
+        assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-claude", "/w", "m")), None);
         assert_eq!(later.thread_for("s-2", &current), None);
         assert!(later.reset("s-1"));
         assert!(!later.reset("s-1"));
@@ -114,7 +109,7 @@ mod tests {
     fn session_ids_never_name_paths() {
         let dir = tempfile::tempdir().unwrap();
         let bindings = Bindings::new(Some(dir.path().join("b")));
-        bindings.save("../../escape", "th", &fingerprints("h", "/", "m"));
+        bindings.save("../../escape", "th", &Fingerprints::new("h", "/", "m"));
         let names: Vec<_> = std::fs::read_dir(dir.path().join("b")).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(names.len(), 1);
         assert!(

@@ -22,7 +22,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
-use super::bindings::{self, Bindings};
+use super::bindings::Bindings;
 use super::harness::Catalog;
 
 /// The most attempts that run at once on the connection.
@@ -233,8 +233,6 @@ impl Server {
             return Err(reply(codes::INVALID_PARAMS, "attempt/run needs an attemptId and a sessionId".into()));
         }
         let cancel = CancellationToken::new();
-        let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
-        let fingerprints = bindings::fingerprints(&harness.info.id, &cwd, &params.model_id);
         {
             let mut state = self.lock();
             if state.shutting_down {
@@ -263,18 +261,21 @@ impl Server {
                 Running { session_id: params.session_id.clone(), cancel: cancel.clone() },
             );
         }
-        // (The demo backend binds too, but never resumes: its recording holds one fresh thread.)
-        let previous_thread = self.bindings.thread_for(&params.session_id, &fingerprints);
         // Whatever happens below, the attempt leaves the registry.
         let _guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
         let Some(peer) = self.peer().await else {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
+        let mut settings = attempt::open_settings(&peer, &caps, &params, &harness, self.registry.clone());
+        let fingerprints = harness.backend.fingerprints(&settings);
+        if harness.backend.facts().supports.resume {
+            settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
+        }
         let session_id = params.session_id.clone();
-        let job = AttemptJob { peer, caps, params, harness, previous_thread, cancel, registry: self.registry.clone() };
+        let job = AttemptJob { peer, caps, params, harness, settings, cancel };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
-        if let Some(thread_id) = outcome.thread_id {
-            self.bindings.save(&session_id, &thread_id, &fingerprints);
+        if let Some(native_id) = outcome.native_id {
+            self.bindings.save(&session_id, &native_id, &fingerprints);
         }
         encode(outcome.response)
     }

@@ -2,12 +2,9 @@
 //!
 //! - [`harness`]: the harnesses offered, their backends' availability, `harness/supports`.
 //! - [`handler`]: the host's requests (`initialize`, `attempt/run`, …) and the connection state.
-//! - [`attempt`]: one attempt on a Codex session (real or the demo replay).
+//! - [`attempt`]: one attempt on any backend's native session.
 //! - [`hooks`]: approvals, host tools and tool terminals routed to the host.
-//! - [`claude`]: the Claude Code harness (probe; attempts on the session's warm CLI).
 //! - [`bindings`]: the sessions' native threads, persisted under the state directory.
-//! - [`queue`]: the non-blocking, bounded event queue between a native reader and the host.
-//! - [`probe`]: finding backend executables; their `--version`, cached while the file is unchanged.
 //!
 //! stdout carries only protocol lines: the peer writes through an in-process pipe that a pump copies
 //! to stdout line by line, so the pump can also answer lines the peer could not parse (`-32700`)
@@ -15,23 +12,21 @@
 
 mod attempt;
 mod bindings;
-mod claude;
 mod handler;
 mod harness;
 mod hooks;
-mod probe;
-// `clawbridge bench` feeds its measured attempts through the same queue.
-pub(crate) mod queue;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clawbridge_bridge::backend::Registry;
+use clawbridge_bridge::probe::VersionProbe;
 use clawbridge_bridge::rpc::{NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_protocol::jsonrpc::{Dialect, codes};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
 use handler::{Server, ServerHandler};
@@ -42,8 +37,18 @@ const EXTRA_LINES: usize = 256;
 /// How long running attempts get to wind down when the host leaves.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves the host protocol until the host closes stdin (or after `shutdown`).
-pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
+/// Serves the host protocol on stdin/stdout for `backends` until the host closes stdin (or after
+/// `shutdown`); then stops what the backends keep warm.
+pub async fn serve(state_dir: &Path, backends: Registry) -> anyhow::Result<()> {
+    serve_on(tokio::io::stdin(), tokio::io::stdout(), state_dir, backends).await
+}
+
+/// [`serve`] on any byte streams: the host's lines arrive on `input`, the bridge's go to `output`.
+pub async fn serve_on<R, W>(input: R, output: W, state_dir: &Path, backends: Registry) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let registry = match PidRegistry::open(state_dir.join("pids")) {
         Ok(registry) => {
             match registry.reap_orphans(Duration::from_secs(2)).await {
@@ -61,15 +66,15 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
             None
         }
     };
-    let versions = probe::VersionProbe::open(Some(state_dir));
-    let catalog = harness::Catalog::probe(&versions).await;
+    let versions = VersionProbe::open(state_dir.join("serve").join("version-cache.json"));
+    let catalog = harness::Catalog::probe(&backends, &versions).await;
     versions.save();
 
     // The peer writes into a pipe; the pump copies whole lines to stdout and adds its own.
     let (peer_out, pump_in) = tokio::io::duplex(1 << 20);
     // Bounded: a host that floods garbage while not reading must not grow memory.
     let (extra_tx, extra_rx) = mpsc::channel::<String>(EXTRA_LINES);
-    let pump = tokio::spawn(pump(pump_in, extra_rx));
+    let pump = tokio::spawn(pump(pump_in, extra_rx, output));
 
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
@@ -82,13 +87,8 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
         label: "host".into(),
         ..PeerConfig::default()
     };
-    let (peer, mut events) = RpcPeer::start(
-        tokio::io::stdin(),
-        peer_out,
-        config,
-        Arc::new(ServerHandler(server.clone())),
-        Arc::new(NoProcess),
-    );
+    let (peer, mut events) =
+        RpcPeer::start(input, peer_out, config, Arc::new(ServerHandler(server.clone())), Arc::new(NoProcess));
     let _ = peer_tx.send(Some(peer.clone()));
     let mut shutdown = server.shutdown_watch();
 
@@ -123,8 +123,8 @@ pub async fn serve(state_dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    // No attempt runs any more: the Claude CLIs kept warm for their sessions' next attempts stop.
-    claude::shutdown().await;
+    // No attempt runs any more: what backends kept warm for their sessions' next attempts stops.
+    backends.shutdown().await;
     peer.close();
     drop(extra_tx);
     drop(peer);
@@ -144,9 +144,12 @@ fn problem_reply(problem: &StreamProblem) -> Option<String> {
     Some(json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}).to_string())
 }
 
-/// Copies the peer's lines and the extra lines to stdout, a whole line at a time.
-async fn pump(from_peer: tokio::io::DuplexStream, mut extra: mpsc::Receiver<String>) {
-    let mut stdout = tokio::io::stdout();
+/// Copies the peer's lines and the extra lines to `stdout`, a whole line at a time.
+async fn pump<W: AsyncWrite + Unpin>(
+    from_peer: tokio::io::DuplexStream,
+    mut extra: mpsc::Receiver<String>,
+    mut stdout: W,
+) {
     let mut lines = BufReader::new(from_peer).lines();
     let mut extra_open = true;
     loop {

@@ -152,11 +152,14 @@ impl ClaudeConfig {
         env.without("CLAUDECODE")
     }
 
-    /// The command for `claude --version`.
-    pub(crate) fn version_command(&self) -> CommandSpec {
-        let mut args = self.launcher_args.clone();
-        args.push("--version".into());
-        CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env: self.child_env() }
+    /// The command whose `--version` is judged by the version gate (the probe appends `--version`).
+    pub(crate) fn probe_command(&self) -> CommandSpec {
+        CommandSpec {
+            program: self.program.clone(),
+            args: self.launcher_args.clone(),
+            cwd: self.cwd.clone(),
+            env: self.child_env(),
+        }
     }
 
     /// The command for a session process, continuing `resume` when given. With `host_tools`, the

@@ -10,6 +10,7 @@
 //! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
 //!   Claude session's binding.
 
+pub mod backend;
 pub mod config;
 pub mod handler;
 pub mod mapping;
@@ -17,6 +18,7 @@ pub mod pool;
 pub mod resume;
 pub mod session;
 
+pub use backend::{CLAUDE_BIN_ENV, ClaudeBackend};
 pub use config::{ClaudeConfig, Secret};
 pub use mapping::{SHELL_TOOL_NAME, TurnMapper, canonical_tool_name, normalized_usage, tool_call};
 pub use session::{ClaudeError, ClaudeSession, SessionHooks};

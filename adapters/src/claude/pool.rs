@@ -121,6 +121,11 @@ impl WarmSession {
         &mut self.session
     }
 
+    /// The session, to read its state.
+    pub fn session_ref(&self) -> &ClaudeSession {
+        &self.session
+    }
+
     /// The settings its process was started with.
     pub fn fingerprints(&self) -> &Fingerprints {
         &self.fingerprints

@@ -31,6 +31,7 @@ use clawbridge_bridge::attempt::hooks::ToolTerminalObserver;
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::probe::{ProbeError, VersionProbe};
 use clawbridge_bridge::supervisor::{ChildProcess, ExitWatch, SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_bridge::transport::{Frame, LineSender, frame_reader, spawn_line_writer};
 use clawbridge_protocol::claude::version::{Version, same_version};
@@ -66,14 +67,9 @@ pub enum ClaudeError {
     /// The CLI could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
-    /// `claude --version` could not be run (or did not finish in time).
-    #[error("could not run `{program} --version`: {reason}")]
-    VersionCheck {
-        /// The program as configured.
-        program: String,
-        /// What went wrong.
-        reason: String,
-    },
+    /// `claude --version` could not be run, failed, or did not finish in time.
+    #[error(transparent)]
+    VersionCheck(#[from] ProbeError),
     /// The CLI's version is refused; nothing was spawned. Not retryable.
     #[error("{rejected} (`claude --version` printed {output:?})")]
     VersionRejected {
@@ -192,7 +188,7 @@ impl ClaudeSession {
     /// Checks the CLI's version, spawns it and performs the `initialize` handshake. A refused version
     /// spawns nothing; a failed handshake stops the process.
     pub async fn connect(config: ClaudeConfig, hooks: SessionHooks) -> Result<ClaudeSession, ClaudeError> {
-        let version = check_version(&config).await?;
+        let version = check_version(&config, &VersionProbe::in_memory()).await?;
         let activity = Arc::new(TurnActivity::default());
         let host_server = (!hooks.tools.specs().is_empty()).then(|| config.host_mcp_server.clone());
         let handler = match &host_server {
@@ -463,31 +459,10 @@ fn fallback_turn_base() -> String {
     format!("clawbridge-{}-{}", std::process::id(), started.as_nanos())
 }
 
-/// Runs `claude --version` (same environment as the session, never a secret in argv) and judges it.
-async fn check_version(config: &ClaudeConfig) -> Result<Version, ClaudeError> {
-    let spec = config.version_command();
-    let program = spec.program.display().to_string();
-    let mut command = tokio::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .env_clear()
-        .envs(spec.env.build(std::env::vars_os()))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
-    let output = match tokio::time::timeout(config.version_timeout, command.output()).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(error)) => return Err(ClaudeError::VersionCheck { program, reason: error.to_string() }),
-        Err(_) => {
-            let reason = format!("no answer within {:?}", config.version_timeout);
-            return Err(ClaudeError::VersionCheck { program, reason });
-        }
-    };
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+/// Runs `claude --version` through `versions` (same environment as the session, never a secret in
+/// argv) and judges it by the configured version gate.
+pub async fn check_version(config: &ClaudeConfig, versions: &VersionProbe) -> Result<Version, ClaudeError> {
+    let text = versions.version_output(&config.probe_command(), config.version_timeout).await?;
     let shown = (!text.is_empty()).then_some(text.as_str());
     match config.version_policy.check_cli_output(shown) {
         Ok(verdict) => {

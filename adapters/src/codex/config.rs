@@ -79,6 +79,16 @@ impl CodexConfig {
         }
     }
 
+    /// The command whose `--version` the probe reads (it appends `--version`).
+    pub(crate) fn probe_command(&self) -> CommandSpec {
+        CommandSpec {
+            program: self.program.clone(),
+            args: self.launcher_args.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+        }
+    }
+
     /// The command to spawn.
     pub(crate) fn command(&self) -> CommandSpec {
         let mut args = self.launcher_args.clone();

@@ -6,12 +6,14 @@
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
 
+pub mod backend;
 pub mod config;
 pub mod handler;
 pub mod mapping;
 pub mod retry;
 pub mod session;
 
+pub use backend::{CODEX_BIN_ENV, CodexBackend};
 pub use config::CodexConfig;
 pub use mapping::{TurnMapper, canonical_tool_name, tool_call};
 pub use session::{CodexError, CodexSession, SessionHooks, Steering, ThreadOptions, ThreadReady};

@@ -1,4 +1,4 @@
-//! The queue between an attempt's native event sink and its forwarder (lessons F5).
+//! The queue between an attempt's native event sink and its pipeline (docs/peers/pipes.md#backpressure).
 //!
 //! The sink runs on the native peer's reader, which must never wait for the host: a host that
 //! reads slowly would otherwise stall Codex itself. So `push` never blocks. It must not grow
@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use clawbridge_bridge::events::Event;
+use crate::events::Event;
 use tokio::sync::Notify;
 
 /// The most text one merged delta holds while the forwarder lags.
@@ -109,7 +109,7 @@ fn continuation<'a, 'b>(back: &'a mut Event, next: &'b Event) -> Option<(&'a mut
 
 #[cfg(test)]
 mod tests {
-    use clawbridge_bridge::events::{TerminalKind, TurnTerminal};
+    use crate::events::{TerminalKind, TurnTerminal};
 
     use super::*;
 

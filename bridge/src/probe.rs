@@ -1,19 +1,53 @@
-//! Finding backend executables and asking their `--version`, cached by the executable's identity.
+//! Finding backend executables and asking their `--version`: the one way every backend's version
+//! gate reads the version its executable reports, cached by the executable's identity.
 //!
 //! `serve` answers `initialize` only after probing every backend, and a CLI's `--version` costs tens
 //! of milliseconds (Node start-up for some). The answer cannot change while the file does not, so it
-//! is kept in `<state>/serve/version-cache.json` keyed by the resolved path, size and modification
+//! can be kept in a cache file keyed by the resolved path, the arguments, size and modification
 //! time; a restarted bridge (every `openclaw agent` run starts one) reads it instead of running them.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::supervisor::CommandSpec;
+
+/// Why a `--version` probe produced no answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// The executable could not be started.
+    #[error("cannot run `{program} --version`: {source}")]
+    Run {
+        /// The program as given.
+        program: String,
+        /// What the OS said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It ran and exited unsuccessfully.
+    #[error("`{program} --version` failed ({status})")]
+    Failed {
+        /// The program as given.
+        program: String,
+        /// How it exited.
+        status: std::process::ExitStatus,
+    },
+    /// It gave no answer in time (and was killed).
+    #[error("`{program} --version` did not answer within {limit:?}")]
+    TimedOut {
+        /// The program as given.
+        program: String,
+        /// How long it had.
+        limit: Duration,
+    },
+}
+
 /// The cache file and what it held at start-up, plus what this run learned.
+#[derive(Debug)]
 pub struct VersionProbe {
     /// Where the cache lives; `None` keeps it in memory only (no state dir).
     file: Option<PathBuf>,
@@ -33,21 +67,30 @@ struct CachedVersion {
 }
 
 impl VersionProbe {
-    /// Loads the cache under `state_dir` (an unreadable or damaged cache is just empty).
-    pub fn open(state_dir: Option<&Path>) -> VersionProbe {
-        let file = state_dir.map(|dir| dir.join("serve").join("version-cache.json"));
-        let entries = file
-            .as_deref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
-        VersionProbe { file, entries: Mutex::new(entries), dirty: Mutex::new(false) }
+    /// A probe that remembers answers for its own lifetime only.
+    pub fn in_memory() -> VersionProbe {
+        VersionProbe { file: None, entries: Mutex::default(), dirty: Mutex::new(false) }
     }
 
-    /// What `program --version` prints (trimmed stdout), from the cache while the file is unchanged.
-    /// Failures (a non-zero exit, no answer within `limit`) are never cached.
-    pub async fn version_output(&self, program: &Path, env_remove: &[&str], limit: Duration) -> Result<String, String> {
-        let key = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf()).display().to_string();
+    /// Loads the cache `file` (an unreadable or damaged cache is just empty).
+    pub fn open(file: PathBuf) -> VersionProbe {
+        let entries =
+            std::fs::read(&file).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default();
+        VersionProbe { file: Some(file), entries: Mutex::new(entries), dirty: Mutex::new(false) }
+    }
+
+    /// What `command` (the program with its launcher arguments; `--version` is appended) prints on
+    /// stdout, trimmed, from the cache while the executable is unchanged. It runs with the
+    /// environment `command.env` builds from the bridge's, like the sessions it gates. Failures (a
+    /// non-zero exit, no answer within `limit`) are never cached.
+    pub async fn version_output(&self, command: &CommandSpec, limit: Duration) -> Result<String, ProbeError> {
+        let program = &command.program;
+        let resolved = std::fs::canonicalize(program).unwrap_or_else(|_| program.clone());
+        let mut key = resolved.display().to_string();
+        for arg in &command.args {
+            key.push(' ');
+            key.push_str(&arg.to_string_lossy());
+        }
         let identity = identity(program);
         if let Some(identity) = identity {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -55,7 +98,7 @@ impl VersionProbe {
                 return Ok(hit.output.clone());
             }
         }
-        let output = run_version(program, env_remove, limit).await?;
+        let output = run_version(command, limit).await?;
         if let Some(identity) = identity {
             let entry = CachedVersion { identity, output: output.clone() };
             self.entries.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry);
@@ -91,32 +134,27 @@ fn identity(program: &Path) -> Option<(u64, u128)> {
     Some((meta.len(), mtime))
 }
 
-async fn run_version(program: &Path, env_remove: &[&str], limit: Duration) -> Result<String, String> {
-    let mut command = tokio::process::Command::new(program);
-    command.arg("--version").stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-    for name in env_remove {
-        command.env_remove(OsStr::new(name));
+async fn run_version(spec: &CommandSpec, limit: Duration) -> Result<String, ProbeError> {
+    let mut command = tokio::process::Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .arg("--version")
+        .env_clear()
+        .envs(spec.env.build(std::env::vars_os()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
     }
-    let shown = program.display();
-    match tokio::time::timeout(limit, command.kill_on_drop(true).output()).await {
+    let program = spec.program.display().to_string();
+    match tokio::time::timeout(limit, command.output()).await {
         Ok(Ok(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
-        Ok(Ok(out)) => Err(format!("`{shown} --version` failed ({})", out.status)),
-        Ok(Err(e)) => Err(format!("cannot run `{shown} --version`: {e}")),
-        Err(_) => Err(format!("`{shown} --version` did not answer within {limit:?}")),
+        Ok(Ok(out)) => Err(ProbeError::Failed { program, status: out.status }),
+        Ok(Err(source)) => Err(ProbeError::Run { program, source }),
+        Err(_) => Err(ProbeError::TimedOut { program, limit }),
     }
-}
-
-/// `name` itself when it has a directory part, else the first match on `PATH`.
-pub fn find_program(name: &Path) -> Option<PathBuf> {
-    let executable = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.components().count() > 1 || name.is_absolute() {
-        return executable(name).then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| executable(p))
 }
 
 #[cfg(test)]
@@ -140,30 +178,32 @@ mod tests {
         let runs = || std::fs::read_to_string(&counter).map_or(0, |s| s.lines().count());
         let limit = Duration::from_secs(10);
 
-        let first = VersionProbe::open(Some(state.path()));
-        assert_eq!(first.version_output(&tool, &[], limit).await.unwrap(), "tool 1.2.3");
+        let cache = state.path().join("version-cache.json");
+        let spec = CommandSpec::new(&tool);
+        let first = VersionProbe::open(cache.clone());
+        assert_eq!(first.version_output(&spec, limit).await.unwrap(), "tool 1.2.3");
         first.save();
-        let second = VersionProbe::open(Some(state.path()));
-        assert_eq!(second.version_output(&tool, &[], limit).await.unwrap(), "tool 1.2.3");
+        let second = VersionProbe::open(cache.clone());
+        assert_eq!(second.version_output(&spec, limit).await.unwrap(), "tool 1.2.3");
         assert_eq!(runs(), 1, "a restarted bridge reads the cache");
 
         // A replaced executable (another size) is asked again.
         script(bin.path(), &format!("echo run >> '{}'\necho 'tool 1.2.40'", counter.display()));
-        assert_eq!(second.version_output(&tool, &[], limit).await.unwrap(), "tool 1.2.40");
+        assert_eq!(second.version_output(&spec, limit).await.unwrap(), "tool 1.2.40");
         assert_eq!(runs(), 2);
 
         script(bin.path(), "exit 3");
-        let failing = VersionProbe::open(Some(state.path()));
-        assert!(failing.version_output(&tool, &[], limit).await.unwrap_err().contains("failed"));
-        assert!(failing.version_output(&tool, &[], limit).await.is_err(), "a failure is not cached");
+        let failing = VersionProbe::open(cache.clone());
+        assert!(failing.version_output(&spec, limit).await.unwrap_err().to_string().contains("failed"));
+        assert!(failing.version_output(&spec, limit).await.is_err(), "a failure is not cached");
     }
 
     #[test]
     fn a_damaged_cache_is_ignored() {
         let state = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(state.path().join("serve")).unwrap();
-        std::fs::write(state.path().join("serve/version-cache.json"), "{not json").unwrap();
-        let probe = VersionProbe::open(Some(state.path()));
+        let cache = state.path().join("version-cache.json");
+        std::fs::write(&cache, "{not json").unwrap();
+        let probe = VersionProbe::open(cache);
         assert!(probe.entries.lock().unwrap().is_empty());
     }
 }

@@ -1,0 +1,235 @@
+//! The Claude Code CLI as a [`Backend`] (`clawbridge-claude`).
+//!
+//! - **Probe**: [`CLAUDE_BIN_ENV`] or `claude` on `PATH`, whose `--version` must pass the Claude
+//!   version gate; otherwise the harness is unavailable with the reason.
+//! - **Warm processes**: after its turn a session's CLI stays parked in the backend's own
+//!   [`SessionPool`] (owned here, stopped by [`Backend::shutdown`]), so the host session's next
+//!   attempt pays no start-up. It is reused only while the attempt resumes the very Claude session
+//!   the CLI holds and the settings it started under (cwd, model, system prompt, host tools, auth
+//!   profile) are unchanged. Otherwise a new CLI starts, continuing the bound session with
+//!   `--resume`, which the session only tries while the CLI's own session file exists
+//!   (docs/peers/claude.md).
+//! - The CLI keeps the environment it needs from the bridge's ([`ClaudeConfig::inherit_cli_environment`]):
+//!   its endpoint, config dir and switches; credentials reach it only through its environment.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clawbridge_bridge::attempt::driver::EventSink;
+use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::backend::{
+    Backend, BackendError, HarnessFacts, NativeSession, OpenSettings, ProbeReport, ProgramNotFound, Supports,
+    TurnInput, locate_program,
+};
+use clawbridge_bridge::binding::Fingerprints;
+use clawbridge_bridge::probe::VersionProbe;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::config::ClaudeConfig;
+use super::pool::{PoolConfig, SessionPool, WarmSession};
+use super::session::{ClaudeError, check_version};
+
+/// The environment variable that names the `claude` executable.
+pub const CLAUDE_BIN_ENV: &str = "CLAWBRIDGE_CLAUDE_BIN";
+
+/// The Claude Code backend and its warm CLIs.
+pub struct ClaudeBackend {
+    /// What its harness is.
+    facts: HarnessFacts,
+    /// The sessions' parked CLIs, by host session.
+    pool: Arc<SessionPool>,
+}
+
+impl std::fmt::Debug for ClaudeBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeBackend").field("warm", &self.pool.warm_count()).finish()
+    }
+}
+
+impl Default for ClaudeBackend {
+    fn default() -> Self {
+        ClaudeBackend::new(PoolConfig::default())
+    }
+}
+
+impl ClaudeBackend {
+    /// The backend, keeping warm CLIs under `pool`'s limits.
+    pub fn new(pool: PoolConfig) -> Self {
+        ClaudeBackend {
+            facts: HarnessFacts {
+                id: "clawbridge-claude",
+                backend: "claude",
+                label: "Claude Code (clawbridge)",
+                process: "claude",
+                native_session: "claude session",
+                transcript_api: "claude-code-cli",
+                supports: Supports { host_tools: true, resume: true, ..Supports::default() },
+                notice: None,
+                fixed_approval: None,
+            },
+            pool: SessionPool::new(pool),
+        }
+    }
+
+    /// How the session's CLI is launched under `settings`, and the auth profile it uses.
+    fn config(settings: &OpenSettings) -> (ClaudeConfig, String) {
+        let mut config = ClaudeConfig::new(settings.program.clone());
+        config.cwd.clone_from(&settings.cwd);
+        config.model = settings.model.clone().filter(|m| !m.is_empty());
+        config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
+        let auth_profile = config.inherit_cli_environment();
+        if let Some(limit) = settings.approval_timeout {
+            config.approval_timeout = limit;
+        }
+        if let Some(limit) = settings.tool_timeout {
+            config.tool_timeout = limit;
+        }
+        if let Some(grace) = settings.interrupt_grace {
+            config.interrupt_grace = grace;
+        }
+        config.registry.clone_from(&settings.registry);
+        config.resume.clone_from(&settings.resume);
+        (config, auth_profile)
+    }
+
+    /// The session's parked CLI when it may run this attempt (the same bound Claude session, the
+    /// same settings), else a new one.
+    async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, ClaudeError> {
+        let (config, auth_profile) = Self::config(settings);
+        let fingerprints = config.fingerprints(&settings.host_tools, &auth_profile);
+        let key = &settings.session_key;
+        if let Some(mut warm) = self.pool.take(key, &fingerprints) {
+            if settings.resume.is_some() && warm.session().session_id() == settings.resume.as_deref() {
+                warm.set_hooks(hooks);
+                return Ok(warm);
+            }
+            tracing::info!(session = %key, "the session is no longer bound to the warm CLI's Claude session; starting another");
+            tokio::spawn(warm.shutdown());
+        }
+        WarmSession::connect(config, hooks, fingerprints).await
+    }
+}
+
+impl Backend for ClaudeBackend {
+    fn facts(&self) -> &HarnessFacts {
+        &self.facts
+    }
+
+    fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
+        locate_program(requested, CLAUDE_BIN_ENV, "claude")
+    }
+
+    fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
+        Box::pin(async move {
+            let program = program.to_path_buf();
+            let mut config = ClaudeConfig::new(program.clone());
+            config.inherit_cli_environment();
+            match check_version(&config, versions).await {
+                Ok(version) => ProbeReport::available(program, Some(version.to_string())),
+                Err(error) => ProbeReport::unavailable(program, None, error.to_string()),
+            }
+        })
+    }
+
+    fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
+        let (config, auth_profile) = Self::config(settings);
+        config.fingerprints(&settings.host_tools, &auth_profile)
+    }
+
+    fn open(
+        &self,
+        settings: OpenSettings,
+        hooks: SessionHooks,
+    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>> {
+        Box::pin(async move {
+            let warm = self.lease(&settings, hooks).await.map_err(|error| {
+                let retryable = error.is_retryable();
+                BackendError::Start { source: Box::new(error), retryable }
+            })?;
+            let native = ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key };
+            Ok(Box::new(native) as Box<dyn NativeSession>)
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move { self.pool.shutdown().await })
+    }
+}
+
+/// A Claude session on lease from the backend's pool; handed back (parked) when it ends.
+struct ClaudeNative {
+    /// The warm CLI; `None` only while it is being handed back.
+    warm: Option<WarmSession>,
+    /// Where it goes back to.
+    pool: Arc<SessionPool>,
+    /// The host session it serves.
+    key: String,
+}
+
+impl NativeSession for ClaudeNative {
+    fn run_turn<'a>(
+        &'a mut self,
+        input: &'a TurnInput,
+        sink: EventSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>> {
+        Box::pin(async move {
+            let Some(warm) = self.warm.as_mut() else {
+                let source = "the Claude session was already handed back".into();
+                return Err(BackendError::Turn { source });
+            };
+            warm.session()
+                .run_turn(&input.text, sink, cancel)
+                .await
+                .map_err(|error| BackendError::Turn { source: Box::new(error) })
+        })
+    }
+
+    fn native_id(&self) -> Option<String> {
+        let warm = self.warm.as_ref()?;
+        warm.session_ref().session_id().map(str::to_owned)
+    }
+
+    fn resume_failure(&self) -> Option<String> {
+        let warm = self.warm.as_ref()?;
+        warm.session_ref().resume_failure().map(ToString::to_string)
+    }
+
+    fn shutdown(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        // Kept warm for the session's next attempt; a process the turn had to stop is respawned
+        // (with `--resume`) by that attempt.
+        if let Some(warm) = self.warm.take() {
+            self.pool.park(&self.key, warm);
+        }
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_or_old_cli_makes_the_harness_unavailable_with_the_reason() {
+        let backend = ClaudeBackend::default();
+        let missing = backend.locate(Some(Path::new("/nonexistent/claude"))).unwrap_err();
+        assert!(missing.why.contains("/nonexistent/claude is not an executable file"), "{missing}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let cli = dir.path().join("claude");
+        std::fs::write(&cli, "#!/bin/sh\necho '2.0.1 (Claude Code)'\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let versions = VersionProbe::in_memory();
+        let old = backend.probe(&cli, &versions).await;
+        assert!(!old.available);
+        let why = old.detail.unwrap_or_default();
+        assert!(why.contains("2.0.1") && why.contains("2.1.328"), "{why}");
+
+        std::fs::write(&cli, "#!/bin/sh\necho '2.1.328 (Claude Code)'\n").unwrap();
+        let current = backend.probe(&cli, &versions).await;
+        assert!(current.available, "{current:?}");
+        assert_eq!(current.version.as_deref(), Some("2.1.328"));
+    }
+}

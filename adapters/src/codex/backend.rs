@@ -1,0 +1,294 @@
+//! The Codex app-server as a [`Backend`]: `clawbridge-codex` runs a real `codex app-server`; the
+//! demo (`clawbridge-demo`) is the same backend playing a bundled recording of one through an
+//! executable that speaks it (the `clawbridge` binary's hidden `demo-agent` role).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clawbridge_bridge::attempt::driver::EventSink;
+use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::backend::{
+    Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenSettings, ProbeReport, ProgramNotFound,
+    Steering, Supports, TurnInput, locate_program,
+};
+use clawbridge_bridge::binding::Fingerprints;
+use clawbridge_bridge::probe::VersionProbe;
+use clawbridge_protocol::codex::version::VersionPolicy;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use super::config::CodexConfig;
+use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
+
+/// The environment variable that names the `codex` executable.
+pub const CODEX_BIN_ENV: &str = "CLAWBRIDGE_CODEX_BIN";
+/// How long `codex --version` may take.
+const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Which executable speaks Codex's protocol.
+#[derive(Clone, Debug)]
+enum Flavour {
+    /// A real `codex app-server`, found by [`CODEX_BIN_ENV`] or `PATH`.
+    Native,
+    /// An executable replaying a bundled recording of codex `version`, started with `args`.
+    Replay {
+        /// The replaying executable.
+        program: PathBuf,
+        /// Its arguments before Codex's own (`demo-agent`).
+        args: Vec<OsString>,
+        /// The recorded server's version.
+        version: &'static str,
+    },
+}
+
+/// A Codex app-server backend.
+#[derive(Clone, Debug)]
+pub struct CodexBackend {
+    /// What its harness is.
+    facts: HarnessFacts,
+    /// What it runs.
+    flavour: Flavour,
+}
+
+impl CodexBackend {
+    /// The real `codex app-server` (`clawbridge-codex`).
+    pub fn native() -> Self {
+        CodexBackend {
+            facts: HarnessFacts {
+                id: "clawbridge-codex",
+                backend: "codex",
+                label: "Codex (clawbridge)",
+                process: "codex app-server",
+                native_session: "thread",
+                transcript_api: "codex-app-server",
+                supports: Supports {
+                    steering: true,
+                    user_input: true,
+                    host_tools: true,
+                    resume: true,
+                    ..Supports::default()
+                },
+                notice: None,
+                fixed_approval: None,
+            },
+            flavour: Flavour::Native,
+        }
+    }
+
+    /// The demo (`clawbridge-demo`): `program args… app-server` replays a recorded real codex
+    /// `version` turn. The recording holds one fresh thread with no host tools, and its approval
+    /// was granted, so the demo never resumes, offers no tools and grants its approval.
+    pub fn demo(program: PathBuf, args: Vec<OsString>, version: &'static str) -> Self {
+        CodexBackend {
+            facts: HarnessFacts {
+                id: "clawbridge-demo",
+                backend: "demo",
+                label: "Demo replay (clawbridge)",
+                process: "the demo agent",
+                native_session: "thread",
+                transcript_api: "codex-app-server",
+                supports: Supports::default(),
+                notice: Some(
+                    "demo backend: playing a bundled codex 0.169.0 recording; its approval is granted as recorded",
+                ),
+                fixed_approval: Some(FixedApproval::Allow),
+            },
+            flavour: Flavour::Replay { program, args, version },
+        }
+    }
+
+    /// How a session of this backend is launched under `settings`.
+    fn config(&self, settings: &OpenSettings) -> CodexConfig {
+        let mut config = CodexConfig::new(settings.program.clone());
+        match &self.flavour {
+            Flavour::Native => {
+                // The user's CODEX_HOME (config, provider, threads) carries over; it is not
+                // inherited otherwise.
+                config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+            }
+            Flavour::Replay { args, .. } => config.launcher_args.clone_from(args),
+        }
+        config.cwd.clone_from(&settings.cwd);
+        config.registry.clone_from(&settings.registry);
+        if let Some(limit) = settings.approval_timeout {
+            config.approval_timeout = limit;
+        }
+        if let Some(limit) = settings.tool_timeout {
+            config.tool_timeout = limit;
+        }
+        if let Some(grace) = settings.interrupt_grace {
+            config.interrupt_grace = grace;
+        }
+        config
+    }
+
+    /// The thread settings under `settings` (a replay asks for nothing it did not record).
+    fn thread_options(&self, settings: &OpenSettings) -> ThreadOptions {
+        let replay = matches!(self.flavour, Flavour::Replay { .. });
+        ThreadOptions {
+            cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
+            model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
+            developer_instructions: settings.system_prompt.clone(),
+            ..ThreadOptions::default()
+        }
+    }
+
+    async fn open_session(&self, settings: OpenSettings, mut hooks: SessionHooks) -> Result<CodexNative, BackendError> {
+        if !self.facts.supports.host_tools {
+            hooks.tools = Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools);
+        }
+        let config = self.config(&settings);
+        let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
+        if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
+            session.answer_user_input_with(asker);
+        }
+        let options = self.thread_options(&settings);
+        let resume = settings.resume.as_deref().filter(|_| self.facts.supports.resume);
+        let thread = match resume {
+            Some(previous) => session.resume_or_start(previous, &options).await,
+            None => session.start_thread(&options).await,
+        };
+        match thread {
+            Ok(thread) => Ok(CodexNative { session, thread }),
+            Err(error) => {
+                session.shutdown().await;
+                Err(BackendError::Conversation { source: Box::new(error) })
+            }
+        }
+    }
+}
+
+fn start_error(error: CodexError) -> BackendError {
+    let retryable = error.is_retryable();
+    BackendError::Start { source: Box::new(error), retryable }
+}
+
+/// `program --version` (the last word that starts with a digit) judged by the Codex version gate.
+async fn probe_native(program: &Path, versions: &VersionProbe) -> ProbeReport {
+    let program = program.to_path_buf();
+    let text = match versions.version_output(&CodexConfig::new(program.clone()).probe_command(), VERSION_TIMEOUT).await
+    {
+        Ok(text) => text,
+        Err(error) => return ProbeReport::unavailable(program, None, error.to_string()),
+    };
+    let version = text.split_whitespace().rev().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
+    let Some(version) = version.map(str::to_string) else {
+        let why = format!("`{} --version` printed no version: {}", program.display(), text.trim());
+        return ProbeReport::unavailable(program, None, why);
+    };
+    match VersionPolicy::default().check(Some(&format!("codex/{version}"))) {
+        Ok(_) => ProbeReport::available(program, Some(version)),
+        Err(rejected) => ProbeReport::unavailable(program, Some(version), rejected.to_string()),
+    }
+}
+
+impl Backend for CodexBackend {
+    fn facts(&self) -> &HarnessFacts {
+        &self.facts
+    }
+
+    fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
+        match &self.flavour {
+            Flavour::Native => locate_program(requested, CODEX_BIN_ENV, "codex"),
+            Flavour::Replay { program, .. } => Ok(requested.map_or_else(|| program.clone(), Path::to_path_buf)),
+        }
+    }
+
+    fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
+        Box::pin(async move {
+            match &self.flavour {
+                Flavour::Native => probe_native(program, versions).await,
+                Flavour::Replay { version, .. } => {
+                    let program = program.to_path_buf();
+                    if program.exists() {
+                        ProbeReport::available(program, Some((*version).to_string()))
+                    } else {
+                        let why = format!("{} no longer exists", program.display());
+                        ProbeReport::unavailable(program, Some((*version).to_string()), why)
+                    }
+                }
+            }
+        })
+    }
+
+    fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
+        let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
+        Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default())
+    }
+
+    fn open(
+        &self,
+        settings: OpenSettings,
+        hooks: SessionHooks,
+    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>> {
+        Box::pin(async move {
+            let native = self.open_session(settings, hooks).await?;
+            Ok(Box::new(native) as Box<dyn NativeSession>)
+        })
+    }
+}
+
+/// A Codex session with its thread ready.
+struct CodexNative {
+    /// The app-server and its handshake.
+    session: CodexSession,
+    /// The thread turns run in.
+    thread: ThreadReady,
+}
+
+impl NativeSession for CodexNative {
+    fn run_turn<'a>(
+        &'a mut self,
+        input: &'a TurnInput,
+        sink: EventSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>> {
+        Box::pin(async move {
+            self.session
+                .run_turn(&self.thread.thread_id, &input.text, sink, cancel)
+                .await
+                .map_err(|error| BackendError::Turn { source: Box::new(error) })
+        })
+    }
+
+    fn steering(&self) -> Option<Arc<dyn Steering>> {
+        let thread_id = self.thread.thread_id.clone();
+        Some(Arc::new(ThreadSteering { steering: self.session.steering(), thread_id }))
+    }
+
+    fn native_id(&self) -> Option<String> {
+        Some(self.thread.thread_id.clone())
+    }
+
+    fn resume_failure(&self) -> Option<String> {
+        self.thread.resume_failure.clone()
+    }
+
+    fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let stop = self.session.shutdown().await;
+            tracing::debug!(?stop, "codex app-server stopped");
+        })
+    }
+}
+
+/// Steers the running turn of one thread.
+struct ThreadSteering {
+    /// The session's steering handle.
+    steering: CodexSteering,
+    /// The thread whose turn is steered.
+    thread_id: String,
+}
+
+impl Steering for ThreadSteering {
+    fn steer<'a>(&'a self, turn_id: &'a str, text: &'a str) -> BoxFuture<'a, Result<(), BackendError>> {
+        Box::pin(async move {
+            self.steering
+                .steer(&self.thread_id, turn_id, text)
+                .await
+                .map(drop)
+                .map_err(|error| BackendError::Steer { source: Box::new(error) })
+        })
+    }
+}

@@ -1,0 +1,11 @@
+//! Where a turn's events go: one [`Pipeline`] from a session's event sink to the stages that show
+//! or stream them (a person's view, the host's event stream) and to the transcript mirror with its
+//! store (a JSONL file, the host's transcript), used alike by `clawbridge run`, `serve` and the
+//! benchmarks. Between the sink and the stages sits the [`EventQueue`], which never blocks the
+//! native reader.
+
+mod pipeline;
+pub mod queue;
+
+pub use pipeline::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
+pub use queue::EventQueue;

@@ -1,0 +1,243 @@
+//! The pipeline: a turn's events leave the session's (synchronous) sink through the [`EventQueue`]
+//! and are processed by one task in order: every [`EventStage`] first, then the transcript mirror,
+//! whose rows are stored (and acknowledged) before the next event is taken. Finishing waits until
+//! every event went through, and closes the rows of a turn whose terminal never reached the mirror.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::queue::EventQueue;
+use crate::attempt::AttemptResult;
+use crate::events::Event;
+use crate::transcript::{Message, ModelLabel, TranscriptMirror};
+
+/// A stage every event passes through, in order: a person's view, the host's event stream.
+pub trait EventStage: Send + 'static {
+    /// Takes one event; the next one waits until this is done.
+    fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()>;
+}
+
+/// Why a store does not hold a group of rows.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+/// Where mirrored transcript rows are kept.
+pub trait TranscriptStore: Send + 'static {
+    /// Stores one group of rows (a turn's rows come in order, each group complete).
+    fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>>;
+}
+
+/// How a turn is mirrored.
+#[derive(Clone, Debug)]
+pub struct MirrorSpec {
+    /// Idempotency keys are `<scope>:<turn id>:…`.
+    pub scope: String,
+    /// The model the assistant rows name.
+    pub label: ModelLabel,
+    /// The prompt, mirrored as the turn's first row; `None` when the store's owner writes it itself
+    /// (the OpenClaw host does).
+    pub prompt: Option<String>,
+}
+
+/// How the mirroring of a turn went.
+#[derive(Debug)]
+pub struct Mirrored {
+    /// Whether the store holds every row of the turn (a host then writes no copy of its own).
+    pub owned: bool,
+    /// The final assistant row's key, once the turn started.
+    pub key: Option<String>,
+    /// The first append that failed, if one did (the turn went on).
+    pub error: Option<StoreError>,
+    /// Delta bytes merged away while a stage lagged (streaming progress only).
+    pub dropped_delta_bytes: u64,
+}
+
+/// A running pipeline for one turn.
+pub struct Pipeline {
+    /// Filled by the sink.
+    queue: Arc<EventQueue>,
+    /// The task taking the queue through the stages and the mirror.
+    task: tokio::task::JoinHandle<Processor>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline").finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    /// Starts the pipeline's task: events go through `stages`, then (when given) into the mirror
+    /// and its store.
+    pub fn start(stages: Vec<Box<dyn EventStage>>, mirror: Option<(MirrorSpec, Box<dyn TranscriptStore>)>) -> Self {
+        let queue = Arc::new(EventQueue::default());
+        let (spec, store) = match mirror {
+            Some((spec, store)) => (Some(spec), Some(store)),
+            None => (None, None),
+        };
+        let processor = Processor { stages, spec, store, mirror: None, error: None };
+        let task = tokio::spawn(processor.run(queue.clone()));
+        Pipeline { queue, task }
+    }
+
+    /// The sink: queues one event (never blocks).
+    pub fn push(&self, event: &Event) {
+        self.queue.push(event.clone());
+    }
+
+    /// Ends the stream after the turn: waits until every event went through, and closes the rows
+    /// of a turn whose terminal never reached the mirror.
+    pub async fn finish(self, result: &AttemptResult) -> Mirrored {
+        self.queue.close();
+        let dropped_delta_bytes = self.queue.dropped_bytes();
+        let mut processor = match self.task.await {
+            Ok(processor) => processor,
+            Err(join) => {
+                tracing::error!(%join, "the event pipeline died");
+                let error = Some(StoreError(format!("the event pipeline died: {join}").into()));
+                return Mirrored { owned: false, key: None, error, dropped_delta_bytes };
+            }
+        };
+        if let Some(mirror) = processor.mirror.as_mut() {
+            if !mirror.is_finished() {
+                let messages = mirror.finish(&result.terminal);
+                processor.append(messages).await;
+            }
+        }
+        let key = processor.mirror.as_ref().map(TranscriptMirror::assistant_key);
+        let owned = processor.store.is_some() && processor.mirror.is_some() && processor.error.is_none();
+        Mirrored { owned, key, error: processor.error, dropped_delta_bytes }
+    }
+}
+
+/// The pipeline's task state.
+struct Processor {
+    /// Every event passes these first, in order.
+    stages: Vec<Box<dyn EventStage>>,
+    /// How the turn is mirrored; `None` mirrors nothing.
+    spec: Option<MirrorSpec>,
+    /// Where the rows go.
+    store: Option<Box<dyn TranscriptStore>>,
+    /// The turn's mirror, once it started.
+    mirror: Option<TranscriptMirror>,
+    /// The first failed append.
+    error: Option<StoreError>,
+}
+
+impl Processor {
+    async fn run(mut self, queue: Arc<EventQueue>) -> Self {
+        while let Some(event) = queue.next().await {
+            for stage in &mut self.stages {
+                stage.on_event(&event).await;
+            }
+            let Some(spec) = &self.spec else { continue };
+            let mut messages = Vec::new();
+            if let Event::TurnStarted { turn_id } = &event {
+                if self.mirror.is_none() {
+                    let mirror = TranscriptMirror::new(spec.scope.clone(), turn_id.clone(), spec.label.clone());
+                    if let Some(prompt) = &spec.prompt {
+                        messages.push(mirror.prompt(prompt.clone()));
+                    }
+                    self.mirror = Some(mirror);
+                }
+            }
+            if let Some(mirror) = self.mirror.as_mut() {
+                messages.extend(mirror.on_event(&event));
+            }
+            self.append(messages).await;
+        }
+        self
+    }
+
+    /// Stores one group of rows; a failure is kept (the first) and logged, and the turn goes on.
+    async fn append(&mut self, messages: Vec<Message>) {
+        let Some(store) = self.store.as_mut() else { return };
+        if messages.is_empty() {
+            return;
+        }
+        if let Err(error) = store.append(messages).await {
+            tracing::warn!(%error, "the transcript store did not take a group of rows");
+            self.error.get_or_insert(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{TerminalKind, TurnTerminal};
+    use std::sync::Mutex;
+
+    /// Keeps what it is given, failing the appends after `fail_after`.
+    struct Kept {
+        rows: Arc<Mutex<Vec<Message>>>,
+        fail_after: usize,
+    }
+
+    impl TranscriptStore for Kept {
+        fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
+            Box::pin(async move {
+                let mut rows = self.rows.lock().unwrap();
+                if rows.len() >= self.fail_after {
+                    return Err(StoreError("full".into()));
+                }
+                rows.extend(messages);
+                Ok(())
+            })
+        }
+    }
+
+    struct Seen(Arc<Mutex<Vec<String>>>);
+
+    impl EventStage for Seen {
+        fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
+            Box::pin(async move { self.0.lock().unwrap().push(format!("{event:?}")) })
+        }
+    }
+
+    fn label() -> ModelLabel {
+        ModelLabel { api: "api".into(), provider: "p".into(), model: "m".into() }
+    }
+
+    fn result(kind: TerminalKind) -> AttemptResult {
+        let mut recorder = crate::attempt::AttemptRecorder::new();
+        recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message: None }));
+        recorder.finish(None)
+    }
+
+    #[tokio::test]
+    async fn every_event_reaches_the_stages_in_order_and_the_prompt_is_mirrored_first() {
+        let rows = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let spec = MirrorSpec { scope: "s".into(), label: label(), prompt: Some("hi".into()) };
+        let store = Kept { rows: rows.clone(), fail_after: usize::MAX };
+        let pipeline = Pipeline::start(vec![Box::new(Seen(seen.clone()))], Some((spec, Box::new(store))));
+        pipeline.push(&Event::TurnStarted { turn_id: "t1".into() });
+        pipeline.push(&Event::AssistantFinal { item_id: "i1".into(), text: "hello".into() });
+        pipeline.push(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }));
+        let mirrored = pipeline.finish(&result(TerminalKind::Ok)).await;
+        assert!(mirrored.owned && mirrored.error.is_none());
+        assert_eq!(mirrored.key.as_deref(), Some("s:t1:assistant"));
+        assert_eq!(seen.lock().unwrap().len(), 3);
+        let rows = rows.lock().unwrap();
+        assert!(matches!(rows.first(), Some(Message::User(_))), "the prompt first: {rows:?}");
+        assert!(rows.iter().any(|m| matches!(m, Message::Assistant(_))), "{rows:?}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_append_is_kept_and_the_turn_is_not_owned() {
+        let rows = Arc::new(Mutex::new(Vec::new()));
+        let spec = MirrorSpec { scope: "s".into(), label: label(), prompt: None };
+        let store = Kept { rows: rows.clone(), fail_after: 0 };
+        let pipeline = Pipeline::start(Vec::new(), Some((spec, Box::new(store))));
+        pipeline.push(&Event::TurnStarted { turn_id: "t1".into() });
+        pipeline.push(&Event::AssistantFinal { item_id: "i1".into(), text: "hello".into() });
+        // No terminal reaches the mirror: finishing closes the turn's rows itself.
+        let mirrored = pipeline.finish(&result(TerminalKind::Failed)).await;
+        assert!(!mirrored.owned);
+        assert!(mirrored.error.is_some_and(|e| e.to_string() == "full"));
+        assert!(rows.lock().unwrap().is_empty());
+    }
+}
