@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned real peers into an ignored folder (default: .peers/ at the repo root).
 # Idempotent: a folder whose stamp matches the pins is left alone, so a second run takes well under a second.
-# Never installs globally; one folder per concern keeps Node versions apart (see shared reference README).
+# Never installs globally; one folder per concern keeps Node versions apart (docs/peers/README.md).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -361,7 +361,7 @@ async fn a_crash_while_a_grandchild_holds_stdout_fails_the_turn_not_the_watchdog
 }
 
 /// The same crash, but the CLI never wrote its session file: the respawn must not `--resume` an id
-/// the CLI cannot find (lessons H2); it starts a fresh session and names why.
+/// the CLI cannot find (docs/peers/claude.md#missing-session-file); it starts a fresh session and names why.
 #[tokio::test]
 async fn a_respawn_without_a_session_file_starts_fresh_and_names_why() {
     let dir = tempfile::tempdir().unwrap();

@@ -82,7 +82,7 @@ async fn every_codex_fixture_replays_to_its_golden_transcript_and_tool_terminals
 }
 
 /// A server that goes quiet after the command finished, still `active`, and never sends
-/// `turn/completed` (lessons A1; with an `idle` status the session would reconcile instead, see
+/// `turn/completed` (docs/peers/codex.md#missing-turncompleted; with `idle` the session would reconcile instead, see
 /// `tests/codex_session.rs`): the watchdog ends the attempt as `timeout`, and since a tool ran it is
 /// not safe to replay.
 #[tokio::test]

@@ -207,7 +207,7 @@ async fn crash_mid_turn_fails_the_attempt_with_exit_status_and_stderr_tail() {
 }
 
 /// Row: hang after `item/completed` without `turn/completed`. The server stays alive and quiet
-/// (lessons A1): the idle watchdog ends the attempt as a timeout, keeping the answer it saw.
+/// (docs/peers/codex.md#missing-turncompleted): the idle watchdog ends the attempt as a timeout, keeping its answer.
 #[tokio::test]
 async fn a_turn_without_turn_completed_after_item_completed_ends_as_timeout() {
     within(async {

@@ -4,7 +4,7 @@
 //! A resume is only valid while the settings the native session was created with still hold. The
 //! binding stores them (backend, cwd and model in clear, everything else as hashes) and
 //! [`Binding::check`] names the first one that changed, so the caller starts a fresh session and
-//! can say why — never silently (lessons H2).
+//! can say why — never silently (docs/peers/openclaw.md#session-bindings).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -98,7 +98,7 @@ pub enum InvalidationReason {
         name: String,
     },
     /// The backend's own record of the native session is gone (deleted, another config dir), so a
-    /// resume would fail or hang (lessons H2).
+    /// resume would fail or hang (docs/peers/claude.md#missing-session-file).
     #[error("the native session {id} has no session file at {location}")]
     NativeSessionMissing {
         /// The native session id.

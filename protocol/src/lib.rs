@@ -2,7 +2,7 @@
 //! peers, and (as the backends land) the clawbridge host protocol and each native peer's messages.
 //!
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
-//! explicit catch-all, because every peer release adds fields (see `shared/reference/lessons.md` G2).
+//! explicit catch-all, because every peer release adds fields (see docs/peers/codex.md#version-drift).
 
 #[macro_use]
 mod macros;

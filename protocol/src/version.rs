@@ -99,7 +99,7 @@ pub enum VersionVerdict {
         /// The peer's version.
         found: Version,
     },
-    /// Newer than anything tested: run, but warn (never a refusal; lessons G1).
+    /// Newer than anything tested: run, but warn (never a refusal; docs/peers/codex.md#version-drift).
     AboveTested {
         /// The peer's version.
         found: Version,

@@ -1,6 +1,7 @@
 //! Owns a native agent process from spawn to reap: its own process group, a filtered environment,
 //! a continuously drained stderr with a bounded tail, a staged stop, a group kill on drop, and a
-//! registry that lets a restarted bridge reap what a crashed one left behind.
+//! registry that lets a restarted bridge reap what a crashed one left behind. Why each guard exists:
+//! docs/peers/pipes.md.
 
 mod env;
 mod group;

@@ -1,4 +1,4 @@
-//! OpenClaw v4 session entries, in the shapes the host stores (openclaw-host.md §7): a `session`
+//! OpenClaw v4 session entries, in the shapes the host stores (docs/peers/openclaw.md#the-v4-transcript): a `session`
 //! header, then `message` entries chained by `parentId`, each holding one llm-core message.
 //!
 //! Entry `timestamp`s are ISO 8601 strings; message `timestamp`s are epoch milliseconds.

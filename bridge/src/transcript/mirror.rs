@@ -2,7 +2,7 @@
 //! mirrors a turn: each tool call becomes an assistant message (`stopReason: "toolUse"`, carrying
 //! the thinking and text that preceded it) followed by its `toolResult`; the rest of the turn's
 //! output becomes one final assistant message. Every message carries a key derived from the turn id
-//! and its role (lessons D1), never from its position or content.
+//! and its role (docs/peers/openclaw.md#idempotency-keys), never from its position or content.
 
 use std::collections::{HashMap, HashSet};
 
@@ -186,9 +186,9 @@ impl TranscriptMirror {
         Vec::new()
     }
 
-    /// Ends the turn: a failed `toolResult` for every call that never got one (lessons D1), then the
-    /// final assistant message with the turn's usage and stop reason. Idempotent; only the first call
-    /// produces messages.
+    /// Ends the turn: a failed `toolResult` for every call that never got one
+    /// (docs/peers/openclaw.md#tool-call-without-a-result), then the final assistant message with the
+    /// turn's usage and stop reason. Idempotent; only the first call produces messages.
     pub fn finish(&mut self, terminal: &TurnTerminal) -> Vec<Message> {
         if self.finished {
             return Vec::new();
@@ -268,7 +268,7 @@ impl TranscriptMirror {
     }
 
     fn start_call(&mut self, call: &ToolCall) -> Option<Message> {
-        // A backend may replay a pending call (lessons C2); it is mirrored once.
+        // A backend may replay a pending call (docs/peers/codex.md#re-sent-server-requests); it is mirrored once.
         if self.call_index.contains_key(&call.call_id) {
             return None;
         }

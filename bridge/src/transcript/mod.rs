@@ -1,5 +1,6 @@
 //! The transcript mirror: normalized events of a turn become OpenClaw v4 session entries, appended
-//! to a sink by stable identity so a retried or re-run mirror never duplicates a row (lessons D1).
+//! to a sink by stable identity so a retried or re-run mirror never duplicates a row
+//! (docs/peers/openclaw.md#duplicated-transcript-rows).
 //!
 //! [`TranscriptMirror`] turns one turn's events into [`Message`]s, each carrying its idempotency key;
 //! a [`TranscriptSink`] chains them (`id`, `parentId`, timestamp) and skips keys it already holds.

@@ -19,7 +19,7 @@ fn exec_call(id: &str) -> ToolCall {
     }
 }
 
-/// The turn from openclaw-host.md §7: thinking, text, one `exec` call, its result, a final answer.
+/// A turn as in docs/peers/openclaw.md#who-writes-what: thinking, text, one `exec` call, its result, a final answer.
 fn turn_events() -> Vec<Event> {
     vec![
         Event::TurnStarted { turn_id: "tu-1".into() },

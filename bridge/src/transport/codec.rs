@@ -34,7 +34,7 @@ pub enum Frame {
 }
 
 /// Splits on `\n` only. `\r\n` is accepted (one trailing `\r` is stripped) and U+2028/U+2029 are
-/// ordinary characters, unlike Node's `readline` (lessons F3).
+/// ordinary characters, unlike Node's `readline` (docs/peers/pipes.md#framing).
 #[derive(Debug)]
 pub struct LineCodec {
     /// Longest line accepted, in bytes, excluding the newline.

@@ -1,5 +1,6 @@
 //! Line-delimited framing over a byte stream: a decoder that turns bytes into [`Frame`]s without ever
-//! failing on peer input, and a writer task that sends whole lines with backpressure.
+//! failing on peer input, and a writer task that sends whole lines with backpressure
+//! (docs/peers/pipes.md#framing, #oversize-lines, #backpressure).
 
 mod codec;
 mod writer;

@@ -1,4 +1,4 @@
-//! The stdio control protocol (reference §5): `control_request` / `control_response` /
+//! The stdio control protocol (docs/peers/claude.md#control-protocol): `control_request` / `control_response` /
 //! `control_cancel_request` envelopes, which either side may originate on the same pipes as the
 //! conversation. The CLI's requests (`can_use_tool`, `mcp_message`, `hook_callback`, …) must always be
 //! answered or the CLI blocks; ours (`initialize`, `interrupt`, …) are answered by the CLI.

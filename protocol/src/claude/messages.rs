@@ -35,7 +35,7 @@ tagged_enum! {
 }
 
 impl CliMessage {
-    /// Types the reference lists as safe to skip: they need no answer and map to no event.
+    /// Types safe to skip (docs/peers/claude.md#stdout-message-types): no answer needed, no event.
     pub const KNOWN_SKIPS: &'static [&'static str] =
         &["rate_limit_event", "tool_progress", "tool_use_summary", "auth_status", "prompt_suggestion", "keep_alive"];
 
@@ -232,7 +232,7 @@ pub struct ResultMessage {
     /// How the turn ended.
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub subtype: Option<ResultSubtype>,
-    /// The authoritative failure flag (reference §4, lessons H3).
+    /// The authoritative failure flag (docs/peers/claude.md#error-results).
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub is_error: Option<bool>,
     /// The final text (or the error prose on an API failure).

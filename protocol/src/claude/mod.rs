@@ -1,5 +1,5 @@
 //! Claude Code CLI wire types for bidirectional `stream-json` mode, as observed on the CLI 2.1.328
-//! (`shared/reference/claude-stream-json.md`).
+//! (`docs/peers/claude.md`).
 //!
 //! The CLI speaks newline-delimited JSON objects discriminated by `type` (no JSON-RPC):
 //!
@@ -12,7 +12,7 @@
 //!   [`ControlRequest::interrupt`], [`ControlResponse::success`], [`PermissionResult::allow`], …);
 //! - the version gate on `claude --version` and `claude_code_version`: [`version`].
 //!
-//! Decoding is tolerant by design (lessons.md G2; the reference warns that fields and message types
+//! Decoding is tolerant by design (docs/peers/claude.md#unknown-message-types-and-fields: fields and message types
 //! change with every CLI release): every field is optional or defaulted, scalar fields of the wrong
 //! type decode as absent instead of failing the line, every struct keeps what it does not model in
 //! `extra`, every tagged enum has a catch-all holding the raw JSON and the decode error, and

@@ -10,7 +10,7 @@ tagged_enum! {
     /// A `system` line, by `subtype`. Unknown subtypes are expected (the CLI adds them freely) and land
     /// in [`SystemMessage::Other`], which is not a decode problem.
     pub enum SystemMessage, tag = "subtype", other = Other {
-        /// Session facts; re-sent at the start of every turn (reference §4), so handle it idempotently.
+        /// Session facts; re-sent every turn (docs/peers/claude.md#stdout-message-types): handle it idempotently.
         Init(SystemInit) = "init",
         /// Progress such as `requesting` (before each model call) or `compacting`.
         Status(SystemStatus) = "status",
@@ -37,7 +37,7 @@ pub struct SystemInit {
     /// The resume handle (`--resume <id>`); the same on every turn of a process.
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    /// The CLI's version, cross-checked against `claude --version` (reference §7).
+    /// The CLI's version, cross-checked against `claude --version` (docs/peers/claude.md#version-mismatch).
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub claude_code_version: Option<String>,
     /// The working directory the CLI runs in.

@@ -77,7 +77,7 @@ fn result_failure_and_abort_rules() {
     };
     let ok = result(json!({"type": "result", "subtype": "success", "is_error": false}));
     assert!(!ok.is_failure() && !ok.is_aborted());
-    // API failures come as `success` with `is_error: true` (lessons H3).
+    // API failures come as `success` with `is_error: true` (docs/peers/claude.md#error-results).
     assert!(result(json!({"type": "result", "subtype": "success", "is_error": true})).is_failure());
     assert!(result(json!({"type": "result"})).is_failure(), "no subtype is not a success");
     let aborted = result(json!({"type": "result", "subtype": "error_during_execution", "is_error": true,

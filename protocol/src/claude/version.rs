@@ -1,10 +1,10 @@
-//! The Claude Code CLI version gate (claude-stream-json.md §7). Pure logic, no I/O.
+//! The Claude Code CLI version gate (docs/peers/claude.md#version-detection-and-the-gate). Pure logic, no I/O.
 //!
 //! `claude --version` prints `2.1.328 (Claude Code)`; in band, `system/init` and the `initialize`
 //! answer carry `claude_code_version` (`2.1.328`). The policy is the same shape as the Codex one: a
-//! **floor** (inclusive; below it, refuse) and a **tested maximum** (above it, run and warn; lessons
-//! G1). Missing or unreadable versions fail closed. The version number and its ordering (a prerelease
-//! ranks below its release) are the shared [`Version`].
+//! **floor** (inclusive; below it, refuse) and a **tested maximum** (above it, run and warn;
+//! docs/peers/codex.md#version-drift). Missing or unreadable versions fail closed. The version number
+//! and its ordering (a prerelease ranks below its release) are the shared [`Version`].
 
 use std::sync::LazyLock;
 
@@ -13,7 +13,7 @@ use regex::Regex;
 use crate::version::judge;
 pub use crate::version::{ParseVersionError, Version, VersionVerdict};
 
-/// The reference's rule `^(\d+\.\d+\.\d+)`, with `[0-9]` (Rust's `\d` matches non-ASCII digits), an
+/// The rule `^(\d+\.\d+\.\d+)`, with `[0-9]` (Rust's `\d` matches non-ASCII digits), an
 /// optional semver suffix, and a required end of token, so `2.1.3280abc` is not read as `2.1.328`.
 /// Leading whitespace is allowed: the text comes from a process's stdout.
 static CLI_VERSION: LazyLock<Regex> = LazyLock::new(|| {
@@ -31,8 +31,8 @@ pub fn cli_version_text(output: &str) -> Option<&str> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionPolicy {
     /// Oldest accepted version, inclusive. Default `2.1.328`: the oldest version recorded under
-    /// `fixtures/recordings/claude/` (the reference says to refuse below the oldest recorded one;
-    /// lower it when an older CLI's recordings are checked in).
+    /// `fixtures/recordings/claude/` (refuse below the oldest recorded one,
+    /// docs/peers/claude.md#version-detection-and-the-gate; lower it when an older CLI's recordings are checked in).
     pub floor: Version,
     /// Newest version tested; newer ones run with a warning. Default `2.1.328` (the pinned peer).
     pub tested_max: Version,
@@ -74,8 +74,8 @@ impl VersionPolicy {
     }
 }
 
-/// Whether an in-band `claude_code_version` names the same version `claude --version` did (reference
-/// §7's cross-check: a mismatch means the binary was swapped, or a wrapper runs another CLI).
+/// Whether an in-band `claude_code_version` names the same version `claude --version` did
+/// (docs/peers/claude.md#version-mismatch: a mismatch means the binary was swapped, or a wrapper runs another CLI).
 /// Unreadable text never matches.
 pub fn same_version(expected: &Version, reported: &str) -> bool {
     Version::parse(reported.trim()).is_ok_and(|v| &v == expected)

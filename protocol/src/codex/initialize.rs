@@ -1,4 +1,4 @@
-//! The handshake: `initialize` request → result → `initialized` notification (codex-app-server.md §3).
+//! The handshake: `initialize` request → result → `initialized` notification (docs/peers/codex.md#handshake).
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +49,7 @@ impl ClientInfo {
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
     /// Enables experimental methods and fields (required for `thread/start.dynamicTools` and the
-    /// `item/tool/call` request). Always sent, `false` included, as the reference traffic does.
+    /// `item/tool/call` request). Always sent, `false` included, as in the recorded traffic.
     #[serde(default)]
     pub experimental_api: bool,
     /// Exact notification method names the server should not send (e.g. `item/agentMessage/delta`).

@@ -1,5 +1,5 @@
 //! Thread items: what `item/started` / `item/completed` carry and turn snapshots list
-//! (codex-app-server.md §7). `item/completed` is authoritative; deltas are only a preview.
+//! (docs/peers/codex.md#items). `item/completed` is authoritative; deltas are only a preview.
 //!
 //! Every item also carries `startedAtMs` / `completedAtMs` in 0.169; they are optional here.
 

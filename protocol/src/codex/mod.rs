@@ -1,4 +1,4 @@
-//! Codex `app-server` wire types, as observed on codex-cli 0.169.0 (`shared/reference/codex-app-server.md`).
+//! Codex `app-server` wire types, as observed on codex-cli 0.169.0 (`docs/peers/codex.md`).
 //!
 //! The dialect is JSON-RPC without the `jsonrpc` field (see [`crate::jsonrpc::Dialect::Codex`]); this
 //! module only types the `params` / `result` payloads:
@@ -9,7 +9,7 @@
 //! - thread items carried by `item/*` notifications and turn snapshots: [`ThreadItem`];
 //! - the version gate on the `initialize` result's `userAgent`: [`version`].
 //!
-//! Decoding is tolerant by design (lessons.md G2): every field the server may leave out is optional or
+//! Decoding is tolerant by design (docs/peers/codex.md#version-drift): every field the server may omit is optional or
 //! defaulted, every struct keeps the fields it does not model in `extra`, every enum has a catch-all
 //! variant holding what arrived, and `deny_unknown_fields` is never used. Client-sent params skip unset
 //! optional fields, so what goes on the wire is exactly what the caller set.
@@ -132,7 +132,7 @@ pub mod methods {
     /// Request: [`super::TurnInterruptParams`] → [`super::TurnInterruptResponse`].
     pub const TURN_INTERRUPT: &str = "turn/interrupt";
     /// Request: [`super::ThreadTurnsListParams`] → [`super::ThreadTurnsListResponse`]. Used to
-    /// reconcile a turn whose `turn/completed` never came (lessons A1).
+    /// reconcile a turn whose `turn/completed` never came (docs/peers/codex.md#missing-turncompleted).
     pub const THREAD_TURNS_LIST: &str = "thread/turns/list";
 }
 

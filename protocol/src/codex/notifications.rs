@@ -1,4 +1,4 @@
-//! Server → client notifications (codex-app-server.md §3, §6).
+//! Server → client notifications (docs/peers/codex.md#handshake, #the-notification-stream-of-a-turn).
 //!
 //! Every notification also carries a top-level `"emittedAtMs"` next to `method` / `params`; it is part
 //! of the envelope, not of the params typed here, and is never required.
@@ -118,7 +118,8 @@ pub struct ThreadStartedNotification {
 pub struct ThreadStatusChangedNotification {
     /// The thread.
     pub thread_id: String,
-    /// Its new status. `idle` without a `turn/completed` is the cue to reconcile (lessons A1).
+    /// Its new status. `idle` without a `turn/completed` is the cue to reconcile
+    /// (docs/peers/codex.md#missing-turncompleted).
     pub status: ThreadStatus,
     /// Fields not modelled here.
     #[serde(flatten)]

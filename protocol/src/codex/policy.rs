@@ -1,6 +1,6 @@
 //! Sandbox and approval settings shared by `thread/start`, `thread/resume` and `turn/start`.
 //!
-//! Wire trap (codex-app-server.md §4, §12): `sandbox` and `approvalPolicy` are **kebab-case strings**
+//! Wire trap (docs/peers/codex.md#enum-spellings): `sandbox` and `approvalPolicy` are **kebab-case strings**
 //! (`"workspace-write"`, `"on-request"`), while `sandboxPolicy` is an object tagged by a camelCase `type`
 //! (`{"type":"dangerFullAccess"}`). The upstream README's camelCase strings fail on the wire.
 

@@ -1,9 +1,9 @@
-//! Server → client requests and the replies clawbridge sends (codex-app-server.md §8). Every one must be
-//! answered; [`ServerRequest::fallback_reply`] is the safe answer when nothing else decides.
+//! Server → client requests and the replies clawbridge sends (docs/peers/codex.md#server-to-client-requests).
+//! Every one must be answered; [`ServerRequest::fallback_reply`] is the safe answer when nothing else decides.
 //!
 //! The server numbers its requests from 0 in its own id space (overlapping ours), and re-sends pending
 //! ones after `thread/resume`: dedupe tool calls by `(threadId, turnId, callId)` and approvals by
-//! `(threadId, itemId)` (lessons C2).
+//! `(threadId, itemId)` (docs/peers/codex.md#re-sent-server-requests).
 
 use std::collections::BTreeMap;
 
@@ -346,7 +346,7 @@ pub struct ToolRequestUserInputParams {
     /// The questions.
     #[serde(default)]
     pub questions: Vec<UserInputQuestion>,
-    /// Whether the turn waits for the answer (required by the 0.169 schema, not in the reference).
+    /// Whether the turn waits for the answer (required by the 0.169 schema; not seen in recordings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_blocking: Option<bool>,
     /// Fields not modelled here.

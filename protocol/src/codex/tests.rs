@@ -1,4 +1,4 @@
-//! Decodes the examples of `shared/reference/codex-app-server.md` (copied verbatim below) and checks the
+//! Decodes the 0.169.0 wire examples below (facts in docs/peers/codex.md, normalised ids) and checks the
 //! client-sent params serialise to exactly the bytes shown there.
 
 use serde::Serialize;
@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 use super::*;
 use crate::jsonrpc::{Dialect, Message, Notification, Request, RequestId, Response, outgoing};
 
-/// §3 handshake, verbatim.
+/// The handshake (docs/peers/codex.md#handshake).
 const HANDSHAKE: &str = r#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"clawbridge","title":"clawbridge","version":"0.1.0"},"capabilities":{"experimentalApi":true}}}
 {"id":1,"result":{"userAgent":"clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)","codexHome":"<codex-home>","platformFamily":"unix","platformOs":"linux"}}
 {"method":"initialized"}"#;
 
-/// §13 "one approved-command turn", verbatim (`>>` client → server, `<<` server → client).
+/// One approved-command turn (docs/peers/codex.md#the-notification-stream-of-a-turn; `>>` to the server).
 const APPROVED_TURN: &str = r#">> {"id":1,"method":"initialize","params":{"clientInfo":{"name":"clawbridge","title":"clawbridge","version":"0.1.0"},"capabilities":{"experimentalApi":false}}}
 << {"id":1,"result":{"userAgent":"clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)","codexHome":"/home/dev/.codex-test","platformFamily":"unix","platformOs":"linux"}}
 >> {"method":"initialized"}
@@ -40,16 +40,16 @@ const APPROVED_TURN: &str = r#">> {"id":1,"method":"initialize","params":{"clien
 << {"method":"thread/status/changed","params":{"threadId":"th-1","status":{"type":"idle"}}}
 << {"method":"turn/completed","params":{"threadId":"th-1","turn":{"id":"tu-1","items":[{"type":"agentMessage","id":"msg_1","text":"The output was: hello"}],"itemsView":"summary","status":"completed","error":null,"durationMs":394}},"emittedAtMs":1796005415378}"#;
 
-/// §13 interrupt, verbatim.
+/// An interrupt (docs/peers/codex.md#turns).
 const INTERRUPT_REQUEST: &str = r#"{"id":10,"method":"turn/interrupt","params":{"threadId":"th-1","turnId":"tu-2"}}"#;
 const INTERRUPT_RESULT: &str = r#"{"id":10,"result":{}}"#;
 
-/// §5 `UserInput` shapes (the reference elides the values; filled in here).
+/// `UserInput` shapes (docs/peers/codex.md#turns; values made up).
 const USER_INPUT_TEXT: &str = r#"{"type":"text","text":"hi","text_elements":[]}"#;
 const USER_INPUT_IMAGE: &str = r#"{"type":"image","url":"https://example.com/a.png"}"#;
 const USER_INPUT_LOCAL_IMAGE: &str = r#"{"type":"localImage","path":"/tmp/a.png"}"#;
 
-/// §8 reply shapes, as the reference writes them (elided values filled in).
+/// Reply shapes (docs/peers/codex.md#server-to-client-requests; values made up).
 const REPLY_DECISION_FOR_SESSION: &str = r#"{"decision":"acceptForSession"}"#;
 const REPLY_DECISION_AMENDMENT: &str =
     r#"{"decision":{"acceptWithExecpolicyAmendment":{"execpolicy_amendment":["echo","hello"]}}}"#;
@@ -60,10 +60,10 @@ const REPLY_USER_INPUT: &str = r#"{"answers":{"q1":{"answers":["yes"]}}}"#;
 const REPLY_PERMISSIONS_DENIED: &str = r#"{"permissions":{},"scope":"turn"}"#;
 const REPLY_ELICITATION_DECLINE: &str = r#"{"action":"decline"}"#;
 
-/// §8 dynamic tool declaration shape.
+/// Dynamic tool declaration shape (docs/peers/codex.md#dynamic-tools).
 const DYNAMIC_TOOL_SPEC: &str = r#"{"type":"function","name":"lookup","description":"Look a thing up","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}}}"#;
 
-/// Lines built from the §6 / §8 prose (shapes named there, values made up).
+/// Lines built from docs/peers/codex.md (notification stream, server requests; values made up).
 const PROSE_FAILED_TURN: &str = r#"{"method":"thread/status/changed","params":{"threadId":"th-1","status":{"type":"systemError"}}}
 {"method":"error","params":{"error":{"message":"unexpected status 500","codexErrorInfo":"internalServerError","additionalDetails":null},"willRetry":false,"threadId":"th-1","turnId":"tu-1"}}
 {"method":"turn/completed","params":{"threadId":"th-1","turn":{"id":"tu-1","items":[],"status":"failed","error":{"message":"unexpected status 500","codexErrorInfo":"internalServerError"}}}}"#;
@@ -562,7 +562,7 @@ fn user_inputs_and_dynamic_tools_round_trip() {
 
 #[test]
 fn client_params_use_the_wire_spellings() {
-    // §4 / §12: kebab-case strings for sandbox and approvalPolicy, a camelCase-tagged sandboxPolicy.
+    // docs/peers/codex.md#enum-spellings: kebab-case sandbox and approvalPolicy, camelCase-tagged sandboxPolicy.
     let start = ThreadStartParams {
         sandbox: Some(SandboxMode::WorkspaceWrite),
         approval_policy: Some(ApprovalPolicy::Untrusted),

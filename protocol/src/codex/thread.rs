@@ -1,4 +1,4 @@
-//! Threads: `thread/start`, `thread/resume`, the `Thread` object and its status (codex-app-server.md §4).
+//! Threads: `thread/start`, `thread/resume`, the `Thread` object and its status (docs/peers/codex.md#threads).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

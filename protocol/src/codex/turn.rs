@@ -1,5 +1,5 @@
 //! Turns: `turn/start`, `turn/steer`, `turn/interrupt`, the `Turn` object and user input
-//! (codex-app-server.md §5, §9).
+//! (docs/peers/codex.md#turns, #error-codes).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

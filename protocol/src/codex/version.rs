@@ -1,4 +1,4 @@
-//! The Codex app-server version gate (codex-app-server.md §3, lessons.md G1). Pure logic, no I/O.
+//! The Codex app-server version gate (docs/peers/codex.md#the-version-gate). Pure logic, no I/O.
 //!
 //! The server's version is only in the `initialize` result's `userAgent`
 //! (`<originator>/<version> (<os>; <arch>) <term> (<client>; <client version>)`). The policy is a
@@ -15,7 +15,7 @@ use regex::Regex;
 use crate::version::judge;
 pub use crate::version::{ParseVersionError, Version, VersionVerdict};
 
-/// The userAgent rule from the reference (as used by OpenClaw), with `[0-9]` for `\d`: the Rust
+/// The userAgent rule of docs/peers/codex.md#the-version-gate (OpenClaw's), with `[0-9]` for `\d`: the Rust
 /// crate's `\d` also matches non-ASCII digits, JavaScript's (where the rule comes from) does not. The
 /// originator is everything before the first `/` and may contain spaces (`Codex Desktop/…`).
 static USER_AGENT_VERSION: LazyLock<Regex> = LazyLock::new(|| {
@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(verdict, VersionVerdict::AboveTested { found: v("0.170.0"), tested: v("0.169.0") });
         assert_eq!(verdict.found(), &v("0.170.0"));
         assert!(verdict.warning("Codex app-server").unwrap().contains("0.170.0"));
-        // The reference's own examples: 0.169.0 from OpenClaw's originator, a desktop build above the max.
+        // docs/peers/codex.md#the-version-gate: 0.169.0 from OpenClaw's originator, a desktop build above the max.
         let openclaw = "openclaw/0.169.0 (Debian 12.0.0; x86_64) xterm (openclaw; 2026.9.6)";
         assert!(matches!(policy.check(Some(openclaw)), Ok(VersionVerdict::Supported { .. })));
         let desktop = "Codex Desktop/0.171.0-alpha.2 (Mac OS 15.1.0; arm64) unknown (Codex Desktop; 1.2.3)";
