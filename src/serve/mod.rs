@@ -116,7 +116,8 @@ where
                 }
                 Some(_) => {}
             },
-            _ = shutdown.wait_for(|done| *done) => {
+            // The watch's guard must not live across the awaits below (the server future is Send).
+            () = async { drop(shutdown.wait_for(|done| *done).await) } => {
                 // The answer is on its way; give the host a moment to close stdin, then leave.
                 let _ = tokio::time::timeout(Duration::from_secs(2), peer.closed()).await;
                 break;
