@@ -27,7 +27,7 @@ pub fn registry() -> Registry {
 
 /// Plays the recording on stdin/stdout until the client is done.
 pub fn play() -> anyhow::Result<()> {
-    use clawbridge_fixtures::recording::{Recording, ReplayOptions, replay};
+    use clawbridge_bridge::replay::{Recording, ReplayOptions, replay};
     let recording = Recording::parse(DEMO_RECORDING).context("the bundled demo recording is damaged")?;
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
     replay(&recording, std::io::stdin().lock(), stdout, &ReplayOptions::default())

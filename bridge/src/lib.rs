@@ -10,6 +10,7 @@ pub mod connection;
 pub mod events;
 pub mod exit;
 pub mod probe;
+pub mod replay;
 pub mod rpc;
 pub mod sink;
 pub mod supervisor;
