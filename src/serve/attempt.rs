@@ -19,7 +19,7 @@ use clawbridge_bridge::transcript::{Message, ModelLabel, TranscriptMirror};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData};
 use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
 use clawbridge_protocol::jsonrpc::ErrorObject;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{BackendKind, Harness};
@@ -280,7 +280,7 @@ pub(super) fn outcome(
             message: Some(format!("the attempt's budget of {ms} ms ran out")),
         };
     }
-    let response = to_response(&job.params.attempt_id, &result, mirrored.owned, mirrored.key);
+    let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
     AttemptOutcome { response, thread_id: native }
 }
 
@@ -342,21 +342,15 @@ impl Forwarder {
     }
 }
 
-/// The `attempt/run` result for a finished turn.
-fn to_response(attempt_id: &str, result: &AttemptResult, owned: bool, key: Option<String>) -> AttemptRunResponse {
-    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("attemptId".into(), json!(attempt_id));
-        object.insert("transcriptOwned".into(), json!(owned));
-        if let Some(key) = key.filter(|_| owned) {
-            object.insert("transcriptIdempotencyKey".into(), json!(key));
-        }
+/// The `attempt/run` result for a finished turn; it names the final assistant row only when the host
+/// holds the rows.
+fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option<String>) -> AttemptRunResponse {
+    AttemptRunResponse {
+        attempt_id: attempt_id.to_string(),
+        result,
+        transcript_owned: owned,
+        transcript_idempotency_key: key.filter(|_| owned),
     }
-    serde_json::from_value(value).unwrap_or_else(|e| {
-        let mut fallback = not_run(attempt_id, TerminalKind::Failed, "").response;
-        fallback.terminal.message = Some(format!("the attempt result could not be encoded: {e}"));
-        fallback
-    })
 }
 
 pub(super) fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
@@ -371,34 +365,7 @@ pub(super) fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> At
     let message = (!message.is_empty()).then(|| message.to_string());
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
     let result = recorder.finish(None);
-    AttemptOutcome { response: to_response_raw(attempt_id, &result), thread_id: None }
-}
-
-/// [`to_response`] without the fallback (which itself uses this): the conversion cannot fail for
-/// a result built here, and if it ever does the host still gets a well-formed failure.
-fn to_response_raw(attempt_id: &str, result: &AttemptResult) -> AttemptRunResponse {
-    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("attemptId".into(), json!(attempt_id));
-        object.insert("transcriptOwned".into(), json!(false));
-    }
-    serde_json::from_value(value).unwrap_or(AttemptRunResponse {
-        attempt_id: attempt_id.to_string(),
-        terminal: clawbridge_protocol::host::event::TurnTerminal {
-            kind: clawbridge_protocol::host::event::TerminalKind::Failed,
-            message: Some("the attempt result could not be encoded".into()),
-        },
-        native_session_id: None,
-        assistant_texts: Vec::new(),
-        usage: None,
-        classification: None,
-        replay: Default::default(),
-        tools: Vec::new(),
-        last_tool_error: None,
-        item_lifecycle: Default::default(),
-        transcript_owned: false,
-        transcript_idempotency_key: None,
-    })
+    AttemptOutcome { response: to_response(attempt_id, result, false, None), thread_id: None }
 }
 
 pub(super) fn preflight(message: String, user_message: String) -> ErrorObject {

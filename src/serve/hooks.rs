@@ -11,7 +11,6 @@ use clawbridge_bridge::attempt::hooks::{
     ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution, UserAnswers, UserInputAsker, UserInputRequest,
 };
 use clawbridge_bridge::rpc::RpcPeer;
-use clawbridge_protocol::host::host_requests::{UserInputOption, UserInputQuestion};
 use clawbridge_protocol::host::{
     ApprovalDecideResponse, HostToolExecuteResponse, ToolTerminalObserveResponse, UserInputRequestParams,
     UserInputResponse, methods,
@@ -159,23 +158,7 @@ impl UserInputAsker for HostUserInput {
         let peer = self.peer.clone();
         let params = UserInputRequestParams {
             attempt_id: self.attempt_id.clone(),
-            call_id: request.call_id,
-            questions: request
-                .questions
-                .into_iter()
-                .map(|q| UserInputQuestion {
-                    id: q.id,
-                    header: q.header,
-                    question: q.question,
-                    is_other: q.is_other,
-                    is_secret: q.is_secret,
-                    options: q
-                        .options
-                        .into_iter()
-                        .map(|(label, description)| UserInputOption { label, description })
-                        .collect(),
-                })
-                .collect(),
+            request,
             timeout_ms: Some(APPROVAL_TIMEOUT.as_millis() as u64),
         };
         Box::pin(async move {
@@ -184,7 +167,7 @@ impl UserInputAsker for HostUserInput {
                 .await
                 .map_err(|e| e.to_string())?;
             let response: UserInputResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
-            Ok(response.answers.into_iter().map(|(id, answer)| (id, answer.answers)).collect())
+            Ok(response.into_answers())
         })
     }
 }
