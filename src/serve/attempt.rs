@@ -17,9 +17,10 @@ use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel, TranscriptMirror};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData};
-use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
+use clawbridge_protocol::host::{
+    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, TranscriptAppendParams, methods,
+};
 use clawbridge_protocol::jsonrpc::ErrorObject;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::harness::{BackendKind, Harness};
@@ -178,11 +179,7 @@ pub(super) fn host_tool_specs(job: &AttemptJob) -> Vec<HostToolSpec> {
         .host_tools
         .iter()
         .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
-        .map(|t| HostToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-        })
+        .cloned()
         .collect()
 }
 
@@ -301,11 +298,12 @@ struct Forwarder {
 impl Forwarder {
     async fn run(mut self, queue: Arc<EventQueue>) -> Self {
         while let Some(event) = queue.next().await {
-            let note = json!({"attemptId": self.attempt_id, "seq": self.seq, "event": event});
+            let note = AttemptEventParams { attempt_id: self.attempt_id.clone(), seq: self.seq, event };
             self.seq += 1;
             if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
                 tracing::debug!(%error, "could not stream an attempt event");
             }
+            let event = note.event;
             if !self.mirror_enabled {
                 continue;
             }
@@ -332,7 +330,11 @@ impl Forwarder {
         if messages.is_empty() || !self.mirror_enabled {
             return;
         }
-        let params = json!({"attemptId": self.attempt_id, "sessionId": self.session_id, "messages": messages});
+        let params = TranscriptAppendParams {
+            attempt_id: self.attempt_id.clone(),
+            session_id: self.session_id.clone(),
+            messages,
+        };
         if let Err(error) =
             self.peer.request_with_timeout(methods::HOST_TRANSCRIPT_APPEND, Some(&params), APPEND_TIMEOUT).await
         {
