@@ -1,5 +1,8 @@
 //! Wire types only. Every type here mirrors bytes on some pipe: the JSON-RPC envelope shared by all
-//! peers, and (as the backends land) the clawbridge host protocol and each native peer's messages.
+//! peers, the clawbridge host protocol and each native peer's messages, and the backend-neutral data
+//! the bridge produces and the host protocol carries — the normalized [`event`]s, the [`transcript`]
+//! messages, the [`attempt`] result and hook payloads. Those are defined once, here; the bridge
+//! re-exports them beside the code that produces them.
 //!
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see docs/peers/codex.md#version-drift).
@@ -7,8 +10,11 @@
 #[macro_use]
 mod macros;
 
+pub mod attempt;
 pub mod claude;
 pub mod codex;
+pub mod event;
 pub mod host;
 pub mod jsonrpc;
+pub mod transcript;
 pub mod version;

@@ -1,7 +1,7 @@
 //! The host side of a measured attempt, built the way `clawbridge serve` builds it
 //! (`src/serve/attempt.rs`, `src/serve/mod.rs`): the session's sink pushes each event into serve's
 //! own non-blocking, delta-coalescing [`EventQueue`]; one task encodes each event it takes as an
-//! `attempt/event` JSON-RPC notification (same `json!` params, same `outgoing::Call` encoding and
+//! `attempt/event` JSON-RPC notification (same typed params, same `outgoing::Call` encoding and
 //! bounded line writer as `RpcPeer::notify`) into an in-process pipe, whose pump copies whole lines
 //! to the host's stream — here a null sink that counts (and, for the latency scenario, times) what
 //! arrives. The same task mirrors the turn into a JSONL transcript (`TranscriptMirror` →
@@ -17,9 +17,8 @@ use anyhow::Context;
 use clawbridge_bridge::events::Event;
 use clawbridge_bridge::transcript::{JsonlSink, ModelLabel, SessionHeader, TranscriptMirror};
 use clawbridge_bridge::transport::spawn_line_writer;
-use clawbridge_protocol::host::methods;
+use clawbridge_protocol::host::{AttemptEventParams, methods};
 use clawbridge_protocol::jsonrpc::{Dialect, outgoing};
-use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::task::JoinHandle;
 
@@ -104,10 +103,11 @@ impl HostPipeline {
             let mut rows = 0u64;
             let mut mirror: Option<TranscriptMirror> = None;
             while let Some(event) = taken.next().await {
-                let note = json!({"attemptId": attempt_id, "seq": seq, "event": event});
+                let note = AttemptEventParams { attempt_id: attempt_id.clone(), seq, event };
                 seq += 1;
                 let call = outgoing::Call::new(Dialect::JsonRpc2, None, methods::ATTEMPT_EVENT, Some(&note));
                 lines.send_json(&call).await.context("the host stream closed")?;
+                let event = note.event;
                 let mut messages = Vec::new();
                 if let Event::TurnStarted { turn_id } = &event {
                     if mirror.is_none() {

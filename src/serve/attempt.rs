@@ -16,10 +16,11 @@ use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreE
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData};
-use clawbridge_protocol::host::{AttemptRunParams, AttemptRunResponse, HostCapabilities, methods};
+use clawbridge_protocol::host::{
+    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, TranscriptAppendParams, methods,
+};
 use clawbridge_protocol::jsonrpc::ErrorObject;
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::harness::Harness;
@@ -173,11 +174,7 @@ fn host_tool_specs(caps: &HostCapabilities, params: &AttemptRunParams, harness: 
         .host_tools
         .iter()
         .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
-        .map(|t| HostToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-        })
+        .cloned()
         .collect()
 }
 
@@ -225,7 +222,7 @@ fn outcome(
             message: Some(format!("the attempt's budget of {ms} ms ran out")),
         };
     }
-    let response = to_response(&job.params.attempt_id, &result, mirrored.owned, mirrored.key);
+    let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
     AttemptOutcome { response, native_id: native }
 }
 
@@ -242,7 +239,7 @@ struct HostEventStream {
 impl EventStage for HostEventStream {
     fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let note = json!({"attemptId": self.attempt_id, "seq": self.seq, "event": event});
+            let note = AttemptEventParams { attempt_id: self.attempt_id.clone(), seq: self.seq, event: event.clone() };
             self.seq += 1;
             if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
                 tracing::debug!(%error, "could not stream an attempt event");
@@ -264,7 +261,11 @@ struct HostTranscript {
 impl TranscriptStore for HostTranscript {
     fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
-            let params = json!({"attemptId": self.attempt_id, "sessionId": self.session_id, "messages": messages});
+            let params = TranscriptAppendParams {
+                attempt_id: self.attempt_id.clone(),
+                session_id: self.session_id.clone(),
+                messages,
+            };
             self.peer
                 .request_with_timeout(methods::HOST_TRANSCRIPT_APPEND, Some(&params), APPEND_TIMEOUT)
                 .await
@@ -274,21 +275,15 @@ impl TranscriptStore for HostTranscript {
     }
 }
 
-/// The `attempt/run` result for a finished turn.
-fn to_response(attempt_id: &str, result: &AttemptResult, owned: bool, key: Option<String>) -> AttemptRunResponse {
-    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("attemptId".into(), json!(attempt_id));
-        object.insert("transcriptOwned".into(), json!(owned));
-        if let Some(key) = key.filter(|_| owned) {
-            object.insert("transcriptIdempotencyKey".into(), json!(key));
-        }
+/// The `attempt/run` result for a finished turn; it names the final assistant row only when the host
+/// holds the rows.
+fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option<String>) -> AttemptRunResponse {
+    AttemptRunResponse {
+        attempt_id: attempt_id.to_string(),
+        result,
+        transcript_owned: owned,
+        transcript_idempotency_key: key.filter(|_| owned),
     }
-    serde_json::from_value(value).unwrap_or_else(|e| {
-        let mut fallback = not_run(attempt_id, TerminalKind::Failed, "").response;
-        fallback.terminal.message = Some(format!("the attempt result could not be encoded: {e}"));
-        fallback
-    })
 }
 
 fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
@@ -303,34 +298,7 @@ fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcom
     let message = (!message.is_empty()).then(|| message.to_string());
     recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
     let result = recorder.finish(None);
-    AttemptOutcome { response: to_response_raw(attempt_id, &result), native_id: None }
-}
-
-/// [`to_response`] without the fallback (which itself uses this): the conversion cannot fail for
-/// a result built here, and if it ever does the host still gets a well-formed failure.
-fn to_response_raw(attempt_id: &str, result: &AttemptResult) -> AttemptRunResponse {
-    let mut value = serde_json::to_value(result).unwrap_or(Value::Null);
-    if let Some(object) = value.as_object_mut() {
-        object.insert("attemptId".into(), json!(attempt_id));
-        object.insert("transcriptOwned".into(), json!(false));
-    }
-    serde_json::from_value(value).unwrap_or(AttemptRunResponse {
-        attempt_id: attempt_id.to_string(),
-        terminal: clawbridge_protocol::host::event::TurnTerminal {
-            kind: clawbridge_protocol::host::event::TerminalKind::Failed,
-            message: Some("the attempt result could not be encoded".into()),
-        },
-        native_session_id: None,
-        assistant_texts: Vec::new(),
-        usage: None,
-        classification: None,
-        replay: Default::default(),
-        tools: Vec::new(),
-        last_tool_error: None,
-        item_lifecycle: Default::default(),
-        transcript_owned: false,
-        transcript_idempotency_key: None,
-    })
+    AttemptOutcome { response: to_response(attempt_id, result, false, None), native_id: None }
 }
 
 fn preflight(message: String, user_message: String) -> ErrorObject {

@@ -11,13 +11,11 @@ use clawbridge_bridge::attempt::hooks::{
     ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution, UserAnswers, UserInputAsker, UserInputRequest,
 };
 use clawbridge_bridge::rpc::RpcPeer;
-use clawbridge_protocol::host::host_requests::{UserInputOption, UserInputQuestion};
 use clawbridge_protocol::host::{
-    ApprovalDecideResponse, HostToolExecuteResponse, ToolTerminalObserveResponse, UserInputRequestParams,
-    UserInputResponse, methods,
+    ApprovalDecideParams, ApprovalDecideResponse, HostToolExecuteParams, HostToolExecuteResponse,
+    ToolTerminalObserveParams, ToolTerminalObserveResponse, UserInputRequestParams, UserInputResponse, methods,
 };
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
 
 /// How long the host may take to decide an approval (a person may be asked).
 pub const APPROVAL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -45,22 +43,18 @@ impl Approver for HostApprover {
             if !enabled {
                 return Ok(ApprovalDecision::Deny { message: Some("the host decides no approvals".into()) });
             }
-            let mut params = serde_json::to_value(&request).map_err(|e| e.to_string())?;
-            if let Some(object) = params.as_object_mut() {
-                object.insert("attemptId".into(), json!(attempt_id));
-                object.insert("timeoutMs".into(), json!(APPROVAL_TIMEOUT.as_millis() as u64));
-            }
+            let params =
+                ApprovalDecideParams { attempt_id, request, timeout_ms: Some(APPROVAL_TIMEOUT.as_millis() as u64) };
             let answer = peer
                 .request_with_timeout(methods::HOST_APPROVAL_DECIDE, Some(&params), APPROVAL_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
             let decision: ApprovalDecideResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
             Ok(match decision {
-                ApprovalDecideResponse::Allow => ApprovalDecision::Allow,
-                ApprovalDecideResponse::AllowForSession => ApprovalDecision::AllowForSession,
-                ApprovalDecideResponse::Deny { message } => ApprovalDecision::Deny { message },
-                ApprovalDecideResponse::Abort => ApprovalDecision::Abort,
-                _ => ApprovalDecision::Deny { message: Some("the host answered with an unknown decision".into()) },
+                ApprovalDecision::Unknown => {
+                    ApprovalDecision::Deny { message: Some("the host answered with an unknown decision".into()) }
+                }
+                known => known,
             })
         })
     }
@@ -89,18 +83,13 @@ impl HostTools for HostToolsClient {
             if !known {
                 return Err(format!("no host tool named `{}` is available", call.tool_name));
             }
-            let params = json!({
-                "attemptId": attempt_id,
-                "callId": call.call_id,
-                "toolName": call.tool_name,
-                "arguments": call.arguments,
-            });
+            let params = HostToolExecuteParams { attempt_id, call };
             let answer = peer
                 .request_with_timeout(methods::HOST_TOOL_EXECUTE, Some(&params), TOOL_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
             let output: HostToolExecuteResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
-            Ok(HostToolOutput { text: output.text, is_error: output.is_error })
+            Ok(output)
         })
     }
 }
@@ -124,18 +113,9 @@ impl ToolTerminalObserver for HostObserver {
             if !enabled {
                 return ToolTerminalResolution::default();
             }
-            let mut params = match serde_json::to_value(&report) {
-                Ok(params) => params,
-                Err(_) => return ToolTerminalResolution::default(),
-            };
-            if let Some(object) = params.as_object_mut() {
-                object.insert("attemptId".into(), Value::String(attempt_id));
-            }
+            let params = ToolTerminalObserveParams { attempt_id, report };
             match peer.request_with_timeout(methods::HOST_TOOL_TERMINAL_OBSERVE, Some(&params), OBSERVE_TIMEOUT).await {
-                Ok(answer) => {
-                    let answer: ToolTerminalObserveResponse = serde_json::from_value(answer).unwrap_or_default();
-                    ToolTerminalResolution { last_tool_error: answer.last_tool_error }
-                }
+                Ok(answer) => serde_json::from_value::<ToolTerminalObserveResponse>(answer).unwrap_or_default(),
                 Err(error) => {
                     tracing::warn!(%error, "the host did not observe a tool terminal; no lastToolError");
                     ToolTerminalResolution::default()
@@ -159,23 +139,7 @@ impl UserInputAsker for HostUserInput {
         let peer = self.peer.clone();
         let params = UserInputRequestParams {
             attempt_id: self.attempt_id.clone(),
-            call_id: request.call_id,
-            questions: request
-                .questions
-                .into_iter()
-                .map(|q| UserInputQuestion {
-                    id: q.id,
-                    header: q.header,
-                    question: q.question,
-                    is_other: q.is_other,
-                    is_secret: q.is_secret,
-                    options: q
-                        .options
-                        .into_iter()
-                        .map(|(label, description)| UserInputOption { label, description })
-                        .collect(),
-                })
-                .collect(),
+            request,
             timeout_ms: Some(APPROVAL_TIMEOUT.as_millis() as u64),
         };
         Box::pin(async move {
@@ -184,7 +148,7 @@ impl UserInputAsker for HostUserInput {
                 .await
                 .map_err(|e| e.to_string())?;
             let response: UserInputResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
-            Ok(response.answers.into_iter().map(|(id, answer)| (id, answer.answers)).collect())
+            Ok(response.into_answers())
         })
     }
 }

@@ -1,85 +1,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::{Deserialize, Serialize};
+// The result is wire data the host protocol carries as it is, so it is defined once, there.
+pub use clawbridge_protocol::attempt::{AttemptResult, Classification, ItemLifecycle, ReplayMetadata, ToolMeta};
 use serde_json::Value;
 
 use super::hooks::ToolTerminalReport;
 use crate::events::{Event, TerminalKind, ToolFinish, TurnTerminal, Usage};
-
-/// What the host gets back for an attempt (the backend-neutral part of `AgentHarnessAttemptResult`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AttemptResult {
-    /// How the turn ended.
-    pub terminal: TurnTerminal,
-    /// The native thread/session the turn ran in, so the next attempt can resume it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_session_id: Option<String>,
-    /// The final text of each assistant message, in order.
-    pub assistant_texts: Vec<String>,
-    /// The turn's token usage, when the backend reported any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Why a completed turn produced no answer (feeds the host's model-fallback policy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classification: Option<Classification>,
-    /// Whether the host may retry the attempt.
-    pub replay: ReplayMetadata,
-    /// One entry per tool call, for the host's tool summary.
-    pub tools: Vec<ToolMeta>,
-    /// The host's unresolved tool error, carried through unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_tool_error: Option<Value>,
-    /// How many items started and finished.
-    pub item_lifecycle: ItemLifecycle,
-}
-
-/// The host's `agentHarnessResultClassification`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Classification {
-    /// Nothing at all.
-    Empty,
-    /// Only reasoning.
-    ReasoningOnly,
-    /// Only a plan.
-    PlanningOnly,
-}
-
-/// The host's `replayMetadata`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplayMetadata {
-    /// A tool that may change state started.
-    pub had_potential_side_effects: bool,
-    /// Running the attempt again cannot repeat anything (no tool started, no approval accepted, no
-    /// assistant output) — lessons C1.
-    pub replay_safe: bool,
-}
-
-/// The host's `toolMetas` entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolMeta {
-    /// The canonical tool name.
-    pub tool_name: String,
-    /// The protocol call id.
-    pub tool_call_id: String,
-    /// It failed, was declined or cancelled.
-    pub is_error: bool,
-}
-
-/// The host's `itemLifecycle`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ItemLifecycle {
-    /// Tool calls started.
-    pub started_count: u32,
-    /// Tool calls finished.
-    pub completed_count: u32,
-    /// Started and not finished.
-    pub active_count: u32,
-}
 
 /// Folds a turn's events into an [`AttemptResult`], and hands out each tool terminal exactly once.
 #[derive(Debug, Default)]

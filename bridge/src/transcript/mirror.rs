@@ -8,6 +8,8 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
+pub use clawbridge_protocol::transcript::ModelLabel;
+
 use super::entry::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, TranscriptUsage, UserMessage, now_ms,
 };
@@ -16,17 +18,6 @@ use crate::events::{CappedText, Event, TerminalKind, ToolCall, ToolFinish, TurnT
 /// Most streamed assistant or reasoning text kept per item (head and tail each) until its final
 /// text arrives; a final text replaces it.
 const STREAM_KEEP_BYTES: usize = 1024 * 1024;
-
-/// The host model a turn ran under; the host renders and replays assistant messages by it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ModelLabel {
-    /// The API family, e.g. `openai-completions`.
-    pub api: String,
-    /// The host provider id.
-    pub provider: String,
-    /// The host model id.
-    pub model: String,
-}
 
 /// Which message of a turn an identity names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

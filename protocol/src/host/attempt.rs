@@ -4,9 +4,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::event::{TurnTerminal, Usage};
+use crate::attempt::AttemptResult;
+use crate::attempt::hooks::HostToolSpec;
 
 /// `attempt/run` params: the subset of `AgentHarnessAttemptParamsV2` a native backend needs, plus the
 /// attempt's routing id.
@@ -78,51 +78,16 @@ pub struct ImageInput {
     pub mime_type: String,
 }
 
-/// A host tool declared to the backend. Mirrors the bridge's `HostToolSpec`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HostToolSpec {
-    /// The tool's name (what `host/tool/execute` names).
-    pub name: String,
-    /// What it does, for the model.
-    #[serde(default)]
-    pub description: String,
-    /// JSON Schema of its arguments (the host tool's `parameters`).
-    #[serde(default)]
-    pub input_schema: Value,
-}
-
-/// `attempt/run` result: the attempt result. Mirrors the bridge's `AttemptResult`, plus transcript
-/// ownership; the plugin maps it onto `AgentHarnessAttemptResult`.
+/// `attempt/run` result: the attempt result plus transcript ownership; the plugin maps it onto
+/// `AgentHarnessAttemptResult`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptRunResponse {
     /// The attempt this is the result of.
     pub attempt_id: String,
-    /// How the turn ended (`terminal.kind`).
-    pub terminal: TurnTerminal,
-    /// The native thread/session the turn ran in (diagnostics; the bridge keeps the binding).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_session_id: Option<String>,
-    /// The final text of each assistant message, in order (`assistantTexts`).
-    #[serde(default)]
-    pub assistant_texts: Vec<String>,
-    /// The turn's token usage, when the backend reported any (`attemptUsage`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Why a completed turn produced no answer (`agentHarnessResultClassification`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classification: Option<Classification>,
-    /// Whether the host may retry the attempt (`replayMetadata`).
-    pub replay: ReplayMetadata,
-    /// One entry per tool call (`toolMetas`).
-    #[serde(default)]
-    pub tools: Vec<ToolMeta>,
-    /// The host's unresolved tool error from `host/toolTerminal/observe`, carried through unchanged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_tool_error: Option<Value>,
-    /// How many items started and finished (`itemLifecycle`).
-    pub item_lifecycle: ItemLifecycle,
+    /// The result itself; its fields sit beside `attemptId` on the wire.
+    #[serde(flatten)]
+    pub result: AttemptResult,
     /// Whether the bridge mirrored the assistant and tool rows itself (`assistantTranscriptOwned`);
     /// every append was acknowledged before this result was sent.
     #[serde(default)]
@@ -130,52 +95,6 @@ pub struct AttemptRunResponse {
     /// The idempotency key of the final assistant row (`assistantTranscriptIdempotencyKey`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_idempotency_key: Option<String>,
-}
-
-/// `agentHarnessResultClassification`. Mirrors the bridge's `Classification`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Classification {
-    /// Nothing at all.
-    Empty,
-    /// Only reasoning.
-    ReasoningOnly,
-    /// Only a plan.
-    PlanningOnly,
-}
-
-/// `replayMetadata`. Mirrors the bridge's `ReplayMetadata`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplayMetadata {
-    /// A tool that may change state started.
-    pub had_potential_side_effects: bool,
-    /// Running the attempt again cannot repeat anything.
-    pub replay_safe: bool,
-}
-
-/// A `toolMetas` entry. Mirrors the bridge's `ToolMeta`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolMeta {
-    /// The canonical tool name.
-    pub tool_name: String,
-    /// The protocol call id.
-    pub tool_call_id: String,
-    /// It failed, was declined or cancelled.
-    pub is_error: bool,
-}
-
-/// `itemLifecycle`. Mirrors the bridge's `ItemLifecycle`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ItemLifecycle {
-    /// Tool calls started.
-    pub started_count: u32,
-    /// Tool calls finished.
-    pub completed_count: u32,
-    /// Started and not finished.
-    pub active_count: u32,
 }
 
 /// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).

@@ -9,9 +9,11 @@
 //! - Attempts: many run concurrently on one connection; everything attempt-scoped carries the
 //!   host-chosen `attemptId`.
 //!
-//! Every type mirrors a bridge type where one exists (noted on each); they are restated here because the
-//! protocol crate must not depend on the bridge. Decoding is tolerant (unknown fields ignored, optional
-//! fields defaulted, catch-all enum variants) because host and bridge upgrade independently.
+//! What the bridge produces — normalized events, transcript messages, the attempt result, the hooks'
+//! payloads — is defined once, in [`crate::event`], [`crate::transcript`] and [`crate::attempt`]; the
+//! messages here carry those as they are, beside the attempt's routing fields. Decoding is tolerant
+//! (unknown fields ignored, optional fields defaulted, catch-all enum variants) because host and bridge
+//! upgrade independently.
 
 pub mod attempt;
 pub mod errors;
@@ -27,8 +29,7 @@ pub mod transcript;
 mod tests;
 
 pub use attempt::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, CancelStatus, Classification,
-    HostToolSpec, ImageInput, ItemLifecycle, ReplayMetadata, ToolMeta,
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, CancelStatus, ImageInput,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
@@ -36,7 +37,7 @@ pub use harness::{
     SupportsResponse,
 };
 pub use host_requests::{
-    ApprovalDecideParams, ApprovalDecideResponse, ApprovalKind, HostToolExecuteParams, HostToolExecuteResponse,
+    ApprovalDecideParams, ApprovalDecideResponse, HostToolExecuteParams, HostToolExecuteResponse,
     ToolTerminalObserveParams, ToolTerminalObserveResponse, UserInputRequestParams, UserInputResponse,
 };
 pub use initialize::{
@@ -46,6 +47,10 @@ pub use initialize::{
 pub use schema::{METHODS, MethodInfo, MethodKind, Sender, schema};
 pub use session::{ResetReason, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse};
 pub use transcript::{TranscriptAppendParams, TranscriptAppendResponse, TranscriptMessage};
+
+// The shared types the messages above carry, where a reader of the host protocol looks for them.
+pub use crate::attempt::hooks::{ApprovalKind, HostToolSpec};
+pub use crate::attempt::{Classification, ItemLifecycle, ReplayMetadata, ToolMeta};
 
 /// The protocol version this build prefers (and, today, the only one it speaks).
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -4,9 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::event::{NativeMutation, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
-use super::host_requests::{TerminalOutcome, ToolFailure};
 use super::*;
+use crate::attempt::AttemptResult;
+use crate::attempt::hooks::{TerminalOutcome, ToolFailure, ToolTerminalReport};
+use crate::event::{NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
 
 fn encode<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("wire types serialise")
@@ -110,8 +111,7 @@ fn events_and_tool_terminals_are_the_documented_bytes() {
     assert_eq!(encode(&event), TOOL_STARTED_EVENT);
     assert_eq!(decode::<AttemptEventParams>(TOOL_STARTED_EVENT), event);
 
-    let observe = ToolTerminalObserveParams {
-        attempt_id: "run-a:1".into(),
+    let report = ToolTerminalReport {
         tool_call_id: "call_6".into(),
         tool_name: "write".into(),
         arguments: json!({"content": "y", "path": "x.txt"}),
@@ -124,22 +124,26 @@ fn events_and_tool_terminals_are_the_documented_bytes() {
         }),
         native_mutation: Some(NativeMutation { mutating_action: true, replay_safe: false }),
     };
+    let observe = ToolTerminalObserveParams { attempt_id: "run-a:1".into(), report };
     assert_eq!(encode(&observe), OBSERVE_PARAMS);
+    assert_eq!(decode::<ToolTerminalObserveParams>(OBSERVE_PARAMS), observe);
 }
 
 #[test]
 fn a_cancelled_attempt_result_is_the_documented_bytes() {
     let result = AttemptRunResponse {
         attempt_id: "run-b:1".into(),
-        terminal: TurnTerminal { kind: event::TerminalKind::Aborted, message: Some("user pressed stop".into()) },
-        native_session_id: Some("th-9".into()),
-        assistant_texts: vec![],
-        usage: None,
-        classification: None,
-        replay: ReplayMetadata { had_potential_side_effects: false, replay_safe: true },
-        tools: vec![],
-        last_tool_error: None,
-        item_lifecycle: ItemLifecycle::default(),
+        result: AttemptResult {
+            terminal: TurnTerminal { kind: TerminalKind::Aborted, message: Some("user pressed stop".into()) },
+            native_session_id: Some("th-9".into()),
+            assistant_texts: vec![],
+            usage: None,
+            classification: None,
+            replay: ReplayMetadata { had_potential_side_effects: false, replay_safe: true },
+            tools: vec![],
+            last_tool_error: None,
+            item_lifecycle: ItemLifecycle::default(),
+        },
         transcript_owned: true,
         transcript_idempotency_key: None,
     };
