@@ -3,9 +3,9 @@
 //! with it a new `clawbridge serve`) for each `openclaw agent` run.
 //!
 //! One file per session, `<state>/serve/bindings/<sha256(sessionId)>.json` (a hash because session
-//! ids come from the host and must not name paths). Each stores the harness, cwd and model it was
-//! created under; a binding made under other settings is not resumed, and the log says why (lessons
-//! H2).
+//! ids come from the host and must not name paths). Each stores the backend's fingerprints of the
+//! settings it was created under (`Backend::fingerprints`); a binding made under other settings is
+//! not resumed, and the log says why (docs/peers/openclaw.md#session-bindings).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

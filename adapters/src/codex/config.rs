@@ -40,7 +40,7 @@ pub struct CodexConfig {
     /// After an interrupt, how long to wait for `turn/completed` before giving up on the turn.
     pub interrupt_grace: Duration,
     /// After the thread reports `idle` while our turn is still open, how long to wait for
-    /// `turn/completed` before asking `thread/turns/list` how the turn ended (lessons A1).
+    /// `turn/completed` before asking `thread/turns/list` how the turn ended (docs/peers/codex.md#missing-turncompleted).
     pub reconcile_after_idle: Duration,
     /// Retrying requests the server refuses as overloaded (`-32001`).
     pub overload_retry: OverloadRetry,

@@ -1,7 +1,7 @@
 //! Answers Codex's requests through the attempt's hooks. Every request is answered: a hook that
 //! fails or runs out of time yields the safe answer (decline, tool failure), never a hang
-//! (lessons B1). Requests Codex re-sends after a resume are answered from a cache, never run twice
-//! (lessons C2).
+//! (docs/peers/codex.md#decline-is-not-cancel). Requests Codex re-sends after a resume are answered from a cache, never run twice
+//! (docs/peers/codex.md#re-sent-server-requests).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -44,7 +44,7 @@ pub struct CodexRequestHandler {
     /// Asks the user Codex's questions; set after connecting, so it can change between turns.
     user_input: RwLock<Arc<dyn UserInputAsker>>,
     /// Answers by dedupe key: tool calls by (thread, turn, call), approvals by (kind, thread, item),
-    /// so a re-sent request is answered the same and never run twice (lessons C2).
+    /// so a re-sent request is answered the same and never run twice (docs/peers/codex.md#re-sent-server-requests).
     answers: Mutex<HashMap<String, CachedAnswer>>,
 }
 
@@ -95,7 +95,7 @@ impl CodexRequestHandler {
                 .collect(),
         };
         Box::pin(async move {
-            // A person answering is not a stuck turn (lessons A4).
+            // A person answering is not a stuck turn (docs/peers/codex.md#idle-watchdog).
             let _pending = activity.person_asked();
             let answers = match tokio::time::timeout(limit, asker.ask(request)).await {
                 Ok(Ok(answers)) => answers,

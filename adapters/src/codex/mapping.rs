@@ -6,13 +6,13 @@
 //! - every event of a turn follows its `TurnStarted`, and nothing follows its `TurnTerminal`;
 //! - every `ToolFinished` follows a `ToolStarted` for the same call id (synthesized from the completed
 //!   item when `item/started` was missed), and there is exactly one `ToolFinished` per call id, whatever
-//!   the peer repeats (lessons C2: Codex re-sends pending items on resume);
+//!   the peer repeats (Codex re-sends pending items on resume: docs/peers/codex.md#re-sent-server-requests);
 //! - a tool's outcome comes from the item's structured `status` / `exitCode` / `success`, never from
-//!   its display text; a missing or unknown status is a failure that may have run (codex-app-server.md
-//!   §7), and a declined approval did not run (lessons B1);
-//! - `turn/completed` is authoritative (lessons A1, C1): its `turn.items` backfill what was missed, and
-//!   every tool still open when the turn ends gets a terminal (lessons D1), so the host's
-//!   `observeToolTerminal` is called exactly once per call (openclaw-host.md §6).
+//!   its display text; a missing or unknown status is a failure that may have run (docs/peers/codex.md#items),
+//!   and a declined approval did not run (docs/peers/codex.md#decline-is-not-cancel);
+//! - `turn/completed` is authoritative (docs/peers/codex.md#missing-turncompleted): its `turn.items` backfill what was missed, and
+//!   every tool still open when the turn ends gets a terminal (docs/peers/codex.md#every-tool-gets-one-terminal), so the host's
+//!   `observeToolTerminal` is called exactly once per call (docs/peers/openclaw.md#observetoolterminal).
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,7 +37,7 @@ pub const PATCH_TOOL_NAME: &str = "apply_patch";
 pub const WEB_SEARCH_TOOL_NAME: &str = "web_search";
 
 /// Facts for native tools that may change files, processes or the outside world: a shell command, a
-/// patch, an MCP call (codex-app-server.md §7 counts all three as mutating; we cannot tell a read-only
+/// patch, an MCP call (docs/peers/codex.md#items counts all three as mutating; we cannot tell a read-only
 /// command from a writing one, so the host must assume the worst).
 const MUTATING: NativeMutation = NativeMutation { mutating_action: true, replay_safe: false };
 /// Facts for native tools that only read (web search).
@@ -411,7 +411,7 @@ impl TurnMapper {
         }
         let mut finish = tool_finish(item, call);
         if matches!(finish.outcome, ToolOutcome::Declined { .. }) && finish.call.native {
-            // A declined call did nothing (openclaw-host.md §6: declined approvals report no mutation).
+            // A declined call did nothing (declined approvals report no mutation: docs/peers/openclaw.md#observetoolterminal).
             finish.call.native_mutation = Some(READ_ONLY);
         }
         self.finished_tools.insert(finish.call.call_id.clone());
@@ -501,7 +501,7 @@ fn status_outcome(status: Option<&ItemStatus>, failure: Option<String>) -> ToolO
         Some(ItemStatus::Failed) => failed(failure.unwrap_or_else(|| "failed".to_owned())),
         Some(ItemStatus::Declined) => ToolOutcome::Declined { reason: None },
         // Completed while still "in progress", an unknown value, or no status at all: we cannot tell
-        // whether it worked, so it did not (codex-app-server.md §7).
+        // whether it worked, so it did not (docs/peers/codex.md#items).
         Some(other) => failed(format!("unknown status: {}", other.as_str())),
         None => failed("unknown status".to_owned()),
     }

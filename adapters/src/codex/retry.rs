@@ -1,4 +1,4 @@
-//! Retrying requests the app-server refused as overloaded (`-32001`, lessons F5): its inbound queue
+//! Retrying requests the app-server refused as overloaded (`-32001`, docs/peers/codex.md#overload-refusals): its inbound queue
 //! holds 128 messages, and a full queue answers `Server overloaded; retry later.` instead of queueing.
 
 use std::hash::{BuildHasher, Hasher};

@@ -249,7 +249,7 @@ fn declined_command_never_started_and_the_turn_goes_on() {
     assert_eq!(finish.outcome, ToolOutcome::Declined { reason: None });
     assert!(!finish.execution_started);
     assert!(finish.is_error());
-    // openclaw-host.md §6: a declined native call reports no mutation.
+    // A declined native call reports no mutation (docs/peers/openclaw.md#observetoolterminal).
     assert_eq!(finish.call.native_mutation, Some(NativeMutation { mutating_action: false, replay_safe: true }));
     assert_eq!(terminal(&events).kind, TerminalKind::Ok);
 }
