@@ -12,7 +12,7 @@ use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalRequest, Approver, FixedApprover, NoHostTools, NoObserver,
 };
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{Backend, FixedApproval, OpenSettings, Registry, TurnInput};
+use clawbridge_bridge::backend::{Backend, FixedApproval, OpenSettings, Registry, TurnInput, TurnRequest};
 use clawbridge_bridge::binding::{Binding, sidecar_path};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Pipeline, StoreError, TranscriptStore};
@@ -145,7 +145,8 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
     let cancel = CancellationToken::new();
     let ctrl_c = interrupt_on_ctrl_c(&cancel);
     let input = TurnInput::text(args.prompt.clone());
-    let result = native.run_turn(&input, &mut |e: &Event| pipeline.push(e), &cancel).await;
+    let result =
+        native.run_turn(TurnRequest { input: &input, sink: &mut |e: &Event| pipeline.push(e), cancel: &cancel }).await;
     ctrl_c.abort();
     let native_id = native.native_id();
     native.shutdown().await;

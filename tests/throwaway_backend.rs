@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawbridge::run::RunArgs;
-use clawbridge_bridge::attempt::driver::EventSink;
-use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, SessionHooks, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::attempt::{NativeTurn, SessionHooks, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::backend::{
-    Backend, BackendError, HarnessFacts, NativeSession, OpenSettings, ProbeReport, ProgramNotFound, Registry, Supports,
-    TurnInput,
+    Backend, BackendError, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport, ProgramNotFound,
+    Registry, Supports, TurnFuture, TurnRequest,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::connection::AgentConnection;
@@ -23,7 +22,6 @@ use clawbridge_bridge::supervisor::{CommandSpec, SpawnOptions, StopPolicy};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// The fake agent as an "echo" runtime: a turn asks it (`fake/notify`) to say the prompt back as
 /// one `echo/said` notification, which maps to a started turn, one assistant message and `ok`.
@@ -67,11 +65,7 @@ impl Backend for EchoBackend {
         Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default())
     }
 
-    fn open(
-        &self,
-        settings: OpenSettings,
-        hooks: SessionHooks,
-    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>> {
+    fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
             let mut spec = CommandSpec::new(settings.program.clone());
             spec.args = vec!["--dialect".into(), "jsonrpc2".into()];
@@ -96,13 +90,9 @@ struct EchoSession {
 }
 
 impl NativeSession for EchoSession {
-    fn run_turn<'a>(
-        &'a mut self,
-        input: &'a TurnInput,
-        sink: EventSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>> {
+    fn run_turn<'a>(&'a mut self, turn: TurnRequest<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
+            let TurnRequest { input, sink, cancel } = turn;
             self.turns += 1;
             let peer = self.conn.as_ref().expect("open").peer().clone();
             let params = json!({"method": "echo/said", "params": {"text": input.text}, "count": 1});

@@ -146,6 +146,20 @@ pub struct OpenSettings {
     pub interrupt_grace: Option<Duration>,
 }
 
+impl OpenSettings {
+    /// Overrides a backend's own deadlines with the ones these settings set (approval, host tool,
+    /// interrupt grace), leaving the others as they are.
+    pub fn apply_deadlines(&self, approval: &mut Duration, tool: &mut Duration, interrupt_grace: &mut Duration) {
+        for (set, deadline) in
+            [(self.approval_timeout, approval), (self.tool_timeout, tool), (self.interrupt_grace, interrupt_grace)]
+        {
+            if let Some(value) = set {
+                *deadline = value;
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for OpenSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenSettings")
@@ -234,11 +248,7 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Opens a native session: spawns (or reuses) the process, performs the handshake with its
     /// version gate, and starts or resumes the conversation (`settings.resume`).
-    fn open(
-        &self,
-        settings: OpenSettings,
-        hooks: SessionHooks,
-    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>>;
+    fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_>;
 
     /// Stops what the backend keeps between sessions (warm processes). The default keeps nothing.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -246,18 +256,35 @@ pub trait Backend: Send + Sync + 'static {
     }
 }
 
+/// One turn asked of a [`NativeSession`]: its input, where its events go, and what interrupts it.
+pub struct TurnRequest<'a> {
+    /// What the turn is about.
+    pub input: &'a TurnInput,
+    /// Every normalized event, as it happens.
+    pub sink: EventSink<'a>,
+    /// Cancelling it interrupts the turn natively.
+    pub cancel: &'a CancellationToken,
+}
+
+impl std::fmt::Debug for TurnRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnRequest").field("input", self.input).finish_non_exhaustive()
+    }
+}
+
+/// What [`Backend::open`] returns.
+pub type OpenFuture<'a> = BoxFuture<'a, Result<Box<dyn NativeSession>, BackendError>>;
+
+/// What [`NativeSession::run_turn`] returns.
+pub type TurnFuture<'a> = BoxFuture<'a, Result<AttemptResult, BackendError>>;
+
 /// A native session, opened by [`Backend::open`].
 pub trait NativeSession: Send {
-    /// Runs one turn, passing every normalized event to `sink` as it happens and every tool
-    /// terminal to the hooks' observer (once each, before the result). Cancelling `cancel`
-    /// interrupts the turn natively. Never hangs: a stalled turn ends as `timeout`, a dying process
-    /// as `failed`.
-    fn run_turn<'a>(
-        &'a mut self,
-        input: &'a TurnInput,
-        sink: EventSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>>;
+    /// Runs one turn, passing every normalized event to the request's sink as it happens and every
+    /// tool terminal to the hooks' observer (once each, before the result). Cancelling the
+    /// request's token interrupts the turn natively. Never hangs: a stalled turn ends as `timeout`,
+    /// a dying process as `failed`.
+    fn run_turn<'a>(&'a mut self, turn: TurnRequest<'a>) -> TurnFuture<'a>;
 
     /// A handle that adds input to a running turn, when the backend supports steering.
     fn steering(&self) -> Option<Arc<dyn Steering>> {

@@ -231,6 +231,31 @@ pub enum ToolOutcome {
 }
 
 impl ToolOutcome {
+    /// The outcome of a tool still open when its turn ended with `kind` without the native side's
+    /// own terminal: `Cancelled` for an abort, a timed-out `Failure` for a timeout, a `Failure`
+    /// otherwise, each naming `message`.
+    pub fn abandoned(kind: TerminalKind, message: &str) -> ToolOutcome {
+        let error = Some(message.to_string());
+        match kind {
+            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: error },
+            TerminalKind::Timeout => ToolOutcome::Failure { error, error_code: None, timed_out: true },
+            _ => ToolOutcome::Failure { error, error_code: None, timed_out: false },
+        }
+    }
+
+    /// The outcome of a tool the native turn ended on (with its own terminal `kind`) without ever
+    /// reporting the tool's end: `Cancelled` when the turn was interrupted, else a `Failure`.
+    pub fn left_open(kind: TerminalKind) -> ToolOutcome {
+        match kind {
+            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: Some("the turn was interrupted".to_owned()) },
+            _ => ToolOutcome::Failure {
+                error: Some("the turn ended before the tool reported an outcome".to_owned()),
+                error_code: None,
+                timed_out: false,
+            },
+        }
+    }
+
     /// A one-line description for a result that has no output of its own.
     pub fn describe(&self) -> String {
         match self {

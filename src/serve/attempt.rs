@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput};
+use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
@@ -140,7 +140,7 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
     let input = TurnInput::text(params.prompt.clone());
     let turn = {
         let mut sink = |event: &Event| pipeline.push(event);
-        native.run_turn(&input, &mut sink, &job.cancel).await
+        native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
     let native_id = native.native_id();
     let result = match turn {

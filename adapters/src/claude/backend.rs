@@ -15,16 +15,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clawbridge_bridge::attempt::driver::EventSink;
-use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, HarnessFacts, NativeSession, OpenSettings, ProbeReport, ProgramNotFound, Supports,
-    TurnInput, locate_program,
+    Backend, BackendError, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport, ProgramNotFound,
+    Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::probe::VersionProbe;
 use futures::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
 
 use super::config::ClaudeConfig;
 use super::pool::{PoolConfig, SessionPool, WarmSession};
@@ -79,15 +77,7 @@ impl ClaudeBackend {
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
         let auth_profile = config.inherit_cli_environment();
-        if let Some(limit) = settings.approval_timeout {
-            config.approval_timeout = limit;
-        }
-        if let Some(limit) = settings.tool_timeout {
-            config.tool_timeout = limit;
-        }
-        if let Some(grace) = settings.interrupt_grace {
-            config.interrupt_grace = grace;
-        }
+        settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
         (config, auth_profile)
@@ -137,11 +127,7 @@ impl Backend for ClaudeBackend {
         config.fingerprints(&settings.host_tools, &auth_profile)
     }
 
-    fn open(
-        &self,
-        settings: OpenSettings,
-        hooks: SessionHooks,
-    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>> {
+    fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
             let warm = self.lease(&settings, hooks).await.map_err(|error| {
                 let retryable = error.is_retryable();
@@ -168,13 +154,9 @@ struct ClaudeNative {
 }
 
 impl NativeSession for ClaudeNative {
-    fn run_turn<'a>(
-        &'a mut self,
-        input: &'a TurnInput,
-        sink: EventSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>> {
+    fn run_turn<'a>(&'a mut self, turn: TurnRequest<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
+            let TurnRequest { input, sink, cancel } = turn;
             let Some(warm) = self.warm.as_mut() else {
                 let source = "the Claude session was already handed back".into();
                 return Err(BackendError::Turn { source });

@@ -293,27 +293,18 @@ impl TurnMapper {
         out
     }
 
-    /// Events that close the turn when it ends without a `result` (process died, deadline, cancel):
-    /// finals for blocks that streamed but never completed, a terminal for every tool started and not
-    /// finished, then a `TurnTerminal` of `kind` with `message`. Returns nothing when the turn already
-    /// ended.
-    ///
-    /// An open tool's terminal counts as started (it may have run: the host must assume a side effect)
-    /// unless the host denied it, and is `Cancelled` for [`TerminalKind::Aborted`], a timed-out
-    /// `Failure` for [`TerminalKind::Timeout`], and a `Failure` otherwise.
+    /// The events that close a turn the CLI never ended with a `result` (its process died, the
+    /// deadline passed, the user cancelled), none when it did end: finals for the blocks that
+    /// streamed without completing, then for each tool still open a terminal as
+    /// [`ToolOutcome::abandoned`] says (counted as started unless the host denied it: it may have
+    /// run), then the `TurnTerminal`.
     pub fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
         let mut out = Vec::new();
         if self.terminated {
             return out;
         }
         self.finalize_streamed(&mut out);
-        let outcome = match kind {
-            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: Some(message.clone()) },
-            TerminalKind::Timeout => {
-                ToolOutcome::Failure { error: Some(message.clone()), error_code: None, timed_out: true }
-            }
-            _ => ToolOutcome::Failure { error: Some(message.clone()), error_code: None, timed_out: false },
-        };
+        let outcome = ToolOutcome::abandoned(kind, &message);
         self.close_open_tools(&outcome, &mut out);
         self.terminate(kind, Some(message), &mut out);
         out
@@ -633,14 +624,7 @@ impl TurnMapper {
                 self.finalize_text(format!("{}:result", self.turn_id), text, out);
             }
         }
-        let outcome = match kind {
-            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: Some("the turn was interrupted".to_owned()) },
-            _ => ToolOutcome::Failure {
-                error: Some("the turn ended before the tool reported an outcome".to_owned()),
-                error_code: None,
-                timed_out: false,
-            },
-        };
+        let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
         if let Some(usage) = &result.usage {
             self.push(out, Event::Usage(normalized_usage(usage)));

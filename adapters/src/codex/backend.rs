@@ -6,17 +6,15 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use clawbridge_bridge::attempt::driver::EventSink;
-use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
+use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenSettings, ProbeReport, ProgramNotFound,
-    Steering, Supports, TurnInput, locate_program,
+    Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::probe::VersionProbe;
 use clawbridge_protocol::codex::version::VersionPolicy;
 use futures::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
 
 use super::config::CodexConfig;
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
@@ -111,15 +109,7 @@ impl CodexBackend {
         }
         config.cwd.clone_from(&settings.cwd);
         config.registry.clone_from(&settings.registry);
-        if let Some(limit) = settings.approval_timeout {
-            config.approval_timeout = limit;
-        }
-        if let Some(limit) = settings.tool_timeout {
-            config.tool_timeout = limit;
-        }
-        if let Some(grace) = settings.interrupt_grace {
-            config.interrupt_grace = grace;
-        }
+        settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         config
     }
 
@@ -217,11 +207,7 @@ impl Backend for CodexBackend {
         Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default())
     }
 
-    fn open(
-        &self,
-        settings: OpenSettings,
-        hooks: SessionHooks,
-    ) -> BoxFuture<'_, Result<Box<dyn NativeSession>, BackendError>> {
+    fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
             let native = self.open_session(settings, hooks).await?;
             Ok(Box::new(native) as Box<dyn NativeSession>)
@@ -238,13 +224,9 @@ struct CodexNative {
 }
 
 impl NativeSession for CodexNative {
-    fn run_turn<'a>(
-        &'a mut self,
-        input: &'a TurnInput,
-        sink: EventSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<AttemptResult, BackendError>> {
+    fn run_turn<'a>(&'a mut self, turn: TurnRequest<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
+            let TurnRequest { input, sink, cancel } = turn;
             self.session
                 .run_turn(&self.thread.thread_id, &input.text, sink, cancel)
                 .await

@@ -274,25 +274,16 @@ impl TurnMapper {
         out
     }
 
-    /// Events that close the turn when it ends without `turn/completed` (peer died, watchdog, cancel):
-    /// a terminal for every tool started and not finished, then a `TurnTerminal` of `kind` with
-    /// `message`. Returns nothing when the turn already ended.
-    ///
-    /// An open tool's terminal counts as started (it may have run: the host must assume a side effect)
-    /// and is `Cancelled` for [`TerminalKind::Aborted`], a timed-out `Failure` for
-    /// [`TerminalKind::Timeout`], and a `Failure` otherwise.
+    /// Closing a turn that `turn/completed` never ended (the server died, the watchdog fired, the
+    /// user cancelled); nothing when it did end. Every tool still open gets the terminal
+    /// [`ToolOutcome::abandoned`] gives, counted as started (the host must assume a side effect),
+    /// and the `TurnTerminal` comes last.
     pub fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
-        let mut out = Vec::new();
         if self.terminated {
-            return out;
+            return Vec::new();
         }
-        let outcome = match kind {
-            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: Some(message.clone()) },
-            TerminalKind::Timeout => {
-                ToolOutcome::Failure { error: Some(message.clone()), error_code: None, timed_out: true }
-            }
-            _ => ToolOutcome::Failure { error: Some(message.clone()), error_code: None, timed_out: false },
-        };
+        let mut out = Vec::new();
+        let outcome = ToolOutcome::abandoned(kind, &message);
         self.close_open_tools(&outcome, &mut out);
         self.terminate(kind, Some(message), &mut out);
         out
@@ -455,14 +446,7 @@ impl TurnMapper {
             None => (TerminalKind::Failed, Some("turn ended without a status".to_owned())),
         };
         // Tools the turn ended on without ever reporting their end.
-        let outcome = match kind {
-            TerminalKind::Aborted => ToolOutcome::Cancelled { reason: Some("the turn was interrupted".to_owned()) },
-            _ => ToolOutcome::Failure {
-                error: Some("the turn ended before the tool reported an outcome".to_owned()),
-                error_code: None,
-                timed_out: false,
-            },
-        };
+        let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
         self.terminate(kind, message, out);
     }
