@@ -1,9 +1,10 @@
 //! The pure mapping from Claude Code CLI stdout lines to normalized [`Event`]s, one turn at a time.
 //!
 //! A turn is everything the CLI writes between one user line and its `result` (one `result` per
-//! user line: docs/peers/claude.md#the-result-line). A [`TurnMapper`] is created when the user line is sent,
-//! fed every decoded [`CliMessage`] in arrival order, and told about the host's permission denials
-//! ([`note_denied`](TurnMapper::note_denied)); it does no I/O and keeps the event stream well formed:
+//! user line: docs/peers/claude.md#the-result-line). A [`TurnMapper`] is created when the user line
+//! is sent, fed every decoded [`CliMessage`] in arrival order, and told about the host's permission
+//! denials ([`note_denied`](TurnMapper::note_denied)); it does no I/O and keeps the event stream
+//! well formed:
 //!
 //! - `TurnStarted` comes first (as soon as the turn has any line), nothing follows `TurnTerminal`;
 //! - **items**: the CLI writes one `assistant` line per content block, all sharing `message.id`, so a

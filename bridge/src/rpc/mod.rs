@@ -1,5 +1,6 @@
-//! A request/response peer over a line transport, for every [`Dialect`](clawbridge_protocol::jsonrpc::Dialect):
-//! strict JSON-RPC 2.0, Codex's JSON-RPC, and Claude Code's control protocol.
+//! A request/response peer over a line transport, for every
+//! [`Dialect`](clawbridge_protocol::jsonrpc::Dialect): strict JSON-RPC 2.0, Codex's JSON-RPC, and
+//! Claude Code's control protocol.
 //!
 //! One reader task classifies each line and delivers notifications (for Claude: the conversation
 //! lines) in arrival order through a bounded channel; responses complete pending requests; requests
