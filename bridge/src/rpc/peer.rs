@@ -370,11 +370,15 @@ impl ReaderTask {
             Ok(Incoming::Message(Message::Request(request))) => {
                 let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
                 // Spawned and registered here, before the next line is read, so a cancel that follows
-                // the request always finds its handler.
-                let work = tokio::spawn(self.handler.handle(request.clone()));
+                // the request always finds its handler. `handle` itself runs in the task: a panic in it
+                // must become the fallback answer, not end the reader.
+                let handler = self.handler.clone();
+                let work = tokio::spawn({
+                    let (handler, request) = (handler.clone(), request.clone());
+                    async move { handler.handle(request).await }
+                });
                 let token = self.peer.shared.track(&request.id, work.abort_handle());
                 let peer = self.peer.clone();
-                let handler = self.handler.clone();
                 tokio::spawn(async move {
                     answer(peer, handler, request, work, token).await;
                     drop(permit);
@@ -392,10 +396,14 @@ impl ReaderTask {
             }
             Ok(Incoming::Malformed { id, error }) => {
                 tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing a request that cannot be read");
+                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
                 let peer = self.peer.clone();
                 let refusal = Err(ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}")));
                 // Not from the reader itself: a full output queue must not stop it reading.
-                tokio::spawn(async move { send_answer(&peer, &id, refusal).await });
+                tokio::spawn(async move {
+                    send_answer(&peer, &id, refusal).await;
+                    drop(permit);
+                });
             }
             Ok(other) => tracing::debug!(peer = %self.peer.config.label, ?other, "ignored a message of a newer kind"),
             Err(error) if matches!(dialect, Dialect::JsonRpc2 | Dialect::Codex) => {
@@ -590,14 +598,19 @@ mod tests {
         }
     }
 
-    /// `hang` never finishes (and says when it is dropped); anything else is answered with its params.
+    /// `hang` never finishes (and says when it started and when it was dropped); anything else is
+    /// answered with its params.
     struct ControlScript {
+        hang_started: Arc<std::sync::atomic::AtomicBool>,
         hang_dropped: Arc<std::sync::atomic::AtomicBool>,
     }
 
     impl RequestHandler for ControlScript {
         fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
-            let hang = (request.method == "hang").then(|| SetOnDrop(self.hang_dropped.clone()));
+            let hang = (request.method == "hang").then(|| {
+                self.hang_started.store(true, Ordering::SeqCst);
+                SetOnDrop(self.hang_dropped.clone())
+            });
             Box::pin(async move {
                 if let Some(_dropped_with_the_task) = hang {
                     std::future::pending::<()>().await;
@@ -607,15 +620,27 @@ mod tests {
         }
     }
 
-    fn control_script() -> (Arc<ControlScript>, Arc<std::sync::atomic::AtomicBool>) {
-        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        (Arc::new(ControlScript { hang_dropped: dropped.clone() }), dropped)
+    type Flag = Arc<std::sync::atomic::AtomicBool>;
+
+    /// The script, and flags for its `hang` handler having run and having been dropped.
+    fn control_script() -> (Arc<ControlScript>, Flag, Flag) {
+        let (started, dropped) = (Flag::default(), Flag::default());
+        let script = ControlScript { hang_started: started.clone(), hang_dropped: dropped.clone() };
+        (Arc::new(script), started, dropped)
+    }
+
+    async fn eventually(what: &str, flag: &Flag) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !flag.load(Ordering::SeqCst) {
+            assert!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     #[tokio::test]
     async fn claude_control_requests_are_answered_in_their_envelope_and_conversation_is_delivered() {
         use serde_json::json;
-        let (handler, _) = control_script();
+        let (handler, _, _) = control_script();
         let (_peer, mut events, mut cli_out, mut cli_in) = claude_peer(handler);
         write_line(&mut cli_out, json!({"type": "system", "subtype": "init", "session_id": "s"})).await;
         cli_out.write_all(b"[SandboxDebug] not a protocol line\n").await.unwrap();
@@ -651,7 +676,7 @@ mod tests {
     #[tokio::test]
     async fn our_claude_control_requests_carry_unique_string_ids_and_their_answers_match() {
         use serde_json::json;
-        let (handler, _) = control_script();
+        let (handler, _, _) = control_script();
         let (peer, mut events, mut cli_out, mut cli_in) = claude_peer(handler);
         let first = tokio::spawn({
             let peer = peer.clone();
@@ -712,13 +737,15 @@ mod tests {
     #[tokio::test]
     async fn a_claude_cancel_aborts_the_handler_and_nothing_is_answered() {
         use serde_json::json;
-        let (handler, hang_dropped) = control_script();
+        let (handler, hang_started, hang_dropped) = control_script();
         let (_peer, _events, mut cli_out, mut cli_in) = claude_peer(handler);
         write_line(
             &mut cli_out,
             json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "hang"}}),
         )
         .await;
+        // Only a handler that runs has anything to abort; one aborted before it ran never asked anyone.
+        eventually("the handler runs", &hang_started).await;
         write_line(&mut cli_out, json!({"type": "control_cancel_request", "request_id": "u-1"})).await;
         // A cancel for nothing that runs changes nothing.
         write_line(&mut cli_out, json!({"type": "control_cancel_request", "request_id": "u-7"})).await;
@@ -729,11 +756,7 @@ mod tests {
         .await;
         let written = next_written(&mut cli_in).await;
         assert_eq!(written["response"]["request_id"], "u-2", "the withdrawn request got no answer: {written}");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !hang_dropped.load(Ordering::SeqCst) {
-            assert!(tokio::time::Instant::now() < deadline, "the withdrawn handler was not aborted");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        eventually("the withdrawn handler is aborted", &hang_dropped).await;
         // Nothing else was written for it.
         assert!(tokio::time::timeout(Duration::from_millis(200), cli_in.next_line()).await.is_err());
     }
@@ -741,7 +764,7 @@ mod tests {
     #[tokio::test]
     async fn a_claude_control_request_that_cannot_be_typed_is_answered_with_an_error() {
         use serde_json::json;
-        let (handler, _) = control_script();
+        let (handler, _, _) = control_script();
         let (_peer, _events, mut cli_out, mut cli_in) = claude_peer(handler);
         write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-3", "request": "interrupt"})).await;
         write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-4", "request": {"tool": 1}})).await;
@@ -756,7 +779,7 @@ mod tests {
     #[tokio::test]
     async fn a_claude_notification_is_written_as_the_conversation_line() {
         use serde_json::json;
-        let (handler, _) = control_script();
+        let (handler, _, _) = control_script();
         let (peer, _events, _cli_out, mut cli_in) = claude_peer(handler);
         let user = json!({"session_id": "", "message": {"role": "user", "content": "hi"}});
         peer.notify("user", Some(&user)).await.unwrap();
@@ -769,7 +792,7 @@ mod tests {
     #[tokio::test]
     async fn handlers_still_running_when_the_output_ends_are_aborted_when_asked() {
         use serde_json::json;
-        let (handler, hang_dropped) = control_script();
+        let (handler, hang_started, hang_dropped) = control_script();
         let (output, mut cli_out) = tokio::io::duplex(1024);
         let config =
             PeerConfig { dialect: Dialect::ClaudeControl, abort_handlers_on_close: true, ..PeerConfig::default() };
@@ -779,12 +802,33 @@ mod tests {
             json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "hang"}}),
         )
         .await;
+        // Only a handler that runs has anything to abort; one aborted before it ran never asked anyone.
+        eventually("the handler runs", &hang_started).await;
         drop(cli_out);
         assert!(matches!(events.recv().await, Some(PeerEvent::Closed(_))));
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while !hang_dropped.load(Ordering::SeqCst) {
-            assert!(tokio::time::Instant::now() < deadline, "the handler outlived the stream");
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        eventually("the handler is aborted with the stream", &hang_dropped).await;
+    }
+
+    /// Panics before it returns its future.
+    struct PanicsAtOnce;
+
+    impl RequestHandler for PanicsAtOnce {
+        fn handle(&self, _request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+            panic!("a handler bug");
         }
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_panics_before_its_future_gets_the_fallback_and_reading_goes_on() {
+        use serde_json::json;
+        let (peer, mut events, mut cli_out, mut cli_in) = claude_peer(Arc::new(PanicsAtOnce));
+        write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "x"}}))
+            .await;
+        let written = next_written(&mut cli_in).await;
+        assert_eq!(written["response"]["subtype"], "error", "{written}");
+        assert_eq!(written["response"]["request_id"], "u-1");
+        write_line(&mut cli_out, json!({"type": "result", "subtype": "success"})).await;
+        assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "result"));
+        assert!(peer.gone().is_none());
     }
 }
