@@ -195,7 +195,7 @@ impl RequestHandler for ClaudeControlHandler {
                 let message = format!("The tool call was not approved ({failure}).");
                 if let Some(tool_use_id) = ask.tool_use_id.filter(|id| !id.is_empty()) {
                     let note = ControlNote::Denied { tool_use_id, message: message.clone() };
-                    if self.notes.try_send(note).is_err() {
+                    if let Err(mpsc::error::TrySendError::Full(_)) = self.notes.try_send(note) {
                         tracing::warn!("the turn's note queue is full; a denied call may count as started");
                     }
                 }
