@@ -1,14 +1,18 @@
 //! JSON-RPC classification of any line a peer sends: never a panic, and a classified message
-//! survives a round trip through either dialect unchanged (shape, id exactly as received, payload).
+//! survives a round trip through either JSON-RPC dialect unchanged (shape, id exactly as received,
+//! payload). The same line read as Claude's control protocol never panics either.
 
 #![no_main]
 
-use clawbridge_protocol::jsonrpc::{Dialect, Message};
+use clawbridge_protocol::jsonrpc::{Dialect, Incoming, Message};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
+    if let Ok(Incoming::Message(message)) = Dialect::ClaudeControl.classify(value.clone()) {
+        let _ = message.to_value(Dialect::ClaudeControl);
+    }
     let Ok(message) = Message::from_value(value) else { return };
     for dialect in [Dialect::JsonRpc2, Dialect::Codex] {
         let encoded = message.to_value(dialect);

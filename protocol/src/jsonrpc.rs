@@ -1,8 +1,10 @@
-//! JSON-RPC envelopes for the two dialects clawbridge speaks: strict JSON-RPC 2.0 (`"jsonrpc":"2.0"`
-//! on every message) and the Codex app-server dialect (the field omitted).
+//! Request/response envelopes for the three dialects clawbridge speaks: strict JSON-RPC 2.0
+//! (`"jsonrpc":"2.0"` on every message), the Codex app-server dialect (the field omitted), and Claude
+//! Code's stdio control protocol, which carries the same three kinds of message in other envelopes.
 //!
-//! Messages are classified by shape, not by the `jsonrpc` field, so one decoder serves both dialects:
-//! `method` + `id` is a request, `method` alone a notification, `id` + `result`/`error` a response.
+//! JSON-RPC messages are classified by shape, not by the `jsonrpc` field, so one decoder serves both
+//! JSON-RPC dialects: `method` + `id` is a request, `method` alone a notification, `id` +
+//! `result`/`error` a response. [`Dialect::classify`] reads a line as its connection's dialect does.
 
 use std::fmt;
 
@@ -25,7 +27,7 @@ pub mod codes {
     pub const SERVER_OVERLOADED: i64 = -32001;
 }
 
-/// Which envelope flavour a connection writes.
+/// Which envelope flavour a connection speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dialect {
@@ -34,6 +36,42 @@ pub enum Dialect {
     JsonRpc2,
     /// Codex app-server: the `jsonrpc` field is omitted.
     Codex,
+    /// Claude Code's control protocol (docs/peers/claude.md#control-protocol): a request is a
+    /// `control_request` whose `request.subtype` is the method and whose string `request_id` is the
+    /// id, its answer a `control_response` (`success` or `error`), a `control_cancel_request`
+    /// withdraws a request, and every other line is conversation, read as a notification named by
+    /// its `type`.
+    ClaudeControl,
+}
+
+impl Dialect {
+    /// Classifies one decoded line as this dialect reads it. The JSON-RPC dialects classify by shape
+    /// ([`Message::from_value`]) and never yield [`Incoming::Cancel`] or [`Incoming::Malformed`].
+    pub fn classify(self, value: Value) -> Result<Incoming, ShapeError> {
+        match self {
+            Dialect::JsonRpc2 | Dialect::Codex => Message::from_value(value).map(Incoming::Message),
+            Dialect::ClaudeControl => control::classify(value),
+        }
+    }
+}
+
+/// One incoming line, classified by [`Dialect::classify`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// A request, a notification or a response.
+    Message(Message),
+    /// The sender withdrew its request with this id (Claude's `control_cancel_request`): its handler
+    /// stops and no answer is sent.
+    Cancel(RequestId),
+    /// A request whose id could be read but whose body could not. The sender still waits for an
+    /// answer (the Claude CLI blocks until it gets one), so it must be answered with an error.
+    Malformed {
+        /// The request's id, for the answer.
+        id: RequestId,
+        /// What is wrong with the body.
+        error: ShapeError,
+    },
 }
 
 /// A request id. Numbers and strings are both legal and are echoed back exactly as received, so the
@@ -151,6 +189,10 @@ pub enum ShapeError {
     Unclassifiable,
     /// `error` is present but not an error object.
     BadErrorObject,
+    /// A control envelope's `request_id` is missing or neither a string nor a number.
+    BadRequestId,
+    /// A control envelope's `request` or `response` is not an object with a string `subtype`.
+    BadControlBody,
 }
 
 impl fmt::Display for ShapeError {
@@ -161,6 +203,8 @@ impl fmt::Display for ShapeError {
             ShapeError::BadId => "`id` is neither a number nor a string",
             ShapeError::Unclassifiable => "neither a request, a notification nor a response",
             ShapeError::BadErrorObject => "`error` is not a JSON-RPC error object",
+            ShapeError::BadRequestId => "`request_id` is missing or neither a string nor a number",
+            ShapeError::BadControlBody => "the control envelope's body is not an object with a string `subtype`",
         })
     }
 }
@@ -203,8 +247,12 @@ impl Message {
         }
     }
 
-    /// The message as a JSON object in the given dialect.
+    /// The message as a JSON object in the given dialect. [`Dialect::ClaudeControl`] has no place
+    /// for params that are not objects (they are merged into the envelope): those are left out.
     pub fn to_value(&self, dialect: Dialect) -> Value {
+        if dialect == Dialect::ClaudeControl {
+            return control::to_value(self);
+        }
         let mut map = Map::new();
         if dialect == Dialect::JsonRpc2 {
             map.insert("jsonrpc".into(), Value::String("2.0".into()));
@@ -241,7 +289,7 @@ impl Message {
 
 /// Borrowing serialisers for outgoing messages, so the hot path never clones params into a `Value`.
 pub mod outgoing {
-    use super::{Dialect, ErrorObject, RequestId};
+    use super::{Dialect, ErrorObject, RequestId, control};
     use serde::Serialize;
     use serde_json::Value;
 
@@ -251,44 +299,215 @@ pub mod outgoing {
 
     /// An outgoing request or notification (`id: None`).
     #[derive(Serialize)]
+    #[serde(transparent)]
     pub struct Call<'a, P: Serialize> {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        jsonrpc: Option<&'static str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<&'a RequestId>,
-        method: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
+        shape: CallShape<'a, P>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum CallShape<'a, P: Serialize> {
+        JsonRpc {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            jsonrpc: Option<&'static str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            id: Option<&'a RequestId>,
+            method: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            params: Option<&'a P>,
+        },
+        ControlRequest {
+            r#type: &'static str,
+            request_id: &'a RequestId,
+            request: ControlBody<'a, P>,
+        },
+        /// A conversation line: `type` is the method, the params' members are the rest of the line.
+        ConversationLine {
+            r#type: &'a str,
+            #[serde(flatten)]
+            params: Option<&'a P>,
+        },
+    }
+
+    #[derive(Serialize)]
+    struct ControlBody<'a, P: Serialize> {
+        subtype: &'a str,
+        #[serde(flatten)]
         params: Option<&'a P>,
     }
 
     impl<'a, P: Serialize> Call<'a, P> {
-        /// A request (with `id`) or a notification (without).
+        /// A request (with `id`) or a notification (without). In [`Dialect::ClaudeControl`] the params
+        /// are merged into the envelope — a request's into its `request` beside `subtype: method`, a
+        /// notification's into the line beside `type: method` — so they must serialise as an object
+        /// (or be `None`) and must not carry that `subtype` / `type` themselves.
         pub fn new(dialect: Dialect, id: Option<&'a RequestId>, method: &'a str, params: Option<&'a P>) -> Self {
-            Self { jsonrpc: version(dialect), id, method, params }
+            let shape = match (dialect, id) {
+                (Dialect::ClaudeControl, Some(request_id)) => CallShape::ControlRequest {
+                    r#type: control::CONTROL_REQUEST,
+                    request_id,
+                    request: ControlBody { subtype: method, params },
+                },
+                (Dialect::ClaudeControl, None) => CallShape::ConversationLine { r#type: method, params },
+                (_, id) => CallShape::JsonRpc { jsonrpc: version(dialect), id, method, params },
+            };
+            Self { shape }
         }
     }
 
     /// An outgoing response.
     #[derive(Serialize)]
+    #[serde(transparent)]
     pub struct Reply<'a> {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        jsonrpc: Option<&'static str>,
-        id: &'a RequestId,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a Value>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<&'a ErrorObject>,
+        shape: ReplyShape<'a>,
+    }
+
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum ReplyShape<'a> {
+        JsonRpc {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            jsonrpc: Option<&'static str>,
+            id: &'a RequestId,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            result: Option<&'a Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a ErrorObject>,
+        },
+        ControlResponse {
+            r#type: &'static str,
+            response: ControlAnswer<'a>,
+        },
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "subtype", rename_all = "lowercase")]
+    enum ControlAnswer<'a> {
+        Success {
+            request_id: &'a RequestId,
+            response: &'a Value,
+        },
+        /// The control protocol's errors are a message only; the code and data are not sent.
+        Error {
+            request_id: &'a RequestId,
+            error: &'a str,
+        },
     }
 
     impl<'a> Reply<'a> {
         /// A response carrying `outcome` for request `id`.
         pub fn new(dialect: Dialect, id: &'a RequestId, outcome: &'a Result<Value, ErrorObject>) -> Self {
-            let (result, error) = match outcome {
-                Ok(v) => (Some(v), None),
-                Err(e) => (None, Some(e)),
+            let shape = match (dialect, outcome) {
+                (Dialect::ClaudeControl, Ok(response)) => ReplyShape::ControlResponse {
+                    r#type: control::CONTROL_RESPONSE,
+                    response: ControlAnswer::Success { request_id: id, response },
+                },
+                (Dialect::ClaudeControl, Err(error)) => ReplyShape::ControlResponse {
+                    r#type: control::CONTROL_RESPONSE,
+                    response: ControlAnswer::Error { request_id: id, error: &error.message },
+                },
+                (_, Ok(result)) => {
+                    ReplyShape::JsonRpc { jsonrpc: version(dialect), id, result: Some(result), error: None }
+                }
+                (_, Err(error)) => {
+                    ReplyShape::JsonRpc { jsonrpc: version(dialect), id, result: None, error: Some(error) }
+                }
             };
-            Self { jsonrpc: version(dialect), id, result, error }
+            Self { shape }
         }
+    }
+}
+
+/// The Claude control protocol's envelopes (docs/peers/claude.md#control-protocol), read and
+/// written as the three message kinds.
+mod control {
+    use serde_json::{Map, Value};
+
+    use super::{ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, ShapeError, codes};
+
+    pub(super) const CONTROL_REQUEST: &str = "control_request";
+    pub(super) const CONTROL_RESPONSE: &str = "control_response";
+    const CONTROL_CANCEL_REQUEST: &str = "control_cancel_request";
+
+    pub(super) fn classify(value: Value) -> Result<Incoming, ShapeError> {
+        let Value::Object(mut map) = value else {
+            return Err(ShapeError::NotAnObject);
+        };
+        let kind = match map.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            _ => String::new(),
+        };
+        match kind.as_str() {
+            CONTROL_REQUEST => request(map),
+            CONTROL_RESPONSE => response(map),
+            CONTROL_CANCEL_REQUEST => Ok(Incoming::Cancel(request_id(map.remove("request_id"))?)),
+            // Conversation: the mapper reads the whole line; a line without a `type` is its call too.
+            _ => Ok(Incoming::Message(Message::Notification(Notification {
+                method: kind,
+                params: Some(Value::Object(map)),
+            }))),
+        }
+    }
+
+    fn request(mut map: Map<String, Value>) -> Result<Incoming, ShapeError> {
+        let id = request_id(map.remove("request_id"))?;
+        let method = match map.get("request").and_then(|body| body.get("subtype")) {
+            Some(Value::String(subtype)) => subtype.clone(),
+            _ => return Ok(Incoming::Malformed { id, error: ShapeError::BadControlBody }),
+        };
+        let params = map.remove("request");
+        Ok(Incoming::Message(Message::Request(Request { id, method, params })))
+    }
+
+    fn response(mut map: Map<String, Value>) -> Result<Incoming, ShapeError> {
+        let Some(Value::Object(mut body)) = map.remove("response") else {
+            return Err(ShapeError::BadControlBody);
+        };
+        let id = request_id(body.remove("request_id"))?;
+        let outcome = match body.get("subtype").and_then(Value::as_str) {
+            Some("success") => Ok(body.remove("response").unwrap_or(Value::Null)),
+            Some("error") => {
+                let message = match body.remove("error") {
+                    Some(Value::String(message)) => message,
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                Err(ErrorObject::new(codes::INTERNAL_ERROR, message))
+            }
+            // Still an answer to the request: failing it now beats letting it wait for its deadline.
+            other => Err(ErrorObject::new(codes::INVALID_REQUEST, format!("an answer of unknown subtype {other:?}"))),
+        };
+        Ok(Incoming::Message(Message::Response(Response { id, outcome })))
+    }
+
+    fn request_id(value: Option<Value>) -> Result<RequestId, ShapeError> {
+        match value {
+            Some(Value::String(id)) => Ok(RequestId::String(id)),
+            Some(Value::Number(id)) => Ok(RequestId::Number(id)),
+            _ => Err(ShapeError::BadRequestId),
+        }
+    }
+
+    pub(super) fn to_value(message: &Message) -> Value {
+        use super::outgoing::{Call, Reply};
+        let object = |params: &Option<Value>| params.as_ref().filter(|p| p.is_object()).cloned();
+        // Serialising into a `Value` cannot fail here: every params left is an object.
+        let encoded = match message {
+            Message::Request(r) => serde_json::to_value(Call::new(
+                super::Dialect::ClaudeControl,
+                Some(&r.id),
+                &r.method,
+                object(&r.params).as_ref(),
+            )),
+            Message::Notification(n) => serde_json::to_value(Call::new(
+                super::Dialect::ClaudeControl,
+                None,
+                &n.method,
+                object(&n.params).as_ref(),
+            )),
+            Message::Response(r) => serde_json::to_value(Reply::new(super::Dialect::ClaudeControl, &r.id, &r.outcome)),
+        };
+        encoded.unwrap_or(Value::Null)
     }
 }
 
@@ -366,5 +585,102 @@ mod tests {
         assert_eq!(note, r#"{"method":"initialized"}"#);
         let msg = Message::Notification(Notification { method: "n".into(), params: None });
         assert_eq!(msg.to_value(Dialect::JsonRpc2), json!({"jsonrpc": "2.0", "method": "n"}));
+    }
+
+    #[test]
+    fn claude_control_envelopes_classify_as_the_three_kinds() {
+        let claude = |v: Value| Dialect::ClaudeControl.classify(v);
+        let request = json!({"type": "control_request", "request_id": "r-1",
+                             "request": {"subtype": "can_use_tool", "tool_name": "Bash"}});
+        match claude(request).unwrap() {
+            Incoming::Message(Message::Request(r)) => {
+                assert_eq!(r.id, RequestId::String("r-1".into()));
+                assert_eq!(r.method, "can_use_tool");
+                assert_eq!(r.params, Some(json!({"subtype": "can_use_tool", "tool_name": "Bash"})));
+            }
+            other => panic!("expected a request, got {other:?}"),
+        }
+        let success = json!({"type": "control_response",
+                             "response": {"subtype": "success", "request_id": "clawbridge-1", "response": {"pid": 7}}});
+        assert_eq!(
+            claude(success).unwrap(),
+            Incoming::Message(Message::Response(Response {
+                id: RequestId::String("clawbridge-1".into()),
+                outcome: Ok(json!({"pid": 7}))
+            }))
+        );
+        let error = json!({"type": "control_response",
+                           "response": {"subtype": "error", "request_id": "clawbridge-2", "error": "no"}});
+        match claude(error).unwrap() {
+            Incoming::Message(Message::Response(Response { outcome: Err(e), .. })) => assert_eq!(e.message, "no"),
+            other => panic!("expected an error response, got {other:?}"),
+        }
+        let odd = json!({"type": "control_response", "response": {"subtype": "later", "request_id": "clawbridge-3"}});
+        assert!(matches!(claude(odd).unwrap(), Incoming::Message(Message::Response(Response { outcome: Err(_), .. }))));
+        let cancel = json!({"type": "control_cancel_request", "request_id": "r-1"});
+        assert_eq!(claude(cancel).unwrap(), Incoming::Cancel(RequestId::String("r-1".into())));
+        let line = json!({"type": "assistant", "message": {"content": []}});
+        assert_eq!(
+            claude(line.clone()).unwrap(),
+            Incoming::Message(Message::Notification(Notification { method: "assistant".into(), params: Some(line) }))
+        );
+    }
+
+    #[test]
+    fn claude_control_lines_that_are_no_message() {
+        let claude = |v: Value| Dialect::ClaudeControl.classify(v);
+        assert_eq!(claude(json!(42)), Err(ShapeError::NotAnObject));
+        assert_eq!(claude(json!({"type": "control_cancel_request"})), Err(ShapeError::BadRequestId));
+        assert_eq!(claude(json!({"type": "control_response", "response": 3})), Err(ShapeError::BadControlBody));
+        assert_eq!(
+            claude(json!({"type": "control_response", "response": {"subtype": "success"}})),
+            Err(ShapeError::BadRequestId)
+        );
+        // A request with a readable id must still be answered, whatever its body.
+        for body in [json!(null), json!("interrupt"), json!({"tool_name": "Bash"}), json!({"subtype": 5})] {
+            let line = json!({"type": "control_request", "request_id": "r-9", "request": body});
+            assert_eq!(
+                claude(line),
+                Ok(Incoming::Malformed { id: RequestId::String("r-9".into()), error: ShapeError::BadControlBody })
+            );
+        }
+        // The JSON-RPC dialects never read Claude's envelopes as anything but what their shape says.
+        let cancel = json!({"type": "control_cancel_request", "request_id": "r-1"});
+        assert_eq!(Dialect::Codex.classify(cancel), Err(ShapeError::Unclassifiable));
+    }
+
+    #[test]
+    fn claude_control_envelopes_are_written_typed() {
+        let id = RequestId::String("clawbridge-4".into());
+        let initialize = crate::claude::InitializeRequest::default();
+        let request = outgoing::Call::new(Dialect::ClaudeControl, Some(&id), "initialize", Some(&initialize));
+        assert_eq!(
+            serde_json::to_string(&request).unwrap(),
+            r#"{"type":"control_request","request_id":"clawbridge-4","request":{"subtype":"initialize","hooks":null}}"#
+        );
+        let bare = outgoing::Call::<Value>::new(Dialect::ClaudeControl, Some(&id), "interrupt", None);
+        assert_eq!(
+            serde_json::to_string(&bare).unwrap(),
+            r#"{"type":"control_request","request_id":"clawbridge-4","request":{"subtype":"interrupt"}}"#
+        );
+        let user = json!({"message": {"role": "user"}});
+        let line = outgoing::Call::new(Dialect::ClaudeControl, None, "user", Some(&user));
+        assert_eq!(serde_json::to_string(&line).unwrap(), r#"{"type":"user","message":{"role":"user"}}"#);
+        let theirs = RequestId::String("uuid-1".into());
+        let allow = Ok(json!({"behavior": "allow"}));
+        assert_eq!(
+            serde_json::to_string(&outgoing::Reply::new(Dialect::ClaudeControl, &theirs, &allow)).unwrap(),
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"uuid-1","response":{"behavior":"allow"}}}"#
+        );
+        let refused = Err(ErrorObject::new(codes::METHOD_NOT_FOUND, "unsupported"));
+        assert_eq!(
+            serde_json::to_string(&outgoing::Reply::new(Dialect::ClaudeControl, &theirs, &refused)).unwrap(),
+            r#"{"type":"control_response","response":{"subtype":"error","request_id":"uuid-1","error":"unsupported"}}"#
+        );
+        // What the CLI sends reads back as what we would write for it.
+        let raw =
+            json!({"type": "control_request", "request_id": "r-2", "request": {"subtype": "mcp_message", "x": 1}});
+        let Ok(Incoming::Message(message)) = Dialect::ClaudeControl.classify(raw.clone()) else { panic!() };
+        assert_eq!(message.to_value(Dialect::ClaudeControl), raw);
     }
 }

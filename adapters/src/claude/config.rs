@@ -57,7 +57,8 @@ pub struct ClaudeConfig {
     pub allowed_tools: Vec<String>,
     /// `--disallowedTools` rules.
     pub disallowed_tools: Vec<String>,
-    /// `--permission-mode` (always passed explicitly; reference §1). Default `default`.
+    /// `--permission-mode` (always passed explicitly; docs/peers/claude.md#how-clawbridge-runs-it).
+    /// Default `default`.
     pub permission_mode: String,
     /// The name of the SDK MCP server host tools are served as (tools `mcp__<name>__<tool>`), declared
     /// only when the host lends tools. Default `openclaw`.
@@ -66,7 +67,8 @@ pub struct ClaudeConfig {
     pub tool_timeout: Duration,
     /// `--resume <id>` for the first process: continue this native session.
     pub resume: Option<String>,
-    /// The child's environment policy. `CLAUDECODE` is always removed (lessons H1).
+    /// The child's environment policy. `CLAUDECODE` is always removed
+    /// (docs/peers/claude.md#nested-session-guard).
     pub env: EnvPolicy,
     /// Credentials (`ANTHROPIC_API_KEY`, …), passed to the child only through its environment.
     pub secret_env: Vec<(String, Secret)>,

@@ -1,7 +1,9 @@
-//! Answers the CLI's control requests (`can_use_tool`, `hook_callback`, `mcp_message`, …). Every
-//! request gets an answer: a hook that fails or runs out of time yields the safe one (deny), never a
-//! hang (lessons B1). Each request is answered in its own task by the session's reader, so a slow
-//! approval never stalls stdout.
+//! Answers the CLI's control requests (`can_use_tool`, `hook_callback`, `mcp_message`, …) as the
+//! [`RequestHandler`] of the session's peer. Every request gets an answer: a hook that fails or runs
+//! out of time yields the safe one (deny), and so does a handler that fails, panics or outlives the
+//! peer's backstop ([`RequestHandler::fallback`]) — never a hang
+//! (docs/peers/claude.md#unanswered-control-requests). The peer runs each request in its own task,
+//! so a slow approval never stalls stdout.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,11 +12,14 @@ use clawbridge_bridge::attempt::hooks::{
     ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools,
 };
 use clawbridge_bridge::attempt::{TurnActivity, decide_approval};
+use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
 use clawbridge_protocol::claude::{
-    CanUseToolRequest, ControlRequest, ControlRequestBody, ControlResponse, McpMessageRequest, PermissionResult,
-    decline_elicitation,
+    CanUseToolRequest, ControlRequestBody, McpMessageRequest, PermissionResult, decline_elicitation,
 };
+use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::mapping::{SHELL_TOOL_NAME, canonical_tool_name};
 
@@ -33,6 +38,7 @@ pub enum ControlNote {
 }
 
 /// Answers the CLI's control requests through the attempt's hooks.
+#[derive(Clone)]
 pub struct ClaudeControlHandler {
     /// Decides `can_use_tool`.
     approver: Arc<dyn Approver>,
@@ -46,12 +52,20 @@ pub struct ClaudeControlHandler {
     host_server: Option<String>,
     /// Deadline for one host tool call.
     tool_timeout: Duration,
+    /// The turn loop's notes. A note is queued before the answer is returned, and the peer writes
+    /// the answer only after that, so the note always precedes the lines the answer causes.
+    notes: mpsc::Sender<ControlNote>,
 }
 
 impl ClaudeControlHandler {
-    /// A handler using this approver and deadline.
-    pub fn new(approver: Arc<dyn Approver>, activity: Arc<TurnActivity>, approval_timeout: Duration) -> Arc<Self> {
-        Arc::new(Self::plain(approver, activity, approval_timeout))
+    /// A handler using this approver and deadline, whose notes go to `notes`.
+    pub fn new(
+        approver: Arc<dyn Approver>,
+        activity: Arc<TurnActivity>,
+        approval_timeout: Duration,
+        notes: mpsc::Sender<ControlNote>,
+    ) -> Arc<Self> {
+        Arc::new(Self::plain(approver, activity, approval_timeout, notes))
     }
 
     /// A handler that also serves `tools` as the SDK MCP server `server` (calls bounded by
@@ -63,16 +77,22 @@ impl ClaudeControlHandler {
         tools: Arc<dyn HostTools>,
         server: impl Into<String>,
         tool_timeout: Duration,
+        notes: mpsc::Sender<ControlNote>,
     ) -> Arc<Self> {
         Arc::new(Self {
             tools,
             host_server: Some(server.into()),
             tool_timeout,
-            ..Self::plain(approver, activity, approval_timeout)
+            ..Self::plain(approver, activity, approval_timeout, notes)
         })
     }
 
-    fn plain(approver: Arc<dyn Approver>, activity: Arc<TurnActivity>, approval_timeout: Duration) -> Self {
+    fn plain(
+        approver: Arc<dyn Approver>,
+        activity: Arc<TurnActivity>,
+        approval_timeout: Duration,
+        notes: mpsc::Sender<ControlNote>,
+    ) -> Self {
         Self {
             approver,
             activity,
@@ -80,39 +100,41 @@ impl ClaudeControlHandler {
             tools: Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools),
             host_server: None,
             tool_timeout: Duration::from_secs(600),
+            notes,
         }
     }
 
-    /// The answer to `request`, and what the mapper must be told first (in order, before the answer
-    /// is written: the CLI only acts on the answer after reading it).
-    pub async fn answer(&self, request: ControlRequest) -> (ControlResponse, Vec<ControlNote>) {
+    /// The answer to one control request (`body` is its `request`), and what the mapper must be told
+    /// before the answer is written (the CLI only acts on the answer after reading it).
+    pub async fn answer(&self, body: ControlRequestBody) -> (Result<Value, ErrorObject>, Vec<ControlNote>) {
         self.activity.request_seen();
-        let id = request.request_id.clone();
-        match request.request {
-            ControlRequestBody::CanUseTool(ask) => self.can_use_tool(&id, ask).await,
+        match body {
+            ControlRequestBody::CanUseTool(ask) => self.can_use_tool(ask).await,
             ControlRequestBody::McpMessage(message) => {
                 if self.host_server.as_deref() == Some(message.server_name.as_str()) {
-                    (ControlResponse::success(&id, self.serve_mcp(message).await), vec![])
+                    (Ok(self.serve_mcp(message).await), vec![])
                 } else {
-                    (ControlResponse::success(&id, mcp_unsupported(&message)), vec![])
+                    (Ok(mcp_unsupported(&message)), vec![])
                 }
             }
             // We register no hooks in `initialize`, so none should fire; an empty output lets the CLI
             // go on as if there were no hook (permissions still come through `can_use_tool`).
             ControlRequestBody::HookCallback(hook) => {
                 tracing::debug!(callback_id = %hook.callback_id, "answering an unregistered hook callback with no output");
-                (ControlResponse::success(&id, json!({})), vec![])
+                (Ok(json!({})), vec![])
             }
-            ControlRequestBody::Elicitation(_) => (ControlResponse::success(&id, decline_elicitation()), vec![]),
+            ControlRequestBody::Elicitation(_) => (Ok(decline_elicitation()), vec![]),
             other => {
                 let subtype = other.tag().unwrap_or("(none)").to_owned();
                 tracing::debug!(%subtype, "refusing a control request clawbridge does not serve");
-                (ControlResponse::error(&id, format!("unsupported control request: {subtype}")), vec![])
+                let error =
+                    ErrorObject::new(codes::METHOD_NOT_FOUND, format!("unsupported control request: {subtype}"));
+                (Err(error), vec![])
             }
         }
     }
 
-    async fn can_use_tool(&self, id: &str, ask: CanUseToolRequest) -> (ControlResponse, Vec<ControlNote>) {
+    async fn can_use_tool(&self, ask: CanUseToolRequest) -> (Result<Value, ErrorObject>, Vec<ControlNote>) {
         let tool_name = canonical_tool_name(&ask.tool_name);
         let call_id = ask.tool_use_id.clone().unwrap_or_default();
         let request = ApprovalRequest {
@@ -146,7 +168,43 @@ impl ClaudeControlHandler {
         } else {
             notes
         };
-        (ControlResponse::success(id, result.to_value()), notes)
+        (Ok(result.to_value()), notes)
+    }
+}
+
+impl RequestHandler for ClaudeControlHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            let body = ControlRequestBody::from_value(request.params.unwrap_or(Value::Null));
+            let (outcome, notes) = this.answer(body).await;
+            for note in notes {
+                // A session that is gone reads no notes; the answer still goes out.
+                let _ = this.notes.send(note).await;
+            }
+            outcome.map_err(HandlerError::Reply)
+        })
+    }
+
+    /// Deny a tool call (telling the mapper, which cannot wait here, if the queue has room), decline
+    /// an elicitation, fail an MCP message as a JSON-RPC error, and refuse anything else.
+    fn fallback(&self, method: &str, params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
+        let body = ControlRequestBody::from_value(params.cloned().unwrap_or(Value::Null));
+        match body {
+            ControlRequestBody::CanUseTool(ask) => {
+                let message = format!("The tool call was not approved ({failure}).");
+                if let Some(tool_use_id) = ask.tool_use_id.filter(|id| !id.is_empty()) {
+                    let note = ControlNote::Denied { tool_use_id, message: message.clone() };
+                    if let Err(mpsc::error::TrySendError::Full(_)) = self.notes.try_send(note) {
+                        tracing::warn!("the turn's note queue is full; a denied call may count as started");
+                    }
+                }
+                Ok(PermissionResult::deny(message).to_value())
+            }
+            ControlRequestBody::Elicitation(_) => Ok(decline_elicitation()),
+            ControlRequestBody::McpMessage(message) => Ok(mcp_failed(&message, failure)),
+            _ => Err(ErrorObject::new(codes::INTERNAL_ERROR, format!("`{method}` was not handled: {failure}"))),
+        }
     }
 }
 
@@ -215,22 +273,35 @@ fn mcp_unsupported(message: &McpMessageRequest) -> Value {
     json!({"mcp_response": response})
 }
 
+/// The `mcp_message` answer when serving it failed: a JSON-RPC error for a request, an empty result
+/// for a notification.
+fn mcp_failed(message: &McpMessageRequest, failure: &HandlerFailure) -> Value {
+    let response = match message.message.get("id") {
+        Some(id) if !id.is_null() => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": codes::INTERNAL_ERROR, "message": format!("clawbridge could not answer: {failure}")}}),
+        _ => json!({"jsonrpc": "2.0", "result": {}}),
+    };
+    json!({"mcp_response": response})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clawbridge_bridge::attempt::hooks::FixedApprover;
     use futures::future::BoxFuture;
 
-    fn request(body: Value) -> ControlRequest {
-        serde_json::from_value(json!({"request_id": "r1", "request": body})).unwrap()
+    fn request(body: Value) -> ControlRequestBody {
+        ControlRequestBody::from_value(body)
     }
 
+    /// A handler whose notes nobody reads (these tests read them from [`ClaudeControlHandler::answer`]).
     fn handler(approver: Arc<dyn Approver>) -> (Arc<ClaudeControlHandler>, Arc<TurnActivity>) {
         let activity = Arc::new(TurnActivity::default());
-        (ClaudeControlHandler::new(approver, activity.clone(), Duration::from_millis(200)), activity)
+        let (notes, _) = mpsc::channel(8);
+        (ClaudeControlHandler::new(approver, activity.clone(), Duration::from_millis(200), notes), activity)
     }
 
-    fn bash() -> ControlRequest {
+    fn bash() -> ControlRequestBody {
         request(json!({"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_1",
                        "input": {"command": "echo hi | tee x"}}))
     }
@@ -239,15 +310,15 @@ mod tests {
     async fn allow_echoes_the_input_and_deny_notes_the_call() {
         let (h, activity) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
         let (answer, notes) = h.answer(bash()).await;
-        let line = answer.to_line();
-        assert_eq!(line["response"]["response"]["behavior"], "allow");
-        assert_eq!(line["response"]["response"]["updatedInput"]["command"], "echo hi | tee x");
+        let answer = answer.unwrap();
+        assert_eq!(answer["behavior"], "allow");
+        assert_eq!(answer["updatedInput"]["command"], "echo hi | tee x");
         assert!(notes.is_empty());
         assert!(activity.approval_accepted());
 
         let (h, _) = handler(Arc::new(FixedApprover(ApprovalDecision::Deny { message: Some("no".into()) })));
         let (answer, notes) = h.answer(bash()).await;
-        assert_eq!(answer.to_line()["response"]["response"]["behavior"], "deny");
+        assert_eq!(answer.unwrap()["behavior"], "deny");
         assert_eq!(notes, vec![ControlNote::Denied { tool_use_id: "toolu_1".into(), message: "no".into() }]);
     }
 
@@ -272,7 +343,7 @@ mod tests {
         for approver in [Arc::new(Hanging) as Arc<dyn Approver>, Arc::new(Failing)] {
             let (h, activity) = handler(approver);
             let (answer, notes) = h.answer(bash()).await;
-            assert_eq!(answer.to_line()["response"]["response"]["behavior"], "deny");
+            assert_eq!(answer.unwrap()["behavior"], "deny");
             assert_eq!(notes.len(), 1);
             assert_eq!(activity.people_pending(), 0);
         }
@@ -283,16 +354,16 @@ mod tests {
         let (h, _) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
         let mcp = request(json!({"subtype": "mcp_message", "server_name": "x",
                                  "message": {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}}));
-        let line = h.answer(mcp).await.0.to_line();
-        assert_eq!(line["response"]["response"]["mcp_response"]["error"]["code"], -32601);
-        assert_eq!(line["response"]["response"]["mcp_response"]["id"], 3);
+        let answer = h.answer(mcp).await.0.unwrap();
+        assert_eq!(answer["mcp_response"]["error"]["code"], -32601);
+        assert_eq!(answer["mcp_response"]["id"], 3);
         let note = request(json!({"subtype": "mcp_message", "server_name": "x",
                                   "message": {"jsonrpc": "2.0", "method": "notifications/initialized"}}));
-        assert_eq!(h.answer(note).await.0.to_line()["response"]["response"]["mcp_response"]["result"], json!({}));
+        assert_eq!(h.answer(note).await.0.unwrap()["mcp_response"]["result"], json!({}));
         let unknown = request(json!({"subtype": "brand_new"}));
-        assert_eq!(h.answer(unknown).await.0.to_line()["response"]["subtype"], "error");
+        assert!(h.answer(unknown).await.0.is_err(), "an unknown subtype gets an error answer");
         let hook = request(json!({"subtype": "hook_callback", "callback_id": "hook_0", "input": {}}));
-        assert_eq!(h.answer(hook).await.0.to_line()["response"]["subtype"], "success");
+        assert!(h.answer(hook).await.0.is_ok(), "a hook callback gets a success answer");
     }
 
     #[tokio::test]
@@ -318,6 +389,7 @@ mod tests {
             Arc::new(Echo),
             "openclaw",
             Duration::from_secs(1),
+            mpsc::channel(8).0,
         );
         let mcp =
             |message: Value| request(json!({"subtype": "mcp_message", "server_name": "openclaw", "message": message}));
@@ -327,19 +399,55 @@ mod tests {
             ))
             .await
             .0
-            .to_line();
-        assert_eq!(init["response"]["response"]["mcp_response"]["result"]["protocolVersion"], "2025-11-25");
-        let list = h.answer(mcp(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))).await.0.to_line();
-        assert_eq!(list["response"]["response"]["mcp_response"]["result"]["tools"][0]["name"], "echo");
+            .unwrap();
+        assert_eq!(init["mcp_response"]["result"]["protocolVersion"], "2025-11-25");
+        let list = h.answer(mcp(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))).await.0.unwrap();
+        assert_eq!(list["mcp_response"]["result"]["tools"][0]["name"], "echo");
         let call = h
             .answer(mcp(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": "ping"}, "_meta": {"claudecode/toolUseId": "toolu_9"}}})))
             .await
             .0
-            .to_line();
-        let result = &call["response"]["response"]["mcp_response"];
+            .unwrap();
+        let result = &call["mcp_response"];
         assert_eq!(result["id"], 2);
         assert_eq!(result["result"]["content"][0]["text"], r#"toolu_9 {"text":"ping"}"#);
         assert_eq!(result["result"]["isError"], false);
+    }
+
+    /// What the peer sees: notes are queued before `handle` returns the answer, and a handler that
+    /// never answered gets the safe answer, with its denial noted too.
+    #[tokio::test]
+    async fn through_the_peer_notes_come_before_the_answer_and_the_fallback_denies() {
+        let activity = Arc::new(TurnActivity::default());
+        let (notes_tx, mut notes) = mpsc::channel(8);
+        let approver = Arc::new(FixedApprover(ApprovalDecision::Deny { message: Some("no".into()) }));
+        let h = ClaudeControlHandler::new(approver, activity, Duration::from_secs(1), notes_tx);
+        let params = json!({"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_1", "input": {}});
+        let request = Request {
+            id: clawbridge_protocol::jsonrpc::RequestId::String("r1".into()),
+            method: "can_use_tool".into(),
+            params: Some(params.clone()),
+        };
+        let answer = h.handle(request).await.unwrap();
+        assert_eq!(answer["behavior"], "deny");
+        assert_eq!(
+            notes.try_recv().ok(),
+            Some(ControlNote::Denied { tool_use_id: "toolu_1".into(), message: "no".into() }),
+            "queued before the answer was returned"
+        );
+
+        let fallback = h.fallback("can_use_tool", Some(&params), &HandlerFailure::Panicked).unwrap();
+        assert_eq!(fallback["behavior"], "deny");
+        assert!(matches!(notes.try_recv(), Ok(ControlNote::Denied { tool_use_id, .. }) if tool_use_id == "toolu_1"));
+        let elicitation = json!({"subtype": "elicitation"});
+        assert_eq!(h.fallback("elicitation", Some(&elicitation), &HandlerFailure::Panicked), Ok(decline_elicitation()));
+        let mcp = json!({"subtype": "mcp_message", "server_name": "x", "message": {"jsonrpc": "2.0", "id": 4, "method": "tools/call"}});
+        let failed = h.fallback("mcp_message", Some(&mcp), &HandlerFailure::Panicked).unwrap();
+        assert_eq!(failed["mcp_response"]["id"], 4);
+        assert!(failed["mcp_response"]["error"].is_object());
+        assert!(
+            h.fallback("hook_callback", Some(&json!({"subtype": "hook_callback"})), &HandlerFailure::Panicked).is_err()
+        );
     }
 }

@@ -1,9 +1,10 @@
 //! The pure mapping from Claude Code CLI stdout lines to normalized [`Event`]s, one turn at a time.
 //!
-//! A turn is everything the CLI writes between one user line and its `result` (the reference's
-//! "exactly one `result` per user message"). A [`TurnMapper`] is created when the user line is sent,
-//! fed every decoded [`CliMessage`] in arrival order, and told about the host's permission denials
-//! ([`note_denied`](TurnMapper::note_denied)); it does no I/O and keeps the event stream well formed:
+//! A turn is everything the CLI writes between one user line and its `result` (one `result` per
+//! user line: docs/peers/claude.md#the-result-line). A [`TurnMapper`] is created when the user line
+//! is sent, fed every decoded [`CliMessage`] in arrival order, and told about the host's permission
+//! denials ([`note_denied`](TurnMapper::note_denied)); it does no I/O and keeps the event stream
+//! well formed:
 //!
 //! - `TurnStarted` comes first (as soon as the turn has any line), nothing follows `TurnTerminal`;
 //! - **items**: the CLI writes one `assistant` line per content block, all sharing `message.id`, so a
@@ -15,18 +16,21 @@
 //! - **tools**: a `tool_use` block → `ToolStarted`; its `tool_result` (in a `user` line) →
 //!   `ToolFinished`: `is_error` → `Failure`, a Bash result with `interrupted: true` → `Cancelled`, and a
 //!   call the host denied through `can_use_tool` (or that `tool_result_meta` / `system/permission_denied`
-//!   marks as rejected) → `Declined` with `execution_started: false` (lessons B1). Exactly one
-//!   `ToolFinished` per call id, never one without its `ToolStarted` (a result for a call never seen is
-//!   dropped: its name is unknown, and the host never heard of the call);
-//! - **the `result` line is authoritative and ends the turn** (lessons A2, H3): it brings the turn's
-//!   usage (the only final usage there is), its failure flag (`is_error` or a non-`success` subtype →
-//!   `Failed`; `terminal_reason: aborted_*`, or an error after our interrupt → `Aborted`; `success` →
-//!   `Ok`), and closes every tool still open (lessons D1);
+//!   marks as rejected) → `Declined` with `execution_started: false`
+//!   (docs/peers/claude.md#declined-tool-calls). Exactly one `ToolFinished` per call id, never one
+//!   without its `ToolStarted` (a result for a call never seen is dropped: its name is unknown, and
+//!   the host never heard of the call);
+//! - **the `result` line is authoritative and ends the turn**
+//!   (docs/peers/claude.md#result-ends-the-turn): it brings the turn's usage (the only final usage
+//!   there is), its failure flag (`is_error` or a non-`success` subtype → `Failed`;
+//!   `terminal_reason: aborted_*`, or an error after our interrupt → `Aborted`; `success` → `Ok`),
+//!   and closes every tool still open (docs/peers/openclaw.md#tool-call-without-a-result);
 //! - `system/init`, re-sent at the start of every turn, records the session id
 //!   ([`session_id`](TurnMapper::session_id)); when it opens the turn, its `uuid` (fresh every turn,
 //!   from the CLI) becomes the turn id, so turn ids — and the transcript keys derived from them — stay
-//!   unique across processes of one session (a restarted CLI counts turns from 1 again; lessons D1).
-//!   The id given to [`TurnMapper::new`] is the fallback.
+//!   unique across processes of one session (a restarted CLI counts turns from 1 again;
+//!   docs/peers/claude.md#turn-ids-across-processes). The id given to [`TurnMapper::new`] is the
+//!   fallback.
 //!
 //! Subagent output (`parent_tool_use_id` set) is not the assistant's answer: its text and reasoning
 //! are not mapped, but its tool calls are (they are side effects the host must hear about).
@@ -562,7 +566,8 @@ impl TurnMapper {
         };
         let declined = matches!(outcome, ToolOutcome::Declined { .. });
         if declined && call.native {
-            // A declined call did nothing (openclaw-host.md §6: declined approvals report no mutation).
+            // A declined call did nothing: declined approvals report no mutation
+            // (docs/peers/openclaw.md#observetoolterminal).
             call.native_mutation = Some(READ_ONLY);
         }
         let exit_code = structured

@@ -1,5 +1,5 @@
 //! The Claude Code CLI backend: `claude -p --input-format stream-json --output-format stream-json`
-//! over stdio (claude-stream-json.md):
+//! over stdio (docs/peers/claude.md):
 //!
 //! - [`mapping`]: the CLI's stdout lines → normalized events for one turn (pure);
 //! - [`config`]: how the CLI is launched (flags, environment, credentials only via env, deadlines);

@@ -8,7 +8,8 @@
 //! (`/tmp/a b.x` → `-tmp-a-b-x`). Names over 200 characters are cut to 200 and get `-<hash>`
 //! appended; that hash is the CLI's own, so such folders are found by their 200-character prefix.
 //! `--resume` of an id without a file makes 2.1.328 fail the turn ("No conversation found"), and
-//! made older builds hang (lessons H2): the session checks first and starts fresh, saying why.
+//! made older builds hang (docs/peers/claude.md#missing-session-file): the session checks first and
+//! starts fresh, saying why.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

@@ -1,64 +1,64 @@
 //! One warm `claude -p --input-format stream-json --output-format stream-json` process: the version
-//! gate, the `initialize` handshake, the stdout reader with its control-request handling, and turns.
+//! gate, the `initialize` handshake, and turns, over an [`AgentConnection`] whose peer speaks the
+//! control protocol ([`Dialect::ClaudeControl`]).
 //!
 //! - **Version gate**: `claude --version` runs before the spawn and is judged by the protocol
 //!   crate's [`VersionPolicy`] (refused below the floor or when unreadable, warned above the tested
 //!   version); the `initialize` answer's `claude_code_version` must name the same version (a
 //!   mismatch refuses the process), and `system/init`'s is cross-checked on every turn (logged).
-//! - **One reader task** owns stdout (lines up to [`ClaudeConfig::max_line_bytes`], 64 MiB by default,
-//!   pass intact). Control requests never block it: each runs in its own task
-//!   ([`ClaudeControlHandler`]), whose notes for the mapper (denials) are queued *before* its answer is
-//!   written, so they always precede the `tool_result` the answer causes. `control_cancel_request`
-//!   aborts the matching task (no answer is sent). Conversation lines go, in order, to the turn loop.
+//! - **The peer** owns stdout (lines up to [`ClaudeConfig::max_line_bytes`], 64 MiB by default, pass
+//!   intact) and stdin. Control requests never block it: each runs in its own task
+//!   ([`ClaudeControlHandler`]), whose notes for the mapper (denials) are queued *before* its answer
+//!   is returned to the peer, which writes it only then; the turn reads notes before lines, so they
+//!   always precede the `tool_result` the answer causes. `control_cancel_request` aborts the matching
+//!   task (no answer is sent). Conversation lines reach the turn loop in order, as notifications.
 //! - **Turns** ([`ClaudeSession::run_turn`]): one user line, every line through the
-//!   [`TurnMapper`]; the `result` ends the turn (lessons A2, H3). Cancel sends the enveloped
-//!   `interrupt` control request (never a signal, lessons H4), then waits for the `result` up to
-//!   [`ClaudeConfig::interrupt_grace`]; past it, or past the idle watchdog, the turn is abandoned and
-//!   the process group is stopped, so a late `result` can never be taken for the next turn's. A dying
-//!   process ends the turn as `failed`.
+//!   [`TurnMapper`]; the `result` ends the turn (docs/peers/claude.md#result-ends-the-turn,
+//!   docs/peers/claude.md#error-results). Cancel sends the `interrupt` control request (never a
+//!   signal, docs/peers/claude.md#interrupt-is-never-a-signal), whose answer nobody waits for, then
+//!   waits for the `result` up to [`ClaudeConfig::interrupt_grace`]; past it, or past the idle
+//!   watchdog, the turn is abandoned and the process group is stopped, so a late `result` can never
+//!   be taken for the next turn's. A dying process ends the turn as `failed`, with its exit status
+//!   and stderr tail.
 //! - **Warm process**: the next turn reuses the process; when it is gone (stopped, crashed) the next
 //!   turn spawns a new one with `--resume <session id>`.
 //! - **Resume only what exists**: before any `--resume` (configured or a respawn) the CLI's own
 //!   session file is looked up ([`ClaudeConfig::session_file`]); when it is gone the process starts
-//!   a fresh session and [`ClaudeSession::resume_failure`] names why (lessons H2).
+//!   a fresh session and [`ClaudeSession::resume_failure`] names why
+//!   (docs/peers/claude.md#missing-session-file).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use clawbridge_bridge::attempt::SessionHooks;
-use clawbridge_bridge::attempt::hooks::ToolTerminalObserver;
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::binding::InvalidationReason;
+use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::probe::{ProbeError, VersionProbe};
-use clawbridge_bridge::supervisor::{ChildProcess, ExitWatch, SpawnError, SpawnOptions, StopOutcome};
-use clawbridge_bridge::transport::{Frame, LineSender, frame_reader, spawn_line_writer};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
+use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
-    CliMessage, ControlRequest, ControlResponse, ControlResponseBody, InitializeResponse, SystemMessage, UserLine,
-    VersionRejected,
+    CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, UserLine, VersionRejected,
 };
-use futures::StreamExt;
-use serde_json::Value;
-use tokio::process::ChildStdout;
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::{AbortHandle, JoinHandle};
-use tokio::time::Instant;
+use clawbridge_protocol::jsonrpc::Dialect;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
 
-/// Lines queued from the reader to the turn loop (a full queue applies backpressure to the CLI).
+/// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
 /// Lines queued for the CLI's stdin.
 const OUTBOUND_CAPACITY: usize = 64;
-/// How long the reader waits for the exit status and stderr when stdout closes.
-const EXIT_REPORT: Duration = Duration::from_secs(2);
-/// How much of the stderr tail goes into a "process went away" message.
-const STDERR_IN_MESSAGE: usize = 1000;
+/// Notes queued from the control handlers to the turn loop (a full queue makes a handler wait).
+const NOTES_CAPACITY: usize = 256;
+/// How much longer than its own deadlines a control handler may take before the peer answers for it.
+const HANDLER_BACKSTOP: Duration = Duration::from_secs(5);
 
 /// Why a Claude session could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -100,56 +100,15 @@ impl ClaudeError {
     }
 }
 
-/// What the reader hands the turn loop, in order.
-#[derive(Debug)]
-enum Inbound {
-    /// A conversation line (control traffic is handled by the reader).
-    Message(Box<CliMessage>),
-    /// What a control answer means for the turn, queued before the answer is written.
-    Note(ControlNote),
-    /// stdout ended: why (exit status, stderr tail).
-    Closed(String),
-}
-
-/// State shared by the reader, the control tasks and the session.
-#[derive(Default)]
-struct Shared {
-    /// Our control requests waiting for their `control_response`, by request id.
-    pending: Mutex<HashMap<String, oneshot::Sender<ControlResponseBody>>>,
-    /// The CLI's control requests still being answered, by request id (for `control_cancel_request`).
-    handlers: Mutex<HashMap<String, AbortHandle>>,
-}
-
-impl Shared {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<ControlResponseBody>>> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn handlers(&self) -> std::sync::MutexGuard<'_, HashMap<String, AbortHandle>> {
-        self.handlers.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Aborts every running control task and fails every pending request of ours.
-    fn close(&self) {
-        for (_, task) in self.handlers().drain() {
-            task.abort();
-        }
-        self.pending().clear();
-    }
-}
-
-/// A running CLI process and its pipes.
+/// A running CLI process and what it sends.
 struct Live {
-    /// The process (its own group).
-    process: ChildProcess,
-    /// The single writer of its stdin.
-    out: LineSender,
-    /// Lines and notes from the reader.
-    inbound: mpsc::Receiver<Inbound>,
-    /// Pending requests and running control tasks.
-    shared: Arc<Shared>,
-    /// The stdout reader.
-    reader: JoinHandle<()>,
+    /// The process (its own group) and the control-protocol peer on its stdio.
+    conn: AgentConnection,
+    /// Conversation lines in order, then the end of the stream.
+    events: mpsc::Receiver<PeerEvent>,
+    /// What this process's control answers mean for the turn, each queued before its answer was
+    /// written. Per process, so nothing a stopped process's handler still queues reaches a later one.
+    notes: mpsc::Receiver<ControlNote>,
 }
 
 /// A Claude Code CLI session: one warm process (respawned with `--resume` when it is gone) after a
@@ -159,9 +118,11 @@ pub struct ClaudeSession {
     config: ClaudeConfig,
     /// Receives tool terminals.
     observer: Arc<dyn ToolTerminalObserver>,
-    /// Answers the CLI's control requests.
-    handler: Arc<ClaudeControlHandler>,
-    /// What the handler saw.
+    /// Decides the CLI's `can_use_tool` requests.
+    approver: Arc<dyn Approver>,
+    /// Host tools, served over SDK MCP when there are any.
+    tools: Arc<dyn HostTools>,
+    /// What the control handlers saw.
     activity: Arc<TurnActivity>,
     /// The CLI's version, from `claude --version`.
     version: Version,
@@ -180,8 +141,6 @@ pub struct ClaudeSession {
     /// Prefix of the turn ids used when the CLI names no turn (`system/init`'s `uuid`): unique per
     /// session object, so ids never repeat across restarts.
     fallback_turn_base: String,
-    /// Counter for our control request ids.
-    next_request: u64,
 }
 
 impl ClaudeSession {
@@ -189,25 +148,14 @@ impl ClaudeSession {
     /// spawns nothing; a failed handshake stops the process.
     pub async fn connect(config: ClaudeConfig, hooks: SessionHooks) -> Result<ClaudeSession, ClaudeError> {
         let version = check_version(&config, &VersionProbe::in_memory()).await?;
-        let activity = Arc::new(TurnActivity::default());
         let host_server = (!hooks.tools.specs().is_empty()).then(|| config.host_mcp_server.clone());
-        let handler = match &host_server {
-            Some(server) => ClaudeControlHandler::with_host_tools(
-                hooks.approver,
-                activity.clone(),
-                config.approval_timeout,
-                hooks.tools,
-                server.clone(),
-                config.tool_timeout,
-            ),
-            None => ClaudeControlHandler::new(hooks.approver, activity.clone(), config.approval_timeout),
-        };
         let resume = config.resume.clone();
         let mut session = ClaudeSession {
             config,
             observer: hooks.observer,
-            handler,
-            activity,
+            approver: hooks.approver,
+            tools: hooks.tools,
+            activity: Arc::new(TurnActivity::default()),
             version,
             host_server,
             live: None,
@@ -216,7 +164,6 @@ impl ClaudeSession {
             spawns: 0,
             turns: 0,
             fallback_turn_base: fallback_turn_base(),
-            next_request: 0,
         };
         session.spawn(resume.as_deref()).await?;
         Ok(session)
@@ -229,7 +176,7 @@ impl ClaudeSession {
 
     /// The current process's pid (its process group), if one runs.
     pub fn pid(&self) -> Option<u32> {
-        self.live.as_ref().map(|live| live.process.pid())
+        self.live.as_ref().map(|live| live.conn.process().pid())
     }
 
     /// How many CLI processes this session has spawned (1 while the first stays warm).
@@ -248,9 +195,22 @@ impl ClaudeSession {
         self.resume_failure.as_ref()
     }
 
-    fn request_id(&mut self, what: &str) -> String {
-        self.next_request += 1;
-        format!("req_{}_{what}", self.next_request)
+    /// The answerer of one process's control requests, queueing its notes to `notes`.
+    fn control_handler(&self, notes: mpsc::Sender<ControlNote>) -> Arc<ClaudeControlHandler> {
+        let (approver, activity, approval_timeout) =
+            (self.approver.clone(), self.activity.clone(), self.config.approval_timeout);
+        match &self.host_server {
+            Some(server) => ClaudeControlHandler::with_host_tools(
+                approver,
+                activity,
+                approval_timeout,
+                self.tools.clone(),
+                server.clone(),
+                self.config.tool_timeout,
+                notes,
+            ),
+            None => ClaudeControlHandler::new(approver, activity, approval_timeout, notes),
+        }
     }
 
     /// Spawns a process (continuing `resume` when its session file exists, else a fresh session) and
@@ -268,28 +228,24 @@ impl ClaudeSession {
         };
         let spec = self.config.command(resume, self.host_server.is_some());
         let options = SpawnOptions { registry: self.config.registry.clone(), ..SpawnOptions::default() };
-        let mut process = ChildProcess::spawn(&spec, options)?;
-        self.spawns += 1;
-        let (stdin, stdout) = match (process.take_stdin(), process.take_stdout()) {
-            (Some(stdin), Some(stdout)) => (stdin, stdout),
-            _ => {
-                process.stop(self.config.stop).await;
-                return Err(ClaudeError::Handshake("the CLI's stdio is not piped".into()));
-            }
+        let peer = PeerConfig {
+            dialect: Dialect::ClaudeControl,
+            max_line_bytes: self.config.max_line_bytes,
+            request_timeout: self.config.handshake_timeout,
+            // The handler applies the approval and tool deadlines itself; this is the backstop.
+            handler_timeout: self.config.approval_timeout.max(self.config.tool_timeout) + HANDLER_BACKSTOP,
+            outgoing_queue: OUTBOUND_CAPACITY,
+            event_queue: INBOUND_CAPACITY,
+            label: "claude".into(),
+            // Once stdout ends nobody reads an answer: a handler still asking a person stops.
+            abort_handlers_on_close: true,
+            ..PeerConfig::default()
         };
-        let (out, _writer) = spawn_line_writer(stdin, OUTBOUND_CAPACITY);
-        let (tx, inbound) = mpsc::channel(INBOUND_CAPACITY);
-        let shared = Arc::new(Shared::default());
-        let reader = tokio::spawn(read_stdout(
-            stdout,
-            self.config.max_line_bytes,
-            tx,
-            shared.clone(),
-            self.handler.clone(),
-            out.clone(),
-            process.exit_watch(),
-        ));
-        self.live = Some(Live { process, out, inbound, shared, reader });
+        let (notes_tx, notes) = mpsc::channel(NOTES_CAPACITY);
+        let handler = self.control_handler(notes_tx);
+        let (conn, events) = AgentConnection::spawn(&spec, options, peer, handler)?;
+        self.spawns += 1;
+        self.live = Some(Live { conn, events, notes });
         match self.initialize().await {
             Ok(()) => Ok(()),
             Err(error) => {
@@ -299,61 +255,42 @@ impl ClaudeSession {
         }
     }
 
-    /// Sends `initialize` and waits for its answer (answering the CLI's requests meanwhile: the reader
-    /// does that on its own), then cross-checks the reported version.
+    /// Sends `initialize` and waits for its answer (the peer answers the CLI's own requests
+    /// meanwhile), then cross-checks the reported version.
     async fn initialize(&mut self) -> Result<(), ClaudeError> {
-        let id = self.request_id("init");
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-        let (answer_tx, answer) = oneshot::channel();
-        live.shared.pending().insert(id.clone(), answer_tx);
-        if let Err(error) = live.out.send_json(&ControlRequest::initialize(&id).to_line()).await {
-            return Err(ClaudeError::Handshake(format!("cannot write to the CLI: {error}")));
-        }
-        let deadline = Instant::now() + self.config.handshake_timeout;
-        tokio::pin!(answer);
-        let body = loop {
+        let peer = live.conn.peer().clone();
+        let timeout = self.config.handshake_timeout;
+        let params = InitializeRequest::default();
+        let request = peer.request_with_timeout("initialize", Some(&params), timeout);
+        tokio::pin!(request);
+        let mut reading = true;
+        let answer = loop {
             tokio::select! {
-                body = &mut answer => match body {
-                    Ok(body) => break body,
-                    Err(_) => {
-                        // The reader ended: its `Closed` says why.
-                        let why = match live.inbound.recv().await {
-                            Some(Inbound::Closed(why)) => why,
-                            _ => "stdout closed".into(),
-                        };
-                        return Err(ClaudeError::Handshake(format!("the CLI went away: {why}")));
-                    }
+                answer = &mut request => break answer,
+                // Nothing of a turn runs yet: lines before the answer carry nothing we need, but they
+                // are read, or a full queue would stop the peer reading the answer.
+                event = live.events.recv(), if reading => match event {
+                    Some(event) => tracing::trace!(?event, "line before the initialize answer"),
+                    None => reading = false,
                 },
-                // Nothing of a turn is running yet; lines before the answer carry nothing we need.
-                inbound = live.inbound.recv() => match inbound {
-                    Some(Inbound::Closed(why)) => {
-                        return Err(ClaudeError::Handshake(format!("the CLI went away: {why}")));
-                    }
-                    Some(other) => tracing::trace!(?other, "line before the initialize answer"),
-                    None => return Err(ClaudeError::Handshake("the CLI's reader stopped".into())),
-                },
-                _ = tokio::time::sleep_until(deadline) => {
-                    return Err(ClaudeError::Handshake(format!(
-                        "no answer to initialize within {:?}",
-                        self.config.handshake_timeout
-                    )));
-                }
             }
         };
-        let success = match body {
-            ControlResponseBody::Success(success) => success,
-            ControlResponseBody::Error(error) => return Err(ClaudeError::Handshake(error.error)),
-            ControlResponseBody::Other(other) => {
-                return Err(ClaudeError::Handshake(format!(
-                    "unexpected initialize answer (subtype {:?})",
-                    other.get_str("subtype")
-                )));
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(RpcError::Remote { error, .. }) => return Err(ClaudeError::Handshake(error.message)),
+            Err(RpcError::PeerGone { gone, .. }) => {
+                return Err(ClaudeError::Handshake(format!("the CLI went away: {gone}")));
             }
+            Err(RpcError::Timeout { after, .. }) => {
+                return Err(ClaudeError::Handshake(format!("no answer to initialize within {after:?}")));
+            }
+            Err(other) => return Err(ClaudeError::Handshake(other.to_string())),
         };
         // The answer also holds `account` (personal data): only the version is read, nothing logged.
-        let response: InitializeResponse = serde_json::from_value(success.response).unwrap_or_default();
+        let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
         match response.claude_code_version {
             Some(reported) if !same_version(&self.version, &reported) => {
                 Err(ClaudeError::VersionMismatch { expected: self.version.clone(), reported })
@@ -370,15 +307,18 @@ impl ClaudeSession {
     /// respawns (with `--resume`) when it is gone.
     async fn ensure_live(&mut self) -> Result<(), ClaudeError> {
         if let Some(live) = self.live.as_mut() {
-            let mut gone = live.process.try_exit().is_some();
-            while let Ok(stale) = live.inbound.try_recv() {
+            let mut gone = live.conn.process().try_exit().is_some() || live.conn.peer().gone().is_some();
+            while let Ok(stale) = live.events.try_recv() {
                 match stale {
-                    Inbound::Closed(why) => {
+                    PeerEvent::Closed(why) => {
                         tracing::warn!(%why, "the claude process went away between turns");
                         gone = true;
                     }
                     other => tracing::debug!(?other, "line between turns"),
                 }
+            }
+            while let Ok(note) = live.notes.try_recv() {
+                tracing::debug!(?note, "control note between turns");
             }
             if !gone {
                 return Ok(());
@@ -406,7 +346,6 @@ impl ClaudeSession {
         if let Some(server) = &self.host_server {
             mapper = mapper.with_host_mcp_server(server.clone());
         }
-        let interrupt_id = self.request_id("interrupt");
         let limits = TurnLimits {
             idle: self.config.turn_idle_timeout,
             interrupt_grace: self.config.interrupt_grace,
@@ -416,11 +355,12 @@ impl ClaudeSession {
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-        let (driven, mapper) = if let Err(error) = live.out.send_json(&UserLine::text(prompt).to_line()).await {
+        let prompt_sent = live.conn.peer().notify("user", Some(&UserLine::text(prompt))).await;
+        let (driven, mapper) = if let Err(error) = prompt_sent {
             let closing = mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"));
             (driver.close(closing).await, mapper)
         } else {
-            let mut turn = ClaudeTurn { live, mapper, version: &self.version, interrupt_id, turn_begun: false };
+            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false };
             let driven = driver.run(&mut turn, limits, cancel).await;
             (driven, turn.mapper)
         };
@@ -436,14 +376,13 @@ impl ClaudeSession {
         Ok(driven.finish(self.session_id.clone()))
     }
 
-    /// Stops the current process, if any (staged: stdin EOF, then signals to its group).
+    /// Stops the current process, if any (staged: stdin EOF, then signals to its group). Its
+    /// handlers still running are aborted by the peer once stdout ends; notes they might still queue
+    /// go nowhere.
     async fn stop_live(&mut self) -> Option<StopOutcome> {
-        let mut live = self.live.take()?;
-        live.out.close();
-        let outcome = live.process.stop(self.config.stop).await;
-        live.shared.close();
-        live.reader.abort();
-        Some(outcome)
+        let live = self.live.take()?;
+        drop(live.notes);
+        Some(live.conn.shutdown(self.config.stop).await)
     }
 
     /// Stops the process (staged: stdin EOF, then SIGTERM and SIGKILL to its group). `None` when no
@@ -475,145 +414,8 @@ pub async fn check_version(config: &ClaudeConfig, versions: &VersionProbe) -> Re
     }
 }
 
-/// The stdout reader: one per process. Conversation lines go to the turn loop in order; control
-/// requests are answered in their own tasks; answers to ours complete their waiters. When stdout
-/// ends, every control task is aborted, every pending request fails, and `Closed` says why.
-async fn read_stdout(
-    stdout: ChildStdout,
-    max_line_bytes: usize,
-    tx: mpsc::Sender<Inbound>,
-    shared: Arc<Shared>,
-    handler: Arc<ClaudeControlHandler>,
-    out: LineSender,
-    exit: ExitWatch,
-) {
-    let mut frames = frame_reader(stdout, max_line_bytes);
-    // A grandchild (a Bash tool's background job) may hold stdout open after the CLI exited, so EOF
-    // may never come: end the stream a grace after the exit. What the CLI wrote before exiting is
-    // readable at once and read first (biased).
-    let held_open = async {
-        exit.exited().await;
-        tokio::time::sleep(OUTPUT_DRAIN_AFTER_EXIT).await;
-    };
-    tokio::pin!(held_open);
-    loop {
-        let next = tokio::select! {
-            biased;
-            next = frames.next() => next,
-            () = &mut held_open => {
-                tracing::debug!("claude exited but its stdout is held open; ending the stream");
-                break;
-            }
-        };
-        let Some(frame) = next else { break };
-        let line = match frame {
-            Ok(Frame::Line(line)) => line,
-            Ok(other) => {
-                tracing::warn!(?other, "dropped an unusable line from claude");
-                continue;
-            }
-            Err(error) => {
-                tracing::warn!(%error, "reading claude's stdout failed");
-                break;
-            }
-        };
-        // Some builds print non-JSON debug lines on stdout; only objects are protocol.
-        if !line.trim_start().starts_with('{') {
-            tracing::debug!(len = line.len(), "skipped a non-JSON line from claude");
-            continue;
-        }
-        let value: Value = match serde_json::from_str(&line) {
-            Ok(value) => value,
-            Err(error) => {
-                tracing::debug!(%error, len = line.len(), "skipped a line from claude that is not JSON");
-                continue;
-            }
-        };
-        match CliMessage::from_value(value) {
-            CliMessage::ControlRequest(request) => {
-                answer_in_task(request, &shared, &handler, &out, &tx);
-            }
-            CliMessage::ControlCancelRequest(cancel) => {
-                if let Some(task) = shared.handlers().remove(&cancel.request_id) {
-                    task.abort();
-                }
-            }
-            CliMessage::ControlResponse(response) => {
-                let waiter = response.request_id().and_then(|id| shared.pending().remove(id));
-                match waiter {
-                    Some(waiter) => {
-                        let _ = waiter.send(response.response);
-                    }
-                    None => tracing::debug!(request_id = ?response.request_id(), "an answer nobody waits for"),
-                }
-            }
-            CliMessage::Unknown(raw) if raw.get_str("type") == Some("control_request") => {
-                // A request we cannot type must still be answered, or the CLI blocks.
-                let id = raw.raw.get("request_id").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let answer = ControlResponse::error(id, "malformed control request");
-                let out = out.clone();
-                tokio::spawn(async move {
-                    let _ = out.send_json(&answer.to_line()).await;
-                });
-            }
-            message => {
-                if tx.send(Inbound::Message(Box::new(message))).await.is_err() {
-                    break; // the session is gone
-                }
-            }
-        }
-    }
-    shared.close();
-    let (state, stderr) = exit.report(EXIT_REPORT).await;
-    let mut why = match state {
-        Some(state) => format!("{state}"),
-        None => "stdout closed".into(),
-    };
-    let stderr = stderr.trim();
-    if !stderr.is_empty() {
-        let mut start = stderr.len().saturating_sub(STDERR_IN_MESSAGE);
-        while !stderr.is_char_boundary(start) {
-            start += 1;
-        }
-        why.push_str(&format!("; stderr: {}", &stderr[start..]));
-    }
-    let _ = tx.send(Inbound::Closed(why)).await;
-}
-
-/// How long the reader waits for EOF after the CLI exited (only a process that inherited its stdout
-/// can keep it open longer).
-const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
-
-/// Answers one control request in its own task: notes first (to the turn loop), then the answer.
-/// The task is registered under its request id until it answers, so a `control_cancel_request` can
-/// abort it (and no answer is sent).
-fn answer_in_task(
-    request: ControlRequest,
-    shared: &Arc<Shared>,
-    handler: &Arc<ClaudeControlHandler>,
-    out: &LineSender,
-    tx: &mpsc::Sender<Inbound>,
-) {
-    let id = request.request_id.clone();
-    let (shared_in_task, handler, out, tx) = (shared.clone(), handler.clone(), out.clone(), tx.clone());
-    let key = id.clone();
-    // Registered under the lock, so the task cannot deregister before it is registered.
-    let mut handlers = shared.handlers();
-    let task = tokio::spawn(async move {
-        let (answer, notes) = handler.answer(request).await;
-        for note in notes {
-            let _ = tx.send(Inbound::Note(note)).await;
-        }
-        shared_in_task.handlers().remove(&key);
-        if let Err(error) = out.send_json(&answer.to_line()).await {
-            tracing::debug!(%error, "could not answer a claude control request");
-        }
-    });
-    handlers.insert(id, task.abort_handle());
-}
-
-/// One running Claude turn, as the turn driver sees it: the reader's lines through the mapper, the
-/// control answers' notes, and the in-band interrupt (docs/peers/claude.md).
+/// One running Claude turn, as the turn driver sees it: the peer's conversation lines through the
+/// mapper, the control answers' notes, and the in-band interrupt (docs/peers/claude.md).
 struct ClaudeTurn<'a> {
     /// The process the turn runs in.
     live: &'a mut Live,
@@ -621,58 +423,78 @@ struct ClaudeTurn<'a> {
     mapper: TurnMapper,
     /// The CLI's version from `claude --version`, cross-checked against `system/init`.
     version: &'a Version,
-    /// The request id of this turn's interrupt.
-    interrupt_id: String,
     /// An interrupt sent before the turn began is accepted but does nothing, so it waits for the
-    /// turn's first line.
+    /// turn's first line (docs/peers/claude.md#interrupt-before-the-turn-began).
     turn_begun: bool,
+}
+
+impl ClaudeTurn<'_> {
+    fn on_note(&mut self, note: ControlNote) {
+        match note {
+            ControlNote::Denied { tool_use_id, message } => self.mapper.note_denied(&tool_use_id, message),
+            ControlNote::InterruptRequested => self.mapper.note_interrupt_requested(),
+        }
+    }
 }
 
 impl NativeTurn for ClaudeTurn<'_> {
     async fn next(&mut self) -> Step {
         loop {
-            match self.live.inbound.recv().await {
-                Some(Inbound::Message(message)) => {
-                    self.turn_begun = true;
-                    if let CliMessage::System(SystemMessage::Init(init)) = message.as_ref() {
-                        match &init.claude_code_version {
-                            Some(reported) if !same_version(self.version, reported) => tracing::warn!(
-                                expected = %self.version, %reported,
-                                "system/init names another CLI version than `claude --version`"
-                            ),
-                            _ => {}
+            tokio::select! {
+                // Notes first: one queued before its answer was written must reach the mapper before
+                // the line that answer caused, which can only have been read after it.
+                biased;
+                Some(note) = self.live.notes.recv() => self.on_note(note),
+                event = self.live.events.recv() => match event {
+                    Some(PeerEvent::Notification(line)) => {
+                        self.turn_begun = true;
+                        let message = CliMessage::from_value(line.params.unwrap_or_default());
+                        if let CliMessage::System(SystemMessage::Init(init)) = &message {
+                            match &init.claude_code_version {
+                                Some(reported) if !same_version(self.version, reported) => tracing::warn!(
+                                    expected = %self.version, %reported,
+                                    "system/init names another CLI version than `claude --version`"
+                                ),
+                                _ => {}
+                            }
                         }
+                        return Step::Events(self.mapper.on_message(&message));
                     }
-                    return Step::Events(self.mapper.on_message(&message));
-                }
-                Some(Inbound::Note(ControlNote::Denied { tool_use_id, message })) => {
-                    self.mapper.note_denied(&tool_use_id, message);
-                }
-                Some(Inbound::Note(ControlNote::InterruptRequested)) => self.mapper.note_interrupt_requested(),
-                Some(Inbound::Closed(why)) => {
-                    let why = format!("the claude process went away: {why}");
-                    return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
-                }
-                None => {
-                    let why = "the claude reader stopped".to_string();
-                    return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
-                }
+                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
+                    Some(PeerEvent::Closed(gone)) => {
+                        let why = format!("the claude process went away: {gone}");
+                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    }
+                    Some(_) | None => {
+                        let why = "the claude reader stopped".to_string();
+                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    }
+                },
             }
         }
     }
 
     fn has_queued(&self) -> bool {
-        !self.live.inbound.is_empty()
+        !self.live.events.is_empty() || !self.live.notes.is_empty()
     }
 
     async fn interrupt(&mut self) -> Result<bool, String> {
         if !self.turn_begun {
             return Ok(false);
         }
-        match self.live.out.send_json(&ControlRequest::interrupt(&self.interrupt_id).to_line()).await {
-            Ok(()) => Ok(true),
-            Err(error) => Err(error.to_string()),
+        let peer = self.live.conn.peer().clone();
+        if let Some(gone) = peer.gone() {
+            return Err(format!("the claude process went away: {gone}"));
         }
+        // The turn's `result` line ends the turn; the answer only says whether the CLI took the
+        // interrupt, so nobody waits for it.
+        tokio::spawn(async move {
+            match peer.request("interrupt", Some(&InterruptRequest::default())).await {
+                Ok(_) => tracing::debug!("claude accepted the interrupt"),
+                Err(error) => tracing::debug!(%error, "claude did not confirm the interrupt"),
+            }
+        });
+        Ok(true)
     }
 
     fn on_cancel(&mut self) {

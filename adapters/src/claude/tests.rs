@@ -326,7 +326,8 @@ fn tools_left_open_get_a_terminal_when_the_result_arrives() {
 
 #[test]
 fn failed_results_carry_their_message() {
-    // An API failure as `success` + `is_error` (lessons H3): the prose is the message.
+    // An API failure as `success` + `is_error` (docs/peers/claude.md#error-results): the prose is
+    // the message.
     let (_, events) = run(&[init(), result("success", true, json!({"result": "API Error: 500 overloaded"}))]);
     assert_eq!(terminal(&events).kind, TerminalKind::Failed);
     assert_eq!(terminal(&events).message.as_deref(), Some("API Error: 500 overloaded"));

@@ -82,6 +82,14 @@ pub enum StreamProblem {
         /// What is wrong with its shape.
         error: ShapeError,
     },
+    /// JSON that is no message of Claude's control protocol (not an object, or a control envelope
+    /// without a readable `request_id`).
+    NotAMessage {
+        /// The line's first characters.
+        preview: String,
+        /// What is wrong with its shape.
+        error: ShapeError,
+    },
     /// A response to no request we are waiting for (unknown id, or one that already timed out).
     UnmatchedResponse {
         /// The id it carried.
@@ -108,6 +116,9 @@ impl fmt::Display for StreamProblem {
             }
             StreamProblem::NotJsonRpc { preview, error } => {
                 write!(f, "skipped JSON that is not JSON-RPC ({error}): {preview}")
+            }
+            StreamProblem::NotAMessage { preview, error } => {
+                write!(f, "skipped JSON that is no control-protocol message ({error}): {preview}")
             }
             StreamProblem::UnmatchedResponse { id } => {
                 write!(f, "ignored a response to unknown request id {id}")

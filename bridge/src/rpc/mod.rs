@@ -1,9 +1,12 @@
-//! A JSON-RPC peer over a line transport, for both dialects (strict 2.0 and Codex's).
+//! A request/response peer over a line transport, for every
+//! [`Dialect`](clawbridge_protocol::jsonrpc::Dialect): strict JSON-RPC 2.0, Codex's JSON-RPC, and
+//! Claude Code's control protocol.
 //!
-//! One reader task classifies each line and delivers notifications in arrival order through a
-//! bounded channel; responses complete pending requests; requests from the peer each run in their
-//! own task and are always answered. When the peer's output ends, every pending request fails with
-//! the peer's exit status and stderr tail.
+//! One reader task classifies each line and delivers notifications (for Claude: the conversation
+//! lines) in arrival order through a bounded channel; responses complete pending requests; requests
+//! from the peer each run in their own task and are always answered, unless the peer withdraws one
+//! (Claude's `control_cancel_request`), which aborts its handler and sends nothing. When the peer's
+//! output ends, every pending request fails with the peer's exit status and stderr tail.
 
 mod error;
 mod handler;

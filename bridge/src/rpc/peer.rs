@@ -1,15 +1,18 @@
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clawbridge_protocol::jsonrpc::{Dialect, Message, Notification, Request, RequestId, Response, outgoing};
+use clawbridge_protocol::jsonrpc::{
+    Dialect, ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, codes, outgoing,
+};
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::task::{AbortHandle, JoinHandle};
 
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
@@ -18,7 +21,8 @@ use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, 
 /// How a peer connection behaves.
 #[derive(Clone, Debug)]
 pub struct PeerConfig {
-    /// Envelope flavour for what we write (input is accepted in either).
+    /// Envelope flavour for what we write and read (a JSON-RPC peer accepts input in either JSON-RPC
+    /// dialect).
     pub dialect: Dialect,
     /// Longest accepted line; longer ones become [`StreamProblem::Oversize`].
     pub max_line_bytes: usize,
@@ -34,6 +38,10 @@ pub struct PeerConfig {
     pub event_queue: usize,
     /// Tag for logs.
     pub label: String,
+    /// Abort the handlers still running when the peer's output ends, instead of letting them finish
+    /// (their answers are not sent). For a child process whose end means nobody can read an answer
+    /// any more, so a handler waiting on a person stops asking.
+    pub abort_handlers_on_close: bool,
 }
 
 impl Default for PeerConfig {
@@ -47,6 +55,7 @@ impl Default for PeerConfig {
             outgoing_queue: 256,
             event_queue: 1024,
             label: "peer".into(),
+            abort_handlers_on_close: false,
         }
     }
 }
@@ -64,13 +73,13 @@ pub enum PeerEvent {
 }
 
 enum Reply {
-    Answer(Result<Value, clawbridge_protocol::jsonrpc::ErrorObject>),
+    Answer(Result<Value, ErrorObject>),
     Gone(Arc<PeerGone>),
 }
 
 #[derive(Default)]
 struct Pending {
-    /// Our requests awaiting an answer, by our (integer) id.
+    /// Our requests awaiting an answer, by the number in our id.
     waiting: HashMap<i64, oneshot::Sender<Reply>>,
     /// Set once the stream ended, under the same lock, so no request can slip in unanswered.
     gone: Option<Arc<PeerGone>>,
@@ -84,15 +93,67 @@ struct Shared {
     gone_watch: watch::Sender<Option<Arc<PeerGone>>>,
     /// Set by [`RpcPeer::close`], so a send after it fails at once instead of waiting for the peer.
     closed_locally: std::sync::atomic::AtomicBool,
+    /// The peer's requests whose handlers still run, by the peer's id: what a cancel aborts. Bounded
+    /// by `max_concurrent_handlers`.
+    running: Mutex<HashMap<RequestId, RunningHandler>>,
+    /// Tells apart handlers of requests that reuse an id, so one finishing never forgets another.
+    next_handler: AtomicU64,
+}
+
+/// A handler task a cancel can abort.
+struct RunningHandler {
+    /// Its number from [`Shared::next_handler`].
+    token: u64,
+    /// Aborts it.
+    abort: AbortHandle,
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, RunningHandler>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a handler task under the request's id; the token is for [`forget`](Self::forget).
+    fn track(&self, id: &RequestId, abort: AbortHandle) -> u64 {
+        let token = self.next_handler.fetch_add(1, Ordering::Relaxed);
+        self.running().insert(id.clone(), RunningHandler { token, abort });
+        token
+    }
+
+    /// Drops the registration of a handler that finished (unless a later request took its id).
+    fn forget(&self, id: &RequestId, token: u64) {
+        let mut running = self.running();
+        if running.get(id).is_some_and(|r| r.token == token) {
+            running.remove(id);
+        }
+    }
 }
 
-/// Our side of a JSON-RPC connection. Cheap to clone.
+/// Our ids carry a number, unique per peer, that keys the pending map. Claude's control protocol
+/// wants string ids, and its CLI uses UUIDs, so a prefix keeps ours apart from anything it sends.
+const OUR_ID_PREFIX: &str = "clawbridge-";
+
+fn our_id(dialect: Dialect, n: i64) -> RequestId {
+    match dialect {
+        Dialect::ClaudeControl => RequestId::String(format!("{OUR_ID_PREFIX}{n}")),
+        _ => RequestId::from(n),
+    }
+}
+
+/// The number in one of our ids, or `None` when `id` is not one we could have sent.
+fn our_number(dialect: Dialect, id: &RequestId) -> Option<i64> {
+    match (dialect, id) {
+        (Dialect::ClaudeControl, RequestId::String(s)) => s.strip_prefix(OUR_ID_PREFIX)?.parse().ok(),
+        (Dialect::ClaudeControl, RequestId::Number(_)) => None,
+        _ => id.as_i64(),
+    }
+}
+
+/// Our side of a JSON-RPC (or Claude control protocol) connection. Cheap to clone.
 #[derive(Clone)]
 pub struct RpcPeer {
     shared: Arc<Shared>,
@@ -130,6 +191,8 @@ impl RpcPeer {
             next_id: AtomicI64::new(1),
             gone_watch: watch::channel(None).0,
             closed_locally: Default::default(),
+            running: Mutex::new(HashMap::new()),
+            next_handler: AtomicU64::new(0),
         });
         let peer = RpcPeer { shared, out, config: Arc::new(config) };
         let reader_task = ReaderTask { peer: peer.clone(), events: events_tx, handler, exit };
@@ -169,7 +232,7 @@ impl RpcPeer {
             }
             pending.waiting.insert(id, tx);
         }
-        let request_id = RequestId::from(id);
+        let request_id = our_id(self.config.dialect, id);
         let call = outgoing::Call::new(self.config.dialect, Some(&request_id), method, params);
         if let Err(e) = self.out.send_json(&call).await {
             self.shared.lock().waiting.remove(&id);
@@ -189,7 +252,8 @@ impl RpcPeer {
         }
     }
 
-    /// Sends a notification.
+    /// Sends a notification. In [`Dialect::ClaudeControl`] that is a conversation line: `type` is
+    /// `method` and the params' members are the rest of the line.
     pub async fn notify<P: Serialize>(&self, method: &str, params: Option<&P>) -> Result<(), RpcError> {
         let call = outgoing::Call::new(self.config.dialect, None, method, params);
         match self.out.send_json(&call).await {
@@ -268,6 +332,12 @@ impl ReaderTask {
                 Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
             }
         };
+        if config.abort_handlers_on_close {
+            let running = std::mem::take(&mut *self.peer.shared.running());
+            for (_, handler) in running {
+                handler.abort.abort();
+            }
+        }
         let (exit, stderr_tail) = self.exit.report().await;
         let gone = Arc::new(PeerGone { cause, exit, stderr_tail });
         tracing::debug!(peer = %config.label, %gone, "peer stream ended");
@@ -290,27 +360,62 @@ impl ReaderTask {
                 return self.problem(StreamProblem::NotJson { preview: preview(line), error: e.to_string() }).await;
             }
         };
-        match Message::from_value(value) {
-            Ok(Message::Notification(n)) => {
+        let dialect = self.peer.config.dialect;
+        match dialect.classify(value) {
+            Ok(Incoming::Message(Message::Notification(n))) => {
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(n)).await;
             }
-            Ok(Message::Response(response)) => self.on_response(response).await,
-            Ok(Message::Request(request)) => {
+            Ok(Incoming::Message(Message::Response(response))) => self.on_response(response).await,
+            Ok(Incoming::Message(Message::Request(request))) => {
                 let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                let peer = self.peer.clone();
+                // Spawned and registered here, before the next line is read, so a cancel that follows
+                // the request always finds its handler. `handle` itself runs in the task: a panic in it
+                // must become the fallback answer, not end the reader.
                 let handler = self.handler.clone();
+                let work = tokio::spawn({
+                    let (handler, request) = (handler.clone(), request.clone());
+                    async move { handler.handle(request).await }
+                });
+                let token = self.peer.shared.track(&request.id, work.abort_handle());
+                let peer = self.peer.clone();
                 tokio::spawn(async move {
-                    answer(peer, handler, request).await;
+                    answer(peer, handler, request, work, token).await;
                     drop(permit);
                 });
             }
-            Err(error) => self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await,
+            Ok(Incoming::Cancel(id)) => {
+                let running = self.peer.shared.running().remove(&id);
+                match running {
+                    Some(handler) => {
+                        tracing::debug!(peer = %self.peer.config.label, %id, "the peer withdrew its request");
+                        handler.abort.abort();
+                    }
+                    None => tracing::debug!(peer = %self.peer.config.label, %id, "a cancel for no running request"),
+                }
+            }
+            Ok(Incoming::Malformed { id, error }) => {
+                tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing a request that cannot be read");
+                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
+                let peer = self.peer.clone();
+                let refusal = Err(ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}")));
+                // Not from the reader itself: a full output queue must not stop it reading.
+                tokio::spawn(async move {
+                    send_answer(&peer, &id, refusal).await;
+                    drop(permit);
+                });
+            }
+            Ok(other) => tracing::debug!(peer = %self.peer.config.label, ?other, "ignored a message of a newer kind"),
+            Err(error) if matches!(dialect, Dialect::JsonRpc2 | Dialect::Codex) => {
+                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await
+            }
+            Err(error) => self.problem(StreamProblem::NotAMessage { preview: preview(line), error }).await,
         }
     }
 
     async fn on_response(&self, response: Response) {
-        let waiter = response.id.as_i64().and_then(|id| self.peer.shared.lock().waiting.remove(&id));
+        let dialect = self.peer.config.dialect;
+        let waiter = our_number(dialect, &response.id).and_then(|id| self.peer.shared.lock().waiting.remove(&id));
         match waiter {
             Some(waiter) => {
                 let _ = waiter.send(Reply::Answer(response.outcome));
@@ -320,23 +425,48 @@ impl ReaderTask {
     }
 
     async fn problem(&self, problem: StreamProblem) {
-        tracing::warn!(peer = %self.peer.config.label, "{problem}");
+        // The Claude CLI prints debug lines on stdout and answers interrupts after their turn ended:
+        // routine there, so they must not flood the log.
+        let routine = self.peer.config.dialect == Dialect::ClaudeControl
+            && matches!(
+                problem,
+                StreamProblem::NotJson { .. }
+                    | StreamProblem::NotAMessage { .. }
+                    | StreamProblem::UnmatchedResponse { .. }
+            );
+        if routine {
+            tracing::debug!(peer = %self.peer.config.label, "{problem}");
+        } else {
+            tracing::warn!(peer = %self.peer.config.label, "{problem}");
+        }
         let _ = self.events.send(PeerEvent::Problem(problem)).await;
     }
 }
 
-/// Runs the handler for one peer request and always sends exactly one answer.
-async fn answer(peer: RpcPeer, handler: Arc<dyn RequestHandler>, request: Request) {
+/// Waits for the handler of one peer request and sends exactly one answer — unless the peer
+/// withdrew the request (the handler was aborted), when it sends none.
+async fn answer(
+    peer: RpcPeer,
+    handler: Arc<dyn RequestHandler>,
+    request: Request,
+    work: JoinHandle<Result<Value, HandlerError>>,
+    token: u64,
+) {
     let Request { id, method, params } = request;
     let timeout = peer.config.handler_timeout;
-    let work = tokio::spawn(handler.handle(Request { id: id.clone(), method: method.clone(), params: params.clone() }));
     let abort = work.abort_handle();
-    let failure = match tokio::time::timeout(timeout, work).await {
+    let outcome = tokio::time::timeout(timeout, work).await;
+    peer.shared.forget(&id, token);
+    let failure = match outcome {
         Ok(Ok(Ok(value))) => return send_answer(&peer, &id, Ok(value)).await,
         Ok(Ok(Err(HandlerError::Reply(error)))) => {
             return send_answer(&peer, &id, Err(error)).await;
         }
         Ok(Ok(Err(HandlerError::Failed(reason)))) => HandlerFailure::Failed(reason),
+        Ok(Err(join_error)) if join_error.is_cancelled() => {
+            tracing::debug!(peer = %peer.config.label, %method, %id, "not answering a withdrawn request");
+            return;
+        }
         Ok(Err(_join_error)) => HandlerFailure::Panicked,
         Err(_) => {
             abort.abort();
@@ -348,11 +478,7 @@ async fn answer(peer: RpcPeer, handler: Arc<dyn RequestHandler>, request: Reques
     send_answer(&peer, &id, fallback).await;
 }
 
-async fn send_answer(
-    peer: &RpcPeer,
-    id: &RequestId,
-    outcome: Result<Value, clawbridge_protocol::jsonrpc::ErrorObject>,
-) {
+async fn send_answer(peer: &RpcPeer, id: &RequestId, outcome: Result<Value, ErrorObject>) {
     let reply = outgoing::Reply::new(peer.config.dialect, id, &outcome);
     if let Err(e) = peer.out.send_json(&reply).await {
         tracing::debug!(peer = %peer.config.label, %id, error = %e, "could not answer: the peer is gone");
@@ -383,6 +509,7 @@ mod tests {
     use super::*;
     use crate::exit::ExitState;
     use crate::rpc::{NoProcess, RejectAll};
+    use clawbridge_protocol::jsonrpc::ShapeError;
     use futures::future::BoxFuture;
     use tokio::io::AsyncWriteExt;
 
@@ -431,5 +558,277 @@ mod tests {
         assert!(tokio::time::timeout(OUTPUT_DRAIN_AFTER_EXIT * 2, events.recv()).await.is_err(), "still open");
         drop(held);
         assert!(matches!(events.recv().await, Some(PeerEvent::Closed(gone)) if gone.cause == GoneCause::OutputClosed));
+    }
+
+    /// A peer in Claude's control dialect, with the ends the CLI would hold: its stdout (we write) and
+    /// its stdin (we read what the peer wrote).
+    fn claude_peer(
+        handler: Arc<dyn RequestHandler>,
+    ) -> (
+        RpcPeer,
+        mpsc::Receiver<PeerEvent>,
+        tokio::io::DuplexStream,
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+    ) {
+        use tokio::io::AsyncBufReadExt;
+        let (output, cli_stdout) = tokio::io::duplex(64 * 1024);
+        let (input, cli_stdin) = tokio::io::duplex(64 * 1024);
+        let config =
+            PeerConfig { dialect: Dialect::ClaudeControl, label: "claude-test".into(), ..PeerConfig::default() };
+        let (peer, events) = RpcPeer::start(output, input, config, handler, Arc::new(NoProcess));
+        (peer, events, cli_stdout, tokio::io::BufReader::new(cli_stdin).lines())
+    }
+
+    async fn write_line(to: &mut tokio::io::DuplexStream, line: serde_json::Value) {
+        to.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+    }
+
+    async fn next_written(
+        from: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+    ) -> serde_json::Value {
+        let line = tokio::time::timeout(Duration::from_secs(10), from.next_line()).await.unwrap().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    struct SetOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// `hang` never finishes (and says when it started and when it was dropped); anything else is
+    /// answered with its params.
+    struct ControlScript {
+        hang_started: Arc<std::sync::atomic::AtomicBool>,
+        hang_dropped: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl RequestHandler for ControlScript {
+        fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+            let hang = (request.method == "hang").then(|| {
+                self.hang_started.store(true, Ordering::SeqCst);
+                SetOnDrop(self.hang_dropped.clone())
+            });
+            Box::pin(async move {
+                if let Some(_dropped_with_the_task) = hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok(serde_json::json!({"echo": request.params}))
+            })
+        }
+    }
+
+    type Flag = Arc<std::sync::atomic::AtomicBool>;
+
+    /// The script, and flags for its `hang` handler having run and having been dropped.
+    fn control_script() -> (Arc<ControlScript>, Flag, Flag) {
+        let (started, dropped) = (Flag::default(), Flag::default());
+        let script = ControlScript { hang_started: started.clone(), hang_dropped: dropped.clone() };
+        (Arc::new(script), started, dropped)
+    }
+
+    async fn eventually(what: &str, flag: &Flag) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !flag.load(Ordering::SeqCst) {
+            assert!(tokio::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn claude_control_requests_are_answered_in_their_envelope_and_conversation_is_delivered() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, mut events, mut cli_out, mut cli_in) = claude_peer(handler);
+        write_line(&mut cli_out, json!({"type": "system", "subtype": "init", "session_id": "s"})).await;
+        cli_out.write_all(b"[SandboxDebug] not a protocol line\n").await.unwrap();
+        write_line(&mut cli_out, json!(42)).await;
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "can_use_tool", "tool_name": "Bash"}}),
+        )
+        .await;
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap() {
+            Some(PeerEvent::Notification(n)) => {
+                assert_eq!(n.method, "system");
+                assert_eq!(
+                    n.params,
+                    Some(json!({"type": "system", "subtype": "init", "session_id": "s"})),
+                    "the whole line"
+                );
+            }
+            other => panic!("expected the conversation line, got {other:?}"),
+        }
+        assert!(matches!(events.recv().await, Some(PeerEvent::Problem(StreamProblem::NotJson { .. }))));
+        assert!(matches!(
+            events.recv().await,
+            Some(PeerEvent::Problem(StreamProblem::NotAMessage { error: ShapeError::NotAnObject, .. }))
+        ));
+        assert_eq!(
+            next_written(&mut cli_in).await,
+            json!({"type": "control_response", "response": {"subtype": "success", "request_id": "u-1",
+                   "response": {"echo": {"subtype": "can_use_tool", "tool_name": "Bash"}}}})
+        );
+    }
+
+    #[tokio::test]
+    async fn our_claude_control_requests_carry_unique_string_ids_and_their_answers_match() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (peer, mut events, mut cli_out, mut cli_in) = claude_peer(handler);
+        let first = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request("initialize", Some(&json!({"hooks": null}))).await }
+        });
+        let sent = next_written(&mut cli_in).await;
+        assert_eq!(sent["type"], "control_request");
+        assert_eq!(sent["request"], json!({"subtype": "initialize", "hooks": null}));
+        let first_id = sent["request_id"].as_str().unwrap().to_owned();
+        let second = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request::<Value>("interrupt", None).await }
+        });
+        let sent = next_written(&mut cli_in).await;
+        assert_eq!(sent["request"], json!({"subtype": "interrupt"}));
+        let second_id = sent["request_id"].as_str().unwrap().to_owned();
+        assert_ne!(first_id, second_id);
+        assert!(first_id.starts_with(OUR_ID_PREFIX) && second_id.starts_with(OUR_ID_PREFIX));
+
+        // Answers in the other order, and one to an id we never sent (as a number, too).
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_response",
+            "response": {"subtype": "error", "request_id": second_id, "error": "no turn is running"}}),
+        )
+        .await;
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_response",
+            "response": {"subtype": "success", "request_id": "clawbridge-99", "response": {}}}),
+        )
+        .await;
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_response",
+            "response": {"subtype": "success", "request_id": 1, "response": {}}}),
+        )
+        .await;
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_response",
+            "response": {"subtype": "success", "request_id": first_id, "response": {"pid": 7}}}),
+        )
+        .await;
+        assert_eq!(first.await.unwrap().unwrap(), json!({"pid": 7}));
+        match second.await.unwrap() {
+            Err(RpcError::Remote { method, error }) => {
+                assert_eq!(method, "interrupt");
+                assert_eq!(error.message, "no turn is running");
+            }
+            other => panic!("expected the CLI's error, got {other:?}"),
+        }
+        for _ in 0..2 {
+            assert!(matches!(events.recv().await, Some(PeerEvent::Problem(StreamProblem::UnmatchedResponse { .. }))));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_claude_cancel_aborts_the_handler_and_nothing_is_answered() {
+        use serde_json::json;
+        let (handler, hang_started, hang_dropped) = control_script();
+        let (_peer, _events, mut cli_out, mut cli_in) = claude_peer(handler);
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "hang"}}),
+        )
+        .await;
+        // Only a handler that runs has anything to abort; one aborted before it ran never asked anyone.
+        eventually("the handler runs", &hang_started).await;
+        write_line(&mut cli_out, json!({"type": "control_cancel_request", "request_id": "u-1"})).await;
+        // A cancel for nothing that runs changes nothing.
+        write_line(&mut cli_out, json!({"type": "control_cancel_request", "request_id": "u-7"})).await;
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_request", "request_id": "u-2", "request": {"subtype": "echo"}}),
+        )
+        .await;
+        let written = next_written(&mut cli_in).await;
+        assert_eq!(written["response"]["request_id"], "u-2", "the withdrawn request got no answer: {written}");
+        eventually("the withdrawn handler is aborted", &hang_dropped).await;
+        // Nothing else was written for it.
+        assert!(tokio::time::timeout(Duration::from_millis(200), cli_in.next_line()).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_claude_control_request_that_cannot_be_typed_is_answered_with_an_error() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, _events, mut cli_out, mut cli_in) = claude_peer(handler);
+        write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-3", "request": "interrupt"})).await;
+        write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-4", "request": {"tool": 1}})).await;
+        for id in ["u-3", "u-4"] {
+            let written = next_written(&mut cli_in).await;
+            assert_eq!(written["type"], "control_response");
+            assert_eq!(written["response"]["subtype"], "error", "{written}");
+            assert_eq!(written["response"]["request_id"], id);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_claude_notification_is_written_as_the_conversation_line() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (peer, _events, _cli_out, mut cli_in) = claude_peer(handler);
+        let user = json!({"session_id": "", "message": {"role": "user", "content": "hi"}});
+        peer.notify("user", Some(&user)).await.unwrap();
+        assert_eq!(
+            next_written(&mut cli_in).await,
+            json!({"type": "user", "session_id": "", "message": {"role": "user", "content": "hi"}})
+        );
+    }
+
+    #[tokio::test]
+    async fn handlers_still_running_when_the_output_ends_are_aborted_when_asked() {
+        use serde_json::json;
+        let (handler, hang_started, hang_dropped) = control_script();
+        let (output, mut cli_out) = tokio::io::duplex(1024);
+        let config =
+            PeerConfig { dialect: Dialect::ClaudeControl, abort_handlers_on_close: true, ..PeerConfig::default() };
+        let (_peer, mut events) = RpcPeer::start(output, tokio::io::sink(), config, handler, Arc::new(NoProcess));
+        write_line(
+            &mut cli_out,
+            json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "hang"}}),
+        )
+        .await;
+        // Only a handler that runs has anything to abort; one aborted before it ran never asked anyone.
+        eventually("the handler runs", &hang_started).await;
+        drop(cli_out);
+        assert!(matches!(events.recv().await, Some(PeerEvent::Closed(_))));
+        eventually("the handler is aborted with the stream", &hang_dropped).await;
+    }
+
+    /// Panics before it returns its future.
+    struct PanicsAtOnce;
+
+    impl RequestHandler for PanicsAtOnce {
+        fn handle(&self, _request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+            panic!("a handler bug");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_handler_that_panics_before_its_future_gets_the_fallback_and_reading_goes_on() {
+        use serde_json::json;
+        let (peer, mut events, mut cli_out, mut cli_in) = claude_peer(Arc::new(PanicsAtOnce));
+        write_line(&mut cli_out, json!({"type": "control_request", "request_id": "u-1", "request": {"subtype": "x"}}))
+            .await;
+        let written = next_written(&mut cli_in).await;
+        assert_eq!(written["response"]["subtype"], "error", "{written}");
+        assert_eq!(written["response"]["request_id"], "u-1");
+        write_line(&mut cli_out, json!({"type": "result", "subtype": "success"})).await;
+        assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "result"));
+        assert!(peer.gone().is_none());
     }
 }
