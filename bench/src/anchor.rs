@@ -46,6 +46,8 @@ fn default_script(python: &Path) -> Option<PathBuf> {
     from_venv.into_iter().chain(repo_candidates()).map(|r| r.join(SCRIPT)).find(|p| p.is_file())
 }
 
+/// Runs the anchor: the SDK, then clawbridge, on the same generated stream and CLI (skipped, with
+/// what to do, without the SDK's venv).
 pub async fn run(
     ctx: &Setup<'_>,
     python: Option<PathBuf>,

@@ -12,6 +12,7 @@ use super::{Scenario, Setup};
 /// The target for p99, in milliseconds.
 const P99_TARGET_MS: f64 = 1.0;
 
+/// Runs the latency scenario and adds its rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let events = ctx.sizes.latency_events as u64;
     let rate = ctx.sizes.latency_rate;

@@ -78,6 +78,7 @@ enum Measured {
     },
 }
 
+/// Runs each memory scenario in a measured child and adds its rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let mib = |bytes: &Value| bytes.as_f64().unwrap_or(0.0) / (1024.0 * 1024.0);
 

@@ -21,6 +21,7 @@ use super::{Scenario, Setup};
 /// The target for the median, in milliseconds.
 const P50_TARGET_MS: f64 = 10.0;
 
+/// Times the product's `serve` start-up and adds its rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let product = ctx.product.to_path_buf();
     if !product.is_file() {

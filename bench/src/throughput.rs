@@ -46,6 +46,7 @@ const STREAMS: [Stream; 2] = [
     Stream { backend: "claude", generate: generate::claude, lines: |s| s.claude_lines, decode: decode_claude },
 ];
 
+/// Runs every stream through parse-only and the full path and adds their rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let runs = if ctx.sizes.codex_lines < 100_000 { 1 } else { 3 };
     for stream in &STREAMS {
