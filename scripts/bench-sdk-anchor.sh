@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the side-by-side anchor for `clawbridge bench`: the official Python Claude Agent SDK, pinned,
+# Installs the side-by-side anchor for `clawbridge-bench`: the official Python Claude Agent SDK, pinned,
 # in its own virtualenv under an ignored folder (default .peers/sdk-anchor/venv). Idempotent: a venv whose
-# stamp matches the pin is left alone. Prints `python=<path>` (what `clawbridge bench --sdk-python` takes).
+# stamp matches the pin is left alone. Prints `python=<path>` (what `clawbridge-bench --sdk-python` takes).
 #
 #   bash scripts/bench-sdk-anchor.sh            # install (or confirm) the venv
 #   bash scripts/bench-sdk-anchor.sh --run ...  # run scripts/sdk-anchor/anchor.py with the venv's python

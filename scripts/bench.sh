@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs `clawbridge bench` the way BENCHMARKS.md records it: a release build, the pinned Python SDK
-# anchor in its own venv (scripts/bench-sdk-anchor.sh), and the installed peers (.peers/, from
-# scripts/install-peers.sh) named for serve's start-up probe row when they are there.
-# Arguments go to `clawbridge bench` (e.g. --quick, --json, --scenario throughput).
+# Runs `clawbridge-bench` the way BENCHMARKS.md records it: a release build of the bench and of the
+# product whose `serve` start-up it times, the pinned Python SDK anchor in its own venv
+# (scripts/bench-sdk-anchor.sh), and the installed peers (.peers/, from scripts/install-peers.sh)
+# named for serve's start-up probe row when they are there.
+# Arguments go to `clawbridge-bench` (e.g. --quick, --json, --scenario throughput).
 # Take figures on a quiet machine: the table prints the load average at start and end.
 set -euo pipefail
 
@@ -10,7 +11,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers="${CLAWBRIDGE_PEERS_DIR:-$root/.peers}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 
-cargo build --release --manifest-path "$root/Cargo.toml" >&2
+cargo build --release --locked --manifest-path "$root/Cargo.toml" -p clawbridge -p clawbridge-bench >&2
 # The anchor is optional: without its venv the table says the anchor was skipped.
 python="$(bash "$root/scripts/bench-sdk-anchor.sh" | sed -n 's/^python=//p')" || python=""
 
@@ -22,4 +23,4 @@ if [ -d "$node" ]; then export PATH="$node:$PATH"; fi
 
 cd "$root"
 if [ -n "$python" ]; then set -- --sdk-python "$python" "$@"; fi
-exec "$target/release/clawbridge" bench "$@"
+exec "$target/release/clawbridge-bench" --clawbridge "$target/release/clawbridge" "$@"

@@ -1,8 +1,10 @@
 //! The process's allocator: mimalloc (v2, no transparent huge pages) instead of glibc malloc.
 //!
 //! Every native line is allocated on the peer's reader thread and freed on the session's or the
-//! forwarder's, where glibc's arenas contend on a lock (`clawbridge bench` profiles showed futex
+//! forwarder's, where glibc's arenas contend on a lock (profiles of the benchmarks showed futex
 //! waits inside `free`); mimalloc frees to the owning thread's list. Measured in BENCHMARKS.md.
+//! `clawbridge-bench` (`bench/`) compiles this very file into its binary, since the bridge's work it
+//! measures runs in its own process.
 
 use libmimalloc_sys::{mi_option_set, mi_option_t};
 

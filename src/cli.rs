@@ -12,7 +12,7 @@ use clawbridge_bridge::supervisor::PidRegistry;
 #[command(
     name = "clawbridge",
     version,
-    about = "Run native coding-agent runtimes (Codex app-server, Claude Code, ACP) under OpenClaw"
+    about = "Run native coding-agent runtimes (Codex app-server, Claude Code) under OpenClaw"
 )]
 pub struct Cli {
     /// Where clawbridge keeps its state (sessions, pid registry).
@@ -54,8 +54,6 @@ enum Command {
     },
     /// Serve the clawbridge host protocol on stdio (started by the OpenClaw plugin).
     Serve,
-    /// Run the benchmarks (throughput, latency, memory, start-up, the Python SDK anchor) and print a table.
-    Bench(crate::bench::BenchArgs),
     /// (internal) Play the demo's bundled Codex recording on stdio, as `codex app-server` would.
     #[command(hide = true)]
     DemoAgent {
@@ -85,7 +83,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
         Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry()).await,
-        Command::Bench(args) => crate::bench::run(args).await,
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
 }

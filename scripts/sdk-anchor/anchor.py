@@ -1,4 +1,4 @@
-"""Side-by-side anchor for `clawbridge bench`: the official Python Claude Agent SDK consuming one
+"""Side-by-side anchor for `clawbridge-bench`: the official Python Claude Agent SDK consuming one
 Claude stream-json stream from a stand-in CLI (its `cli_path` option), timed like clawbridge is.
 
 Usage (the venv comes from scripts/bench-sdk-anchor.sh):

@@ -136,7 +136,7 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         provider: params.provider.clone(),
         model: params.model_id.clone(),
     };
-    let pipeline = host_pipeline(&job, label);
+    let pipeline = host_pipeline_for(&job, label);
     let input = TurnInput::text(params.prompt.clone());
     let turn = {
         let mut sink = |event: &Event| pipeline.push(event);
@@ -188,20 +188,30 @@ fn host_hooks(job: &AttemptJob, specs: Vec<HostToolSpec>) -> SessionHooks {
     SessionHooks { approver, tools, observer }
 }
 
-/// The turn's pipeline to the host: every event streamed as `attempt/event`, then mirrored into the
-/// host transcript (when the host appends) with each group of rows acknowledged before the next
-/// event; the queue in front never blocks the native reader (docs/peers/pipes.md#backpressure).
-fn host_pipeline(job: &AttemptJob, label: ModelLabel) -> Pipeline {
+/// The turn's pipeline to the host for `job` (mirrored only when the host appends transcripts).
+fn host_pipeline_for(job: &AttemptJob, label: ModelLabel) -> Pipeline {
     let params = &job.params;
-    let stream = HostEventStream { peer: job.peer.clone(), attempt_id: params.attempt_id.clone(), seq: 0 };
     let mirror = job.caps.transcript_append.then(|| {
         let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone()));
+        MirrorSpec { scope, label, prompt: None }
+    });
+    host_pipeline(&job.peer, &params.attempt_id, &params.session_id, mirror)
+}
+
+/// The pipeline `serve` runs an attempt's turn through on the host connection `peer`: every event
+/// streamed as a numbered `attempt/event` notification, then (when `mirror` is given) mirrored into
+/// the host session `session_id`'s transcript, each group of rows a `host/transcript/append` the host
+/// acknowledges before the next event is taken; the queue in front never blocks the native reader
+/// (docs/peers/pipes.md#backpressure). Public so the benchmarks measure this very pipeline.
+pub fn host_pipeline(peer: &RpcPeer, attempt_id: &str, session_id: &str, mirror: Option<MirrorSpec>) -> Pipeline {
+    let stream = HostEventStream { peer: peer.clone(), attempt_id: attempt_id.to_string(), seq: 0 };
+    let mirror = mirror.map(|spec| {
         let store = HostTranscript {
-            peer: job.peer.clone(),
-            attempt_id: params.attempt_id.clone(),
-            session_id: params.session_id.clone(),
+            peer: peer.clone(),
+            attempt_id: attempt_id.to_string(),
+            session_id: session_id.to_string(),
         };
-        (MirrorSpec { scope, label, prompt: None }, Box::new(store) as Box<dyn TranscriptStore>)
+        (spec, Box::new(store) as Box<dyn TranscriptStore>)
     });
     Pipeline::start(vec![Box::new(stream)], mirror)
 }

@@ -5,6 +5,8 @@
 //! - [`attempt`]: one attempt on any backend's native session.
 //! - [`hooks`]: approvals, host tools and tool terminals routed to the host.
 //! - [`bindings`]: the sessions' native threads, persisted under the state directory.
+//! - [`host_pipeline`]: a turn's events and transcript rows on the host connection (public: the
+//!   benchmarks measure this very pipeline).
 //!
 //! stdout carries only protocol lines: the peer writes through an in-process pipe that a pump copies
 //! to stdout line by line, so the pump can also answer lines the peer could not parse (`-32700`)
@@ -29,6 +31,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 
+pub use attempt::host_pipeline;
 use handler::{Server, ServerHandler};
 
 /// Error answers to unusable lines that may wait for stdout; more are dropped (they answer no id).

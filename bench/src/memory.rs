@@ -1,13 +1,14 @@
-//! Memory: each scenario runs in a child process of its own (`clawbridge bench measure …`), so its
-//! peak RSS (`VmHWM`) holds the bridge's work and nothing of the bench (generated recordings, other
-//! scenarios). The child prints its figures as one JSON line.
+//! Memory: each scenario runs in a child process of its own (`clawbridge-bench measure …`, with the
+//! product's allocator), so its peak RSS (`VmHWM`) holds the bridge's work and nothing of the bench
+//! (generated recordings, other scenarios). The child prints its figures as one JSON line.
 //!
-//! - flood: one Codex turn whose command streams 1 GiB of output, through the full host pipeline;
-//! - concurrent: N Codex attempts at once (each its own replay peer, session, pipeline, transcript),
-//!   all of which must complete;
-//! - idle: N sessions connected with a thread started and no turn; the RSS growth per session.
+//! - flood: one Codex turn whose command streams 1 GiB of output, through serve's pipeline;
+//! - concurrent: N Codex attempts at once (each its own replay peer, session, pipeline and host
+//!   connection), all of which must complete;
+//! - idle: N sessions opened (a thread started) and no turn; the RSS growth per session.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ const FLOOD_RUNS: usize = 5;
 /// Lines of the recording each concurrent attempt replays.
 const CONCURRENT_LINES: usize = 1_000;
 
-/// `clawbridge bench measure …` arguments.
+/// `clawbridge-bench measure …` arguments.
 #[derive(Debug, clap::Args)]
 pub struct MeasureArgs {
     /// Which scenario.
@@ -44,7 +45,7 @@ enum Measured {
         /// Bytes of command output.
         #[arg(long)]
         bytes: u64,
-        /// Where the transcript goes.
+        /// Where the peer's launcher goes.
         #[arg(long)]
         work: PathBuf,
     },
@@ -59,7 +60,7 @@ enum Measured {
         /// Tool calls in it (each attempt must report them all).
         #[arg(long)]
         tools: u64,
-        /// Where the transcripts go.
+        /// Where the peers' launcher goes.
         #[arg(long)]
         work: PathBuf,
     },
@@ -71,9 +72,13 @@ enum Measured {
         /// The recording each peer plays (it waits at the turn start).
         #[arg(long)]
         recording: PathBuf,
+        /// Where the peers' launcher goes.
+        #[arg(long)]
+        work: PathBuf,
     },
 }
 
+/// Runs each memory scenario in a measured child and adds its rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let mib = |bytes: &Value| bytes.as_f64().unwrap_or(0.0) / (1024.0 * 1024.0);
 
@@ -147,7 +152,12 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let sessions = ctx.sizes.idle_sessions;
     let idle = child(
         ctx,
-        vec!["idle".into(), format!("--sessions={sessions}"), format!("--recording={}", generated.recording.display())],
+        vec![
+            "idle".into(),
+            format!("--sessions={sessions}"),
+            format!("--recording={}", generated.recording.display()),
+            format!("--work={}", ctx.work.display()),
+        ],
     )
     .await
     .context("the idle sessions")?;
@@ -165,15 +175,15 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
             grown / sessions as f64 / 1024.0,
             "KiB",
         )
-        .with_note("a connected session with a thread started and no turn; its peer process is not counted"),
+        .with_note("a session opened (a thread started) and no turn; its peer process is not counted"),
     );
     Ok(())
 }
 
-/// Runs `clawbridge bench measure ARGS…` and returns the JSON it printed.
+/// Runs `clawbridge-bench measure ARGS…` and returns the JSON it printed.
 async fn child(ctx: &Setup<'_>, args: Vec<String>) -> anyhow::Result<Value> {
     let output = tokio::process::Command::new(ctx.me)
-        .args(["bench", "measure"])
+        .arg("measure")
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -195,27 +205,26 @@ async fn child(ctx: &Setup<'_>, args: Vec<String>) -> anyhow::Result<Value> {
 
 /// The measured child: runs one scenario and prints its figures.
 pub async fn measure(args: MeasureArgs) -> anyhow::Result<()> {
-    let me = std::env::current_exe().context("cannot find the clawbridge executable")?;
+    let me = std::env::current_exe().context("cannot find the clawbridge-bench executable")?;
+    let backends = session::registry();
+    let codex = backends.by_name("codex").cloned().context("no codex backend is registered")?;
     let figures = match args.what {
         Measured::Flood { bytes, work } => {
-            let transcript = work.join("flood.transcript.jsonl");
-            let host = HostSide::new("bench-flood", transcript);
-            let attempt =
-                session::codex_attempt(&me, session::role_args(["flood".into(), format!("--bytes={bytes}")]), host)
-                    .await?;
+            let bytes_arg = format!("--bytes={bytes}");
+            let program = session::peer_program(&work, "flood", &me, &[OsStr::new("flood"), OsStr::new(&bytes_arg)])?;
+            let attempt = session::attempt(&codex, &program, HostSide::new("bench-flood")).await?;
             attempt.check(1)?;
             json!({"peakRss": sys::peak_rss(), "seconds": attempt.elapsed.as_secs_f64(), "events": attempt.totals.events})
         }
         Measured::Concurrent { attempts, recording, tools, work } => {
+            let program = replay_program(&work, "concurrent", &me, &recording)?;
             let started = Instant::now();
             let mut running = JoinSet::new();
             for i in 0..attempts {
-                let (me, recording, work) = (me.clone(), recording.clone(), work.clone());
+                let (codex, program) = (codex.clone(), program.clone());
                 running.spawn(async move {
-                    let transcript = work.join(format!("concurrent-{i}.transcript.jsonl"));
-                    let host = HostSide::new(format!("bench-concurrent-{i}"), transcript);
-                    let args = session::role_args([std::ffi::OsStr::new("replay"), recording.as_os_str()]);
-                    let attempt = session::codex_attempt(&me, args, host).await?;
+                    let attempt =
+                        session::attempt(&codex, &program, HostSide::new(format!("bench-concurrent-{i}"))).await?;
                     attempt.check(tools)
                 });
             }
@@ -234,19 +243,16 @@ pub async fn measure(args: MeasureArgs) -> anyhow::Result<()> {
             json!({"peakRss": sys::peak_rss(), "seconds": started.elapsed().as_secs_f64(), "completed": completed,
                    "firstError": first_error})
         }
-        Measured::Idle { sessions, recording } => {
-            let args = || session::role_args([std::ffi::OsStr::new("replay"), recording.as_os_str()]);
+        Measured::Idle { sessions, recording, work } => {
+            let program = replay_program(&work, "idle", &me, &recording)?;
             // One session first, so the baseline holds the runtime's one-off costs.
-            let mut warm = session::connect_codex(&me, args()).await?;
-            warm.start_thread(&Default::default()).await?;
+            let warm = session::open(codex.as_ref(), &program, "bench-idle-warm").await?;
             warm.shutdown().await;
             tokio::time::sleep(Duration::from_millis(200)).await;
             let baseline = sys::current_rss();
             let mut live = Vec::new();
-            for _ in 0..sessions {
-                let mut session = session::connect_codex(&me, args()).await?;
-                session.start_thread(&Default::default()).await?;
-                live.push(session);
+            for i in 0..sessions {
+                live.push(session::open(codex.as_ref(), &program, &format!("bench-idle-{i}")).await?);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
             let after = sys::current_rss();
@@ -254,6 +260,12 @@ pub async fn measure(args: MeasureArgs) -> anyhow::Result<()> {
             json!({"peakRss": sys::peak_rss(), "baselineRss": baseline, "rssAfter": after, "sessions": sessions})
         }
     };
+    backends.shutdown().await;
     println!("{figures}");
     Ok(())
+}
+
+/// A launcher of the replay role playing `recording`.
+fn replay_program(work: &Path, name: &str, me: &Path, recording: &Path) -> anyhow::Result<PathBuf> {
+    session::peer_program(work, name, me, &[OsStr::new("replay"), recording.as_os_str()])
 }

@@ -141,7 +141,7 @@ impl Report {
             ""
         };
         format!(
-            "clawbridge bench {} · {build}{sizes} · {}\nmachine: {}\nload average (1/5/15 min): {} at start, {} at end\n{busy}",
+            "clawbridge-bench {} · {build}{sizes} · {}\nmachine: {}\nload average (1/5/15 min): {} at start, {} at end\n{busy}",
             env!("CARGO_PKG_VERSION"),
             self.started,
             self.machine,
@@ -304,7 +304,7 @@ mod tests {
         report.finish();
         let table = report.to_table();
         let lines: Vec<&str> = table.lines().collect();
-        assert!(lines[0].starts_with("clawbridge bench"), "{table}");
+        assert!(lines[0].starts_with("clawbridge-bench "), "{table}");
         assert!(lines.iter().any(|l| l.starts_with("latency") && l.ends_with("met")), "{table}");
         assert!(lines.iter().any(|l| l.starts_with("startup") && l.ends_with("MISSED")), "{table}");
         assert!(table.contains("- startup / p50: busy"), "{table}");

@@ -1,7 +1,9 @@
 //! Latency: a Codex peer writes assistant deltas at a steady rate, each stamped with the wall-clock
-//! time just before it is written and flushed; the host stream times each notification as it
-//! arrives (after the session, the forwarder, the line writer and the pump). Both processes read
-//! the same clock.
+//! time just before it is written and flushed; the host end times each notification as it arrives
+//! (after the session, serve's pipeline, its host stage and the peer's line writer). Both processes
+//! read the same clock.
+
+use std::ffi::OsStr;
 
 use super::report::{Report, Row, Target};
 use super::session::{self, HostSide};
@@ -10,13 +12,15 @@ use super::{Scenario, Setup};
 /// The target for p99, in milliseconds.
 const P99_TARGET_MS: f64 = 1.0;
 
+/// Runs the latency scenario and adds its rows.
 pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
     let events = ctx.sizes.latency_events as u64;
     let rate = ctx.sizes.latency_rate;
-    let transcript = ctx.work.join("latency.transcript.jsonl");
-    let host = HostSide { stamps: true, ..HostSide::new("bench-latency", transcript) };
-    let args = session::role_args(["paced".to_string(), format!("--events={events}"), format!("--rate={rate}")]);
-    let attempt = session::codex_attempt(ctx.me, args, host).await?;
+    let (events_arg, rate_arg) = (format!("--events={events}"), format!("--rate={rate}"));
+    let role = [OsStr::new("paced"), OsStr::new(&events_arg), OsStr::new(&rate_arg)];
+    let program = session::peer_program(ctx.work, "latency", ctx.me, &role)?;
+    let host = HostSide { stamps: true, ..HostSide::new("bench-latency") };
+    let attempt = session::attempt(&ctx.backend("codex")?, &program, host).await?;
     attempt.check(0)?;
     let mut latencies = attempt.totals.delivered.latencies_ns.clone();
     if latencies.len() as u64 != events {

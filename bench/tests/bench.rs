@@ -1,20 +1,55 @@
-//! `clawbridge bench --quick` keeps working: every scenario runs end to end at tiny sizes (the real
-//! peers' roles played by this binary, the real sessions, the host pipeline) and the table is
-//! well-formed. The figures themselves are not asserted: benchmarks are not timed tests.
+//! `clawbridge-bench --quick` keeps working: every scenario runs end to end at tiny sizes (the real
+//! peers' roles played by the bench binary, the product's backends and serve's pipeline, the
+//! product's `serve` started) and the table is well-formed. The figures themselves are not
+//! asserted: benchmarks are not timed tests.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
+/// The product's `clawbridge` executable beside the bench's, where the bench looks for it. Cargo
+/// hands a test the executables of its own package only, so the product's is built here (once per
+/// test binary, into the same target dir and profile); cargo releases its build lock before it runs
+/// tests.
+fn product() -> &'static Path {
+    static PRODUCT: OnceLock<PathBuf> = OnceLock::new();
+    PRODUCT.get_or_init(|| {
+        let bench = Path::new(env!("CARGO_BIN_EXE_clawbridge-bench"));
+        let profile_dir = bench.parent().expect("the bench executable is in a profile dir");
+        let target_dir = profile_dir.parent().expect("the profile dir is in the target dir");
+        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        build.args(["build", "--quiet", "-p", "clawbridge", "--bin", "clawbridge", "--manifest-path"]);
+        build.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml")).arg("--target-dir").arg(target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                build.arg("--release");
+            }
+            Some(other) => {
+                build.args(["--profile", other]);
+            }
+            None => panic!("no profile dir name in {}", bench.display()),
+        }
+        let status = build.status().expect("cargo runs");
+        assert!(status.success(), "building the product's clawbridge failed: {status}");
+        let product = bench.with_file_name("clawbridge");
+        assert!(product.is_file(), "no {} after building it", product.display());
+        product
+    })
+}
+
 fn bench(args: &[&str]) -> Output {
+    product();
     let state = tempfile::tempdir().unwrap();
-    Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .arg("bench")
+    Command::new(env!("CARGO_BIN_EXE_clawbridge-bench"))
         .args(args)
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .env_remove("CLAWBRIDGE_BENCH_SDK_PYTHON")
+        .env_remove("CLAWBRIDGE_BENCH_PRODUCT")
         .output()
-        .expect("clawbridge runs")
+        .expect("clawbridge-bench runs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -52,7 +87,7 @@ fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
     let out = bench(&["--quick", "--sdk-python", "/nonexistent/python"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
-    assert!(stdout.starts_with("clawbridge bench "), "{stdout}");
+    assert!(stdout.starts_with("clawbridge-bench "), "{stdout}");
     assert!(stdout.contains("--quick sizes"), "quick runs say they are not figures: {stdout}");
     assert!(stdout.lines().nth(1).is_some_and(|l| l.starts_with("machine: ")), "{stdout}");
     assert!(!stdout.contains("FAILED"), "{stdout}");
@@ -105,4 +140,21 @@ fn an_unknown_scenario_is_refused_with_the_list_of_known_ones() {
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("throughput") && stderr.contains("anchor"), "{stderr}");
+}
+
+#[test]
+fn a_bad_scenario_is_one_clear_error_with_a_non_zero_exit_and_nothing_on_stdout() {
+    let out = bench(&["--scenario", "nonesuch"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "stdout is reserved for the table");
+    assert!(text(&out.stderr).contains("invalid value 'nonesuch'"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_startup_scenario_without_the_product_says_how_to_get_it() {
+    let out = bench(&["--quick", "--scenario", "startup", "--clawbridge", "/nonexistent/clawbridge"]);
+    assert!(!out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("FAILED startup: no clawbridge executable at /nonexistent/clawbridge"), "{stdout}");
+    assert!(stdout.contains("cargo build --release -p clawbridge"), "{stdout}");
 }

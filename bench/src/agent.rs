@@ -1,5 +1,6 @@
-//! The roles this binary plays for the benchmarks, as hidden `clawbridge bench <role>` subcommands:
-//! native peers on stdio, and the measured child of the memory scenario.
+//! The roles this binary plays for the benchmarks, as hidden `clawbridge-bench <role>` subcommands:
+//! native peers on stdio (each handed to a backend as its executable through a launcher script,
+//! `session::peer_program`), and the measured child of the memory scenario.
 //!
 //! The peers are synchronous and write through one large buffer, so on a 2-core machine they take as
 //! little as possible from the bridge they feed:

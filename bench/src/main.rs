@@ -1,41 +1,61 @@
-//! `clawbridge bench`: speed and memory measured end to end, every scenario in one invocation, one
+//! `clawbridge-bench`: speed and memory measured end to end, every scenario in one invocation, one
 //! table at the end (BENCHMARKS.md records a run). Benchmarks are not tests: nothing here fails on a
 //! missed target; it reports the figure, the target and whether it was met.
 //!
+//! Every attempt goes through the seam and the pipeline the product uses ([`session`]): a backend
+//! of the product's own ([`session::registry`]) is located, opened and driven
+//! (`Backend::open` → `NativeSession::run_turn`), and its events go through serve's own pipeline
+//! (`clawbridge::serve::host_pipeline`) to a host end this binary plays ([`host`]).
+//!
 //! - [`throughput`]: large generated Codex and Claude recordings replayed through the whole path
-//!   (replay agent → adapter session → normalized events → `attempt/event` lines to a null sink →
-//!   JSONL transcript), against the parse-only limit of the same lines.
-//! - [`latency`]: native line written → host notification emitted, at a steady rate.
+//!   (replay peer → backend session → normalized events → `attempt/event` notifications and
+//!   acknowledged `host/transcript/append` requests), against the parse-only limit of the same lines.
+//! - [`latency`]: native line written → host notification received, at a steady rate.
 //! - [`memory`]: peak RSS of a separate child process (a 1 GiB output turn, many concurrent
 //!   attempts, idle sessions), so the figures hold nothing of the bench itself.
-//! - [`startup`]: `clawbridge serve` spawned → `initialize` answered.
+//! - [`startup`]: the product's `clawbridge serve` spawned → `initialize` answered.
 //! - [`anchor`]: the official Python Claude Agent SDK on the same Claude stream, side by side.
 //!
-//! The native peers are this binary re-run in hidden roles ([`agent`]): a fast replay of a recording,
-//! a Codex turn that floods command output, a Codex turn paced at a fixed rate.
+//! The native peers and the measured child are this binary re-run in hidden roles ([`agent`]): a
+//! fast replay of a recording, a Codex turn that floods command output, a Codex turn paced at a
+//! fixed rate, one memory scenario measured in a process of its own.
+
+// The allocator of the product binary, from the very same file: the bridge's work runs in this
+// process (and in the measured child), and its figures depend on the allocator (BENCHMARKS.md).
+#[path = "../../src/allocator.rs"]
+mod allocator;
 
 mod agent;
 mod anchor;
 mod generate;
+mod host;
 mod latency;
 mod memory;
-mod pipeline;
 mod report;
 mod session;
 mod startup;
 mod sys;
 mod throughput;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, anyhow};
+use clap::Parser;
+use clawbridge_bridge::backend::{Backend, Registry};
 
 use report::Report;
 
-/// `clawbridge bench` arguments.
-#[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct BenchArgs {
+/// `clawbridge-bench` arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "clawbridge-bench",
+    version,
+    about = "Measure clawbridge: throughput, latency, memory, serve start-up and the Python SDK anchor, in one table",
+    args_conflicts_with_subcommands = true
+)]
+struct BenchArgs {
     /// Scenarios to run (comma separated or repeated); all of them when none is given.
     #[arg(long = "scenario", value_enum, value_delimiter = ',')]
     scenarios: Vec<Scenario>,
@@ -45,6 +65,10 @@ pub struct BenchArgs {
     /// Print the results as one JSON document instead of the table.
     #[arg(long)]
     json: bool,
+    /// The product's `clawbridge` executable, whose `serve` start-up is timed (default: the
+    /// `clawbridge` beside this executable, where cargo builds both).
+    #[arg(long, env = "CLAWBRIDGE_BENCH_PRODUCT")]
+    clawbridge: Option<PathBuf>,
     /// The Python of the SDK anchor's virtualenv (`bash scripts/bench-sdk-anchor.sh` prints it);
     /// by default `.peers/sdk-anchor/venv/bin/python` is used when it exists.
     #[arg(long, env = "CLAWBRIDGE_BENCH_SDK_PYTHON")]
@@ -66,7 +90,7 @@ pub enum Scenario {
     Latency,
     /// Peak RSS: 1 GiB output turn, concurrent attempts, idle sessions.
     Memory,
-    /// `serve` spawn → `initialize` answered.
+    /// `clawbridge serve` spawn → `initialize` answered.
     Startup,
     /// The Python Claude Agent SDK on the same stream (needs its virtualenv).
     Anchor,
@@ -123,20 +147,64 @@ impl Sizes {
     };
 }
 
-/// Runs `clawbridge bench`.
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+fn main() -> ExitCode {
+    allocator::tune();
+    let args = BenchArgs::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return report_error(anyhow::Error::new(e).context("could not start the async runtime")),
+    };
+    let outcome = runtime.block_on(run(args));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report_error(e),
+    }
+}
+
+/// Logs to stderr (stdout is the table, or a peer role's protocol), warnings only unless
+/// `CLAWBRIDGE_LOG` or `RUST_LOG` says otherwise.
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = std::env::var("CLAWBRIDGE_LOG")
+        .ok()
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .and_then(|spec| EnvFilter::try_new(spec).ok())
+        .unwrap_or_else(|| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+}
+
+/// One clear line, then the cause chain, then a non-zero exit.
+fn report_error(error: anyhow::Error) -> ExitCode {
+    eprintln!("clawbridge-bench: error: {error}");
+    for cause in error.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+    ExitCode::FAILURE
+}
+
+/// Runs the scenarios asked for (or plays a hidden role).
+async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(role) = args.role {
         return agent::play(role).await;
     }
     let sizes = if args.quick { Sizes::QUICK } else { Sizes::FULL };
     let scenarios: Vec<Scenario> = if args.scenarios.is_empty() { Scenario::ALL.to_vec() } else { args.scenarios };
     let work = tempfile::Builder::new().prefix("clawbridge-bench-").tempdir().context("creating a temp dir")?;
-    let me = std::env::current_exe().context("cannot find the clawbridge executable")?;
+    let me = std::env::current_exe().context("cannot find the clawbridge-bench executable")?;
+    let product = args.clawbridge.clone().unwrap_or_else(|| me.with_file_name("clawbridge"));
+    let backends = session::registry();
     let mut report = Report::new(args.quick);
-    let ctx = Setup { me: &me, work: work.path(), sizes };
+    let ctx = Setup { me: &me, work: work.path(), sizes, backends: &backends, product: &product };
     for scenario in Scenario::ALL.into_iter().filter(|s| scenarios.contains(s)) {
         if !args.json {
-            eprintln!("clawbridge bench: {scenario:?}…");
+            eprintln!("clawbridge-bench: {scenario:?}…");
         }
         let outcome = match scenario {
             Scenario::Throughput => throughput::run(&ctx, &mut report).await,
@@ -148,6 +216,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 anchor::run(&ctx, python, args.sdk_script.clone(), &mut report).await
             }
         };
+        // What a backend keeps warm between a session's attempts (parked Claude CLIs) stops here,
+        // so no scenario runs beside the previous one's idle peers.
+        backends.shutdown().await;
         if let Err(error) = outcome {
             report.failed(scenario, &error);
         }
@@ -167,9 +238,20 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
 /// What every scenario needs.
 pub struct Setup<'a> {
     /// This executable, re-run for the native peers and the measured children.
-    pub me: &'a std::path::Path,
-    /// A temp dir for recordings and transcripts, removed at the end.
-    pub work: &'a std::path::Path,
+    pub me: &'a Path,
+    /// A temp dir for recordings and peer launchers, removed at the end.
+    pub work: &'a Path,
     /// How big to run.
     pub sizes: Sizes,
+    /// The backends attempts run on.
+    pub backends: &'a Registry,
+    /// The product's `clawbridge` executable (for `serve` start-up).
+    pub product: &'a Path,
+}
+
+impl Setup<'_> {
+    /// The backend named `name` (`codex`, `claude`).
+    pub fn backend(&self, name: &str) -> anyhow::Result<Arc<dyn Backend>> {
+        self.backends.by_name(name).cloned().ok_or_else(|| anyhow!("no `{name}` backend is registered"))
+    }
 }

@@ -5,7 +5,7 @@
 //! Both are timed from launching the CLI to the turn's last message, the version check and the
 //! `initialize` handshake included. A message is one line the CLI writes other than control traffic
 //! (the SDK yields exactly those from `query()`); clawbridge's figure is those lines over its time
-//! through the full path (session → events → host notifications → transcript).
+//! through the full path (the Claude backend's session → events → serve's pipeline to the host).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -26,7 +26,7 @@ const VENV_PYTHON: &str = ".peers/sdk-anchor/venv/bin/python";
 const SCRIPT: &str = "scripts/sdk-anchor/anchor.py";
 
 /// Places the repository may be: the working directory and the executable's ancestors
-/// (`target*/release/clawbridge`).
+/// (`target*/release/clawbridge-bench`).
 fn repo_candidates() -> Vec<PathBuf> {
     let mut candidates: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
     if let Ok(me) = std::env::current_exe() {
@@ -46,6 +46,8 @@ fn default_script(python: &Path) -> Option<PathBuf> {
     from_venv.into_iter().chain(repo_candidates()).map(|r| r.join(SCRIPT)).find(|p| p.is_file())
 }
 
+/// Runs the anchor: the SDK, then clawbridge, on the same generated stream and CLI (skipped, with
+/// what to do, without the SDK's venv).
 pub async fn run(
     ctx: &Setup<'_>,
     python: Option<PathBuf>,
@@ -63,7 +65,9 @@ pub async fn run(
         bail!("cannot find {SCRIPT}; pass --sdk-script");
     };
     let generated = generate::claude(ctx.work, "anchor-claude", ctx.sizes.claude_lines)?;
-    let cli = session::claude_wrapper(ctx.work, ctx.me, &generated.recording)?;
+    let role = [std::ffi::OsStr::new("replay"), generated.recording.as_os_str()];
+    let cli = session::peer_program(ctx.work, "anchor-claude", ctx.me, &role)?;
+    let claude = ctx.backend("claude")?;
     // Every line but the answer to `initialize` is a message.
     let messages = generated.native_lines - 1;
     let runs = if ctx.sizes.claude_lines < 50_000 { 1 } else { 3 };
@@ -98,9 +102,7 @@ pub async fn run(
 
     let mut ours = Vec::new();
     for run in 0..runs {
-        let transcript = ctx.work.join(format!("anchor-{run}.transcript.jsonl"));
-        let host = HostSide::new("bench-anchor", transcript);
-        let attempt = session::claude_attempt(&cli, host).await?;
+        let attempt = session::attempt(&claude, &cli, HostSide::new(format!("bench-anchor-{run}"))).await?;
         attempt.check(generated.tool_calls)?;
         ours.push(attempt.elapsed.as_secs_f64());
     }
