@@ -196,8 +196,8 @@ async fn an_old_cli_is_refused_before_anything_is_spawned() {
         marker.display()
     );
     std::fs::write(&fake, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&fake, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+        .unwrap();
 
     let hooks = SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
@@ -282,8 +282,8 @@ for line in sys.stdin:
     );
     let path = dir.join("claude");
     std::fs::write(&path, script).ok()?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).ok()?;
+    std::fs::set_permissions(&path, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+        .ok()?;
     Some(path)
 }
 

@@ -109,7 +109,7 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
     assert_eq!(session.spawn_count(), 1);
     let outcome = session.shutdown().await.expect("the process was running");
     assert_eq!(
-        outcome.exit.map(|e| e.success()),
+        outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
         Some(true),
         "{scenario}: the replay agent saw the recorded client lines"
     );

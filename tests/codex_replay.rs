@@ -64,7 +64,11 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
         .await
         .expect("the replayed turn runs");
     let outcome = session.shutdown().await;
-    assert_eq!(outcome.exit.map(|e| e.success()), Some(true), "the replay agent saw the recorded client lines");
+    assert_eq!(
+        outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
+        Some(true),
+        "the replay agent saw the recorded client lines"
+    );
     golden::document(&transcript, observed.reports(), result)
 }
 

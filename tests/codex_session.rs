@@ -126,7 +126,11 @@ async fn replayed_turn(recording: &Path, adjust: impl FnOnce(&mut CodexConfig)) 
         .await
         .expect("the turn runs");
     let outcome = session.shutdown().await;
-    assert_eq!(outcome.exit.map(|e| e.success()), Some(true), "the replay agent saw every recorded client line");
+    assert_eq!(
+        outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
+        Some(true),
+        "the replay agent saw every recorded client line"
+    );
     result
 }
 

@@ -203,7 +203,7 @@ async fn crash_mid_turn_fails_the_attempt_with_exit_status_and_stderr_tail() {
         assert_eq!(session.shutdown().await.stage, StopStage::AlreadyExited);
         assert!(!group_alive(pgid));
     })
-    .await
+    .await;
 }
 
 /// Row: hang after `item/completed` without `turn/completed`. The server stays alive and quiet
@@ -229,7 +229,7 @@ async fn a_turn_without_turn_completed_after_item_completed_ends_as_timeout() {
         assert!(group_alive(pid));
         assert_eq!(session.shutdown().await.stage, StopStage::StdinClosed);
     })
-    .await
+    .await;
 }
 
 /// Row: garbage and oversize lines mid-turn. Non-JSON, non-JSON-RPC, invalid UTF-8, a torn JSON
@@ -259,7 +259,7 @@ async fn garbage_and_oversize_lines_mid_turn_are_skipped_and_the_turn_completes(
         assert_eq!(assistant_text(&result), "Hello from the mock model.");
         assert_eq!(session.shutdown().await.stage, StopStage::StdinClosed);
     })
-    .await
+    .await;
 }
 
 /// Row: EOF mid-line. The server exits in the middle of writing a delta: the torn line is
@@ -295,7 +295,7 @@ async fn eof_mid_line_mid_turn_fails_the_attempt_without_a_hang() {
         session.shutdown().await;
         assert!(!group_alive(pgid));
     })
-    .await
+    .await;
 }
 
 /// Row: 1 GB stderr flood. Moved here from foundation.rs (the one place this costs ~2 s).
@@ -314,7 +314,7 @@ async fn a_1_gb_stderr_flood_does_not_stall_the_child_and_only_a_bounded_tail_is
         assert!(stderr.snapshot().ends_with("fake-agent: flood done\n"));
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 /// Row: grandchild holding the pipes (stop). Moved here from foundation.rs.
@@ -334,7 +334,7 @@ async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
         assert!(!running(grandchild));
         assert!(group_members(pgid).is_empty());
     })
-    .await
+    .await;
 }
 
 /// Row: grandchild holding the pipes (crash mid-turn). The server dies mid-turn but a grandchild
@@ -364,7 +364,7 @@ async fn a_crash_mid_turn_while_a_grandchild_holds_the_pipes_fails_the_attempt_p
         session.shutdown().await;
         assert!(!group_alive(pgid), "the grandchild went with the group");
     })
-    .await
+    .await;
 }
 
 /// Row: SIGTERM ignored. Moved here from foundation.rs.
@@ -379,7 +379,7 @@ async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
         assert_eq!(outcome.exit, Some(ExitState::Signal(9)));
         assert!(group_members(pgid).is_empty(), "no process of the group survives");
     })
-    .await
+    .await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -461,7 +461,7 @@ async fn host_disconnect_mid_attempt_stops_every_agent_and_the_server_exits() {
             assert!(!group_alive(pid), "agent group {pid} outlived the host");
         }
     })
-    .await
+    .await;
 }
 
 /// Quotes `text` for `/bin/sh`.

@@ -44,7 +44,7 @@ async fn a_100_mb_line_is_reported_and_the_next_message_still_arrives() {
         assert_eq!(echo, json!({"still": "alive"}));
         assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::StdinClosed);
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -76,7 +76,7 @@ async fn garbage_lines_are_reported_and_the_stream_continues() {
         assert_eq!(notes[1].params, Some(json!({"seq": 1})), "notifications arrive in order");
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -87,7 +87,7 @@ async fn line_separators_inside_strings_are_ordinary_characters() {
         assert_eq!(agent.peer().request("fake/echo", Some(&text)).await.unwrap(), text);
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -118,7 +118,7 @@ async fn a_crash_fails_every_pending_request_with_exit_status_and_stderr_tail() 
         }
         assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::AlreadyExited);
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -137,7 +137,7 @@ async fn eof_in_the_middle_of_a_line_is_reported() {
         assert!(matches!(pending.await.unwrap(), Err(RpcError::PeerGone { .. })), "the unanswered request fails");
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -147,14 +147,14 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
         agent.peer().request("fake/close_stdout", None::<&Value>).await.unwrap();
         match agent.peer().request("fake/echo", None::<&Value>).await {
             Err(RpcError::PeerGone { gone, .. }) => {
-                assert_eq!(gone.exit, None, "it is still running")
+                assert_eq!(gone.exit, None, "it is still running");
             }
             other => panic!("expected PeerGone, got {other:?}"),
         }
         // It exits on stdin EOF, the first stage of the stop.
         assert_eq!(agent.shutdown(polite_stop()).await.stage, StopStage::StdinClosed);
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -166,7 +166,7 @@ async fn dropping_the_connection_kills_the_group() {
         drop(agent);
         eventually("the group is gone after drop", || !group_alive(pgid)).await;
     })
-    .await
+    .await;
 }
 
 /// A handler that fails in a chosen way, with approval-style safe fallback.
@@ -228,7 +228,7 @@ async fn every_peer_request_is_answered_even_when_the_handler_fails() {
         assert_eq!(refused["error"]["code"], -32601, "a deliberate error answer is not replaced");
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -251,13 +251,14 @@ async fn requests_time_out_and_late_answers_are_ignored() {
         }
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
 async fn the_child_environment_is_an_allowlist_without_loader_injection() {
     within(async {
         // SAFETY: this test binary sets no other variables concurrently that the fake agent reads.
+        #[expect(unsafe_code, reason = "the test edits its own environment; see SAFETY above")]
         unsafe {
             std::env::set_var("LD_PRELOAD", "/nonexistent/inject.so");
             std::env::set_var("CLAWBRIDGE_TEST_SECRET", "canary-7f3a");
@@ -270,6 +271,7 @@ async fn the_child_environment_is_an_allowlist_without_loader_injection() {
         let (agent, _events) = spawn_with(spec, PeerConfig::default(), Arc::new(RejectAll));
         // The child has its environment; take the variables back out of this process at once,
         // before anything else this binary spawns (cargo, other fake agents) inherits them.
+        #[expect(unsafe_code, reason = "the test edits its own environment")]
         unsafe {
             std::env::remove_var("LD_PRELOAD");
             std::env::remove_var("CLAWBRIDGE_TEST_SECRET");
@@ -282,7 +284,7 @@ async fn the_child_environment_is_an_allowlist_without_loader_injection() {
         }
         agent.shutdown(polite_stop()).await;
     })
-    .await
+    .await;
 }
 
 #[tokio::test]
@@ -323,5 +325,5 @@ async fn a_restarted_bridge_reaps_children_orphaned_by_a_dead_one() {
         assert!(!record_path.exists());
         drop(agent);
     })
-    .await
+    .await;
 }

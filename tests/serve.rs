@@ -545,8 +545,8 @@ fn fake_codex(dir: &std::path::Path, until_interrupted: bool) -> std::path::Path
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&launcher, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+        .unwrap();
     launcher
 }
 

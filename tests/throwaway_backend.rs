@@ -196,7 +196,7 @@ async fn a_throwaway_backend_runs_an_attempt_through_serve() {
         while let Some(event) = events.recv().await {
             match event {
                 PeerEvent::Notification(note) if note.method == "attempt/event" => {
-                    seen.push(note.params.unwrap_or_default())
+                    seen.push(note.params.unwrap_or_default());
                 }
                 PeerEvent::Closed(_) => break,
                 _ => {}

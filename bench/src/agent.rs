@@ -108,9 +108,8 @@ impl Player {
     /// client closed its output (it went away; so does the peer).
     fn expect(&mut self, recorded: &Value) -> anyhow::Result<bool> {
         self.out.flush()?;
-        let line = match self.client.next() {
-            Some(Ok(line)) => line,
-            _ => return Ok(false),
+        let Some(Ok(line)) = self.client.next() else {
+            return Ok(false);
         };
         let received: Value =
             serde_json::from_str(&line).with_context(|| format!("the client sent a line that is not JSON: {line}"))?;

@@ -249,6 +249,11 @@ pub struct Setup<'a> {
     pub product: &'a Path,
 }
 
+impl<'a> std::fmt::Debug for Setup<'a> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup").finish_non_exhaustive()
+    }
+}
 impl Setup<'_> {
     /// The backend named `name` (`codex`, `claude`).
     pub fn backend(&self, name: &str) -> anyhow::Result<Arc<dyn Backend>> {

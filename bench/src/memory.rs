@@ -256,7 +256,7 @@ pub async fn measure(args: MeasureArgs) -> anyhow::Result<()> {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
             let after = sys::current_rss();
-            futures::future::join_all(live.into_iter().map(|s| s.shutdown())).await;
+            futures::future::join_all(live.into_iter().map(clawbridge_bridge::backend::NativeSession::shutdown)).await;
             json!({"peakRss": sys::peak_rss(), "baselineRss": baseline, "rssAfter": after, "sessions": sessions})
         }
     };

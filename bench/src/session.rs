@@ -48,8 +48,7 @@ pub fn peer_program(dir: &Path, name: &str, me: &Path, role: &[&OsStr]) -> anyho
     let path = dir.join(format!("peer-{name}"));
     std::fs::write(&path, format!("#!/bin/sh\n{}\n", line.join(" ")))
         .with_context(|| format!("writing {}", path.display()))?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::set_permissions(&path, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))?;
     Ok(path)
 }
 

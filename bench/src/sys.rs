@@ -46,7 +46,7 @@ pub fn machine() -> String {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism().map(std::num::NonZero::get).unwrap_or(1);
     let memory = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| t.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_string))

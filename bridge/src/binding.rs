@@ -267,7 +267,7 @@ impl Binding {
 
 /// The sidecar beside a transcript file: `<transcript>.binding.json`.
 pub fn sidecar_path(transcript: &Path) -> PathBuf {
-    let mut name = transcript.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = transcript.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
     name.push(".binding.json");
     transcript.with_file_name(name)
 }

@@ -93,7 +93,7 @@ impl VersionProbe {
         }
         let identity = identity(program);
         if let Some(identity) = identity {
-            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(hit) = entries.get(&key).filter(|hit| hit.identity == identity) {
                 return Ok(hit.output.clone());
             }
@@ -101,8 +101,8 @@ impl VersionProbe {
         let output = run_version(command, limit).await?;
         if let Some(identity) = identity {
             let entry = CachedVersion { identity, output: output.clone() };
-            self.entries.lock().unwrap_or_else(|e| e.into_inner()).insert(key, entry);
-            *self.dirty.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, entry);
+            *self.dirty.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         }
         Ok(output)
     }
@@ -111,10 +111,10 @@ impl VersionProbe {
     /// cache that cannot be written only costs the next start-up the probe.
     pub fn save(&self) {
         let Some(file) = &self.file else { return };
-        if !*self.dirty.lock().unwrap_or_else(|e| e.into_inner()) {
+        if !*self.dirty.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
             return;
         }
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))?;
             let temp = file.with_extension(format!("json.{}", std::process::id()));

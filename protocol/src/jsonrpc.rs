@@ -304,6 +304,11 @@ pub mod outgoing {
         shape: CallShape<'a, P>,
     }
 
+    impl<'a, P: Serialize> std::fmt::Debug for Call<'a, P> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Call").finish_non_exhaustive()
+        }
+    }
     #[derive(Serialize)]
     #[serde(untagged)]
     enum CallShape<'a, P: Serialize> {
@@ -362,6 +367,11 @@ pub mod outgoing {
         shape: ReplyShape<'a>,
     }
 
+    impl<'a> std::fmt::Debug for Reply<'a> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Reply").finish_non_exhaustive()
+        }
+    }
     #[derive(Serialize)]
     #[serde(untagged)]
     enum ReplyShape<'a> {

@@ -60,7 +60,7 @@ pub struct AttemptOutcome {
 /// and tools, serve's deadlines, and the host as the user's voice when it takes questions.
 pub fn open_settings(
     peer: &RpcPeer,
-    caps: &HostCapabilities,
+    caps: HostCapabilities,
     params: &AttemptRunParams,
     harness: &Harness,
     registry: Option<PidRegistry>,
@@ -166,7 +166,7 @@ fn user_facing(error: &BackendError) -> String {
 
 /// The host tools an attempt declares to its backend: none when the harness takes none, when tools
 /// are disabled or the host serves none; else the host's, filtered by `toolsAllow`.
-fn host_tool_specs(caps: &HostCapabilities, params: &AttemptRunParams, harness: &Harness) -> Vec<HostToolSpec> {
+fn host_tool_specs(caps: HostCapabilities, params: &AttemptRunParams, harness: &Harness) -> Vec<HostToolSpec> {
     if !harness.backend.facts().supports.host_tools || params.disable_tools || !caps.host_tools {
         return Vec::new();
     }

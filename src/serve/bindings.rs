@@ -36,7 +36,7 @@ impl Bindings {
 
     /// The thread to resume for `session_id` under `current`, if there is a valid binding.
     pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
-        let remembered = self.memory.lock().unwrap_or_else(|e| e.into_inner()).get(session_id).cloned();
+        let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
         let binding = match remembered {
             Some(binding) => binding,
             None => {
@@ -68,12 +68,13 @@ impl Bindings {
                 tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
             }
         }
-        self.memory.lock().unwrap_or_else(|e| e.into_inner()).insert(session_id.to_string(), binding);
+        self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(session_id.to_string(), binding);
     }
 
     /// Drops the binding of `session_id`; whether there was one.
     pub fn reset(&self, session_id: &str) -> bool {
-        let in_memory = self.memory.lock().unwrap_or_else(|e| e.into_inner()).remove(session_id).is_some();
+        let in_memory =
+            self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(session_id).is_some();
         let on_disk = match self.path(session_id) {
             Some(path) => Binding::reset(&path).unwrap_or_else(|error| {
                 tracing::warn!(%error, session = session_id, "could not remove the session binding");

@@ -88,7 +88,7 @@ impl Server {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     async fn peer(&self) -> Option<RpcPeer> {
@@ -266,7 +266,7 @@ impl Server {
         let Some(peer) = self.peer().await else {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
-        let mut settings = attempt::open_settings(&peer, &caps, &params, &harness, self.registry.clone());
+        let mut settings = attempt::open_settings(&peer, caps, &params, &harness, self.registry.clone());
         let fingerprints = harness.backend.fingerprints(&settings);
         if harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);

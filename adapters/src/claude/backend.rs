@@ -201,8 +201,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cli = dir.path().join("claude");
         std::fs::write(&cli, "#!/bin/sh\necho '2.0.1 (Claude Code)'\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&cli, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+            .unwrap();
         let versions = VersionProbe::in_memory();
         let old = backend.probe(&cli, &versions).await;
         assert!(!old.available);

@@ -134,7 +134,7 @@ impl ClaudeConfig {
     /// profile for the session's binding: which credential is used (`env:ANTHROPIC_API_KEY`), or
     /// `claude-login` (the CLI's own stored login) — a name, never the secret.
     pub fn inherit_cli_environment(&mut self) -> String {
-        self.env.inherit.extend(CLI_ENVIRONMENT.iter().map(|name| name.to_string()));
+        self.env.inherit.extend(CLI_ENVIRONMENT.iter().map(std::string::ToString::to_string));
         let mut profile = "claude-login".to_owned();
         for name in CLI_CREDENTIALS {
             if let Some(value) = std::env::var_os(name).filter(|v| !v.is_empty()) {

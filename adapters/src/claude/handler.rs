@@ -57,6 +57,11 @@ pub struct ClaudeControlHandler {
     notes: mpsc::Sender<ControlNote>,
 }
 
+impl std::fmt::Debug for ClaudeControlHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeControlHandler").finish_non_exhaustive()
+    }
+}
 impl ClaudeControlHandler {
     /// A handler using this approver and deadline, whose notes go to `notes`.
     pub fn new(

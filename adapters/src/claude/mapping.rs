@@ -529,7 +529,7 @@ impl TurnMapper {
         let structured = if results.len() == 1 { user.tool_use_result.as_ref() } else { None };
         for result in results {
             let meta = user.meta_for(&result.tool_use_id);
-            let rejected = meta.is_some_and(|m| m.is_reject());
+            let rejected = meta.is_some_and(clawbridge_protocol::claude::ToolResultMeta::is_reject);
             let not_run = meta.is_some_and(|m| m.non_execution_kind.is_some());
             self.finish_tool(result, structured, rejected, not_run, out);
         }

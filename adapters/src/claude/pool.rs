@@ -46,6 +46,11 @@ pub struct TurnHooks {
     current: Mutex<SessionHooks>,
 }
 
+impl std::fmt::Debug for TurnHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnHooks").finish_non_exhaustive()
+    }
+}
 impl TurnHooks {
     /// Hooks that start out as `hooks`.
     pub fn new(hooks: SessionHooks) -> Arc<Self> {
@@ -54,11 +59,11 @@ impl TurnHooks {
 
     /// Points every later request at `hooks`.
     pub fn set(&self, hooks: SessionHooks) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
+        *self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = hooks;
     }
 
     fn current(&self) -> SessionHooks {
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// These hooks as a session's hooks.
@@ -99,6 +104,11 @@ pub struct WarmSession {
     fingerprints: Fingerprints,
 }
 
+impl std::fmt::Debug for WarmSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmSession").finish_non_exhaustive()
+    }
+}
 impl WarmSession {
     /// Connects a session (see [`ClaudeSession::connect`]) started under `fingerprints`.
     pub async fn connect(
@@ -153,6 +163,11 @@ pub struct SessionPool {
     parked: Mutex<HashMap<String, Parked>>,
 }
 
+impl std::fmt::Debug for SessionPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPool").finish_non_exhaustive()
+    }
+}
 impl SessionPool {
     /// An empty pool, with a background reaper that stops idle sessions (it ends with the pool). Call
     /// it inside a tokio runtime.
@@ -175,7 +190,7 @@ impl SessionPool {
     }
 
     fn parked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
-        self.parked.lock().unwrap_or_else(|e| e.into_inner())
+        self.parked.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The warm session of `key`, if one is parked and was started under `current`; one started

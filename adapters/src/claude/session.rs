@@ -143,6 +143,11 @@ pub struct ClaudeSession {
     fallback_turn_base: String,
 }
 
+impl std::fmt::Debug for ClaudeSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeSession").finish_non_exhaustive()
+    }
+}
 impl ClaudeSession {
     /// Checks the CLI's version, spawns it and performs the `initialize` handshake. A refused version
     /// spawns nothing; a failed handshake stops the process.

@@ -595,11 +595,10 @@ fn recorded_claude_sessions_map_to_well_formed_turns() {
                 // For each streamed item, the deltas add up to its final text.
                 let mut checked = 0;
                 for event in &finals {
-                    let (item, text) = match event {
-                        Event::AssistantFinal { item_id, text } | Event::ReasoningFinal { item_id, text, .. } => {
-                            (item_id, text)
-                        }
-                        _ => continue,
+                    let (Event::AssistantFinal { item_id: item, text }
+                    | Event::ReasoningFinal { item_id: item, text, .. }) = event
+                    else {
+                        continue;
                     };
                     let streamed: String = events
                         .iter()

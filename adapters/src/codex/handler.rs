@@ -48,6 +48,11 @@ pub struct CodexRequestHandler {
     answers: Mutex<HashMap<String, CachedAnswer>>,
 }
 
+impl std::fmt::Debug for CodexRequestHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodexRequestHandler").finish_non_exhaustive()
+    }
+}
 impl CodexRequestHandler {
     /// A handler using these hooks and deadlines.
     pub fn new(
@@ -71,12 +76,12 @@ impl CodexRequestHandler {
     /// Who answers Codex's questions for the user from now on (by default: no one, so they go
     /// unanswered and Codex carries on).
     pub fn set_user_input(&self, asker: Arc<dyn UserInputAsker>) {
-        *self.user_input.write().unwrap_or_else(|e| e.into_inner()) = asker;
+        *self.user_input.write().unwrap_or_else(std::sync::PoisonError::into_inner) = asker;
     }
 
     /// The user's answers to `p`, or none when asking fails or takes longer than an approval may.
     fn ask_user(&self, p: ToolRequestUserInputParams) -> BoxFuture<'static, Value> {
-        let asker = self.user_input.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let asker = self.user_input.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let activity = self.activity.clone();
         let limit = self.approval_timeout;
         let request = UserInputRequest {
@@ -115,12 +120,12 @@ impl CodexRequestHandler {
 
     /// Forgets cached answers (after a turn: a re-sent request comes within its turn).
     pub fn forget_answers(&self) {
-        self.answers.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
     }
 
     /// The answer for `key`, computing it with `make` only the first time.
     fn once(&self, key: String, make: impl FnOnce() -> BoxFuture<'static, Value>) -> CachedAnswer {
-        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut answers = self.answers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         answers.entry(key).or_insert_with(|| make().shared()).clone()
     }
 

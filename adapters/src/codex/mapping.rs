@@ -194,11 +194,11 @@ impl TurnMapper {
     /// usage before the new turn starts) or for another turn; unknown methods (the caller logs them);
     /// everything after the turn's terminal.
     pub fn on_notification(&mut self, notification: &ServerNotification) -> Vec<Event> {
+        use ServerNotification as N;
         let mut out = Vec::new();
         if self.terminated || !self.accepts(notification) {
             return out;
         }
-        use ServerNotification as N;
         match notification {
             N::TurnStarted(n) => {
                 self.turn_id.get_or_insert_with(|| n.turn.id.clone());

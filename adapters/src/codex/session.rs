@@ -169,6 +169,11 @@ pub struct CodexSession {
     unknown_methods: HashSet<String>,
 }
 
+impl std::fmt::Debug for CodexSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodexSession").finish_non_exhaustive()
+    }
+}
 impl CodexSession {
     /// Spawns the app-server and performs the handshake. No other request can go out before it
     /// succeeds: the session only exists afterwards. A refused version stops the child.

@@ -138,8 +138,14 @@ fn plan_updates_and_plan_items_become_plans() {
     assert_eq!(plans.len(), 2);
     assert_eq!(plans[0].explanation.as_deref(), Some("why"));
     let statuses: Vec<_> = plans[0].steps.iter().map(|s| s.status).collect();
-    use PlanStepStatus as S;
-    assert_eq!(statuses, [S::Completed, S::InProgress, S::Pending, S::Unknown, S::Unknown]);
+    let expected = [
+        PlanStepStatus::Completed,
+        PlanStepStatus::InProgress,
+        PlanStepStatus::Pending,
+        PlanStepStatus::Unknown,
+        PlanStepStatus::Unknown,
+    ];
+    assert_eq!(statuses, expected);
     assert_eq!(plans[1].to_text(), "1. do it\n");
 }
 

@@ -119,6 +119,11 @@ pub struct TurnDriver<'s> {
     active_tools: usize,
 }
 
+impl<'s> std::fmt::Debug for TurnDriver<'s> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnDriver").finish_non_exhaustive()
+    }
+}
 impl<'s> TurnDriver<'s> {
     /// A driver for one turn.
     pub fn new(observer: Arc<dyn ToolTerminalObserver>, activity: Arc<TurnActivity>, sink: EventSink<'s>) -> Self {

@@ -110,11 +110,11 @@ struct RunningHandler {
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, RunningHandler>> {
-        self.running.lock().unwrap_or_else(|e| e.into_inner())
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Registers a handler task under the request's id; the token is for [`forget`](Self::forget).
@@ -407,7 +407,7 @@ impl ReaderTask {
             }
             Ok(other) => tracing::debug!(peer = %self.peer.config.label, ?other, "ignored a message of a newer kind"),
             Err(error) if matches!(dialect, Dialect::JsonRpc2 | Dialect::Codex) => {
-                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await
+                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
             }
             Err(error) => self.problem(StreamProblem::NotAMessage { preview: preview(line), error }).await,
         }

@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 pub const MAX_MERGED_DELTA_BYTES: usize = 1 << 20;
 
 /// A non-blocking, coalescing event queue with one consumer.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct EventQueue {
     /// Events not yet taken, and whether the producer is done.
     inner: Mutex<Inner>,
@@ -27,7 +27,7 @@ pub struct EventQueue {
     ready: Notify,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Inner {
     /// Queued events, oldest first.
     events: VecDeque<Event>,
@@ -40,7 +40,7 @@ struct Inner {
 impl EventQueue {
     /// Queues `event` without waiting; merges it into the last queued delta when it continues it.
     pub fn push(&self, event: Event) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut dropped = None;
         if let Some((queued, delta)) = inner.events.back_mut().and_then(|back| continuation(back, &event)) {
             if delta.len() <= MAX_MERGED_DELTA_BYTES.saturating_sub(queued.len()) {
@@ -60,7 +60,7 @@ impl EventQueue {
 
     /// No more events will be pushed; the consumer drains what is queued, then gets `None`.
     pub fn close(&self) {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).closed = true;
         self.ready.notify_one();
     }
 
@@ -69,7 +69,7 @@ impl EventQueue {
         loop {
             let ready = self.ready.notified();
             {
-                let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+                let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some(event) = inner.events.pop_front() {
                     return Some(event);
                 }
@@ -83,13 +83,13 @@ impl EventQueue {
 
     /// Delta bytes cut so far (only while the consumer lagged behind a full merged delta).
     pub fn dropped_bytes(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).dropped_bytes
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).dropped_bytes
     }
 
     /// How many events are queued.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).events.len()
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).events.len()
     }
 }
 

@@ -46,7 +46,11 @@ pub struct EnvPolicy {
 
 impl Default for EnvPolicy {
     fn default() -> Self {
-        Self { inherit: DEFAULT_INHERIT.iter().map(|s| s.to_string()).collect(), set: Vec::new(), remove: Vec::new() }
+        Self {
+            inherit: DEFAULT_INHERIT.iter().map(std::string::ToString::to_string).collect(),
+            set: Vec::new(),
+            remove: Vec::new(),
+        }
     }
 }
 

@@ -172,6 +172,7 @@ impl ChildProcess {
             // SAFETY: the closure runs between fork and exec and only makes async-signal-safe
             // syscalls (prctl, getppid, _exit).
             let bridge_pid = std::process::id();
+            #[expect(unsafe_code, reason = "a pre-exec hook is unsafe by definition; see SAFETY above")]
             unsafe {
                 command.pre_exec(move || die_with_parent(bridge_pid));
             }

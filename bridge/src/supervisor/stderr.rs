@@ -44,7 +44,7 @@ impl StderrTail {
 
     /// The kept bytes as text (lossy), starting at a line boundary when bytes were dropped.
     pub fn snapshot(&self) -> String {
-        let ring = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        let ring = self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (a, b) = ring.bytes.as_slices();
         let mut bytes = Vec::with_capacity(a.len() + b.len());
         bytes.extend_from_slice(a);
@@ -56,12 +56,12 @@ impl StderrTail {
 
     /// Bytes currently held (at most the capacity).
     pub fn held_bytes(&self) -> usize {
-        self.ring.lock().unwrap_or_else(|e| e.into_inner()).bytes.len()
+        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner).bytes.len()
     }
 
     /// Bytes the child wrote to stderr in total.
     pub fn total_bytes(&self) -> u64 {
-        self.ring.lock().unwrap_or_else(|e| e.into_inner()).total
+        self.ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner).total
     }
 
     /// Waits until the drain reached EOF, or `limit` passed (a grandchild may hold stderr open).
@@ -90,7 +90,7 @@ async fn drain_task<R: AsyncRead + Unpin>(
         };
         let data = &chunk[..n];
         {
-            let mut ring = ring.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ring = ring.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             ring.total += n as u64;
             let keep = data.len().min(ring.capacity);
             let overflow = (ring.bytes.len() + keep).saturating_sub(ring.capacity);

@@ -129,7 +129,7 @@ impl JsonlSink {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, JsonlFile> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -225,7 +225,7 @@ fn scan(file: &File, chain: &mut Chain) -> std::io::Result<Scan> {
 
 /// `<file>.lock` beside the transcript.
 fn lock_path_for(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
     name.push(".lock");
     path.with_file_name(name)
 }

@@ -160,7 +160,7 @@ impl TranscriptMirror {
             Event::AssistantFinal { item_id, text } => self.complete(BlockKind::Text, item_id, text, None),
             Event::ReasoningDelta { item_id, delta } => self.stream(BlockKind::Thinking, item_id, delta),
             Event::ReasoningFinal { item_id, text, signature } => {
-                self.complete(BlockKind::Thinking, item_id, text, signature.clone())
+                self.complete(BlockKind::Thinking, item_id, text, signature.clone());
             }
             Event::ToolStarted(call) => return self.start_call(call).into_iter().collect(),
             Event::ToolOutputDelta { call_id, delta } => {

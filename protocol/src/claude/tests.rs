@@ -230,7 +230,7 @@ fn recorded_lines_decode() {
                     }
                     // Re-encoding may drop explicit nulls and add empty lists for absent fields, nothing else.
                     decoded => {
-                        assert_eq!(without_nulls(decoded.to_value()), without_nulls(message), "{at}: round trip")
+                        assert_eq!(without_nulls(decoded.to_value()), without_nulls(message), "{at}: round trip");
                     }
                 },
                 Some("to_agent") => {
