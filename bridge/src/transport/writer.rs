@@ -1,6 +1,8 @@
+use std::sync::Arc;
+
 use bytes::Bytes;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -16,12 +18,19 @@ pub enum SendError {
     Serialize(#[from] serde_json::Error),
 }
 
-/// Queues whole lines for a writer task. Cloneable; the queue is bounded, so a peer that stops
-/// reading makes senders wait instead of growing memory.
+/// The most bytes queued for a writer at once (a longer line waits until it is the only one):
+/// counting lines alone would let a peer that reads slowly hold that many of the largest lines.
+pub const MAX_QUEUED_BYTES: usize = 4 << 20;
+
+/// Queues whole lines for a writer task. Cloneable; the queue is bounded in lines and in bytes
+/// ([`MAX_QUEUED_BYTES`]), so a peer that stops reading makes senders wait instead of growing memory.
 #[derive(Clone, Debug)]
 pub struct LineSender {
-    /// Lines waiting for the writer task, each already ending in `\n`.
-    queue: mpsc::Sender<Bytes>,
+    /// Lines waiting for the writer task, each already ending in `\n`, with the byte budget they
+    /// hold until written.
+    queue: mpsc::Sender<(Bytes, OwnedSemaphorePermit)>,
+    /// The byte budget: one permit per queued byte.
+    budget: Arc<Semaphore>,
     /// Cancelling it makes the writer task stop and drop the stream (closing the child's stdin).
     close: CancellationToken,
 }
@@ -40,7 +49,10 @@ impl LineSender {
         if self.close.is_cancelled() {
             return Err(SendError::Closed);
         }
-        self.queue.send(line).await.map_err(|_| SendError::Closed)
+        // A line longer than the whole budget takes all of it: it waits for the queue to drain.
+        let cost = u32::try_from(line.len().min(MAX_QUEUED_BYTES)).unwrap_or(u32::MAX);
+        let permit = self.budget.clone().acquire_many_owned(cost).await.map_err(|_| SendError::Closed)?;
+        self.queue.send((line, permit)).await.map_err(|_| SendError::Closed)
     }
 
     /// Stops the writer: lines still queued are dropped and the stream is closed (stdin EOF).
@@ -64,18 +76,19 @@ where
     let (tx, rx) = mpsc::channel(queue_capacity.max(1));
     let close = CancellationToken::new();
     let task = tokio::spawn(write_lines(stream, rx, close.clone()));
-    (LineSender { queue: tx, close }, task)
+    (LineSender { queue: tx, budget: Arc::new(Semaphore::new(MAX_QUEUED_BYTES)), close }, task)
 }
 
 async fn write_lines<W: AsyncWrite + Unpin>(
     stream: W,
-    mut queue: mpsc::Receiver<Bytes>,
+    mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     close: CancellationToken,
 ) -> std::io::Result<()> {
     let mut out = tokio::io::BufWriter::new(stream);
     let result = async {
         loop {
-            let line = tokio::select! {
+            // The permit is released once the line is written (or dropped with the writer).
+            let (line, _budget) = tokio::select! {
                 biased;
                 _ = close.cancelled() => return Ok(()),
                 line = queue.recv() => match line {
@@ -111,6 +124,34 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn queued_lines_are_bounded_in_bytes_not_only_in_count() {
+        // Room for 100 lines, but nobody reads: two 2 MiB lines fill the byte budget (one being
+        // written, one queued) and a third must wait until the reader takes the first.
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, _task) = spawn_line_writer(client, 100);
+        let big = || {
+            let mut line = vec![b'x'; MAX_QUEUED_BYTES / 2 - 1];
+            line.push(b'\n');
+            Bytes::from(line)
+        };
+        tx.send_line(big()).await.unwrap();
+        tx.send_line(big()).await.unwrap();
+        let third = tokio::time::timeout(std::time::Duration::from_millis(300), tx.send_line(big())).await;
+        assert!(third.is_err(), "a third line waits while the budget is spent");
+        let drain = tokio::spawn(async move {
+            let mut sink = vec![0u8; 1 << 16];
+            let mut total = 0usize;
+            while total < 3 * (MAX_QUEUED_BYTES / 2) {
+                let n = server.read(&mut sink).await.unwrap();
+                assert!(n > 0);
+                total += n;
+            }
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(30), tx.send_line(big())).await.unwrap().unwrap();
+        drain.await.unwrap();
+    }
 
     #[tokio::test]
     async fn lines_arrive_whole_and_in_order() {
