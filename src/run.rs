@@ -61,6 +61,10 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
     let Some(backend) = registry.by_name(&args.backend).cloned() else {
         bail!("unknown backend `{}` (known: {})", args.backend, registry.names().join(", "));
     };
+    let session_name = match &args.session {
+        Some(name) => checked_session_name(name)?,
+        None => format!("run-{}", std::process::id()),
+    };
     let cwd = std::env::current_dir().context("no current directory")?;
     // Record the agent so a later run (or `clawbridge reap`) can stop it should this one crash, and
     // reap what crashed runs left behind before starting another.
@@ -68,7 +72,6 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
     for orphan in pids.reap_orphans(std::time::Duration::from_secs(2)).await.context("reaping orphans")? {
         eprintln!("clawbridge: stopped process group {} left behind by a crashed run", orphan.pgid);
     }
-    let session_name = args.session.clone().unwrap_or_else(|| format!("run-{}", std::process::id()));
     let session_dir = state_dir.join("sessions").join(&session_name);
     std::fs::create_dir_all(&session_dir).with_context(|| format!("creating {}", session_dir.display()))?;
     let transcript_path = session_dir.join("transcript.jsonl");
@@ -80,6 +83,22 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
     let outcome = run_on(backend.as_ref(), &args, place).await;
     backend.shutdown().await;
     outcome
+}
+
+/// The longest session name `run` accepts.
+const MAX_SESSION_NAME: usize = 128;
+
+/// A session name is one directory under `<state>/sessions`: it must not name another place
+/// (`..`, `/`), hide itself (a leading `.`) or collide with another spelling, so only letters,
+/// digits, `-`, `_` and `.` are taken, at most [`MAX_SESSION_NAME`] of them, not starting with `.`.
+fn checked_session_name(name: &str) -> anyhow::Result<String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.len() > MAX_SESSION_NAME || name.starts_with('.') || !name.chars().all(allowed) {
+        bail!(
+            "--session {name:?} is not a usable session name: use 1–{MAX_SESSION_NAME} letters, digits, `-`, `_` or `.`, not starting with `.`"
+        );
+    }
+    Ok(name.to_string())
 }
 
 /// The approver a run uses: the backend's fixed answer, else the fixed answer given, else the

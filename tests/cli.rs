@@ -71,3 +71,21 @@ fn reap_with_an_empty_registry_reports_zero() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 orphaned process group(s) reaped"));
 }
+
+#[test]
+fn a_session_name_that_would_leave_the_sessions_folder_is_refused_and_writes_nothing() {
+    let state = tempfile::tempdir().unwrap();
+    for name in ["../escape", "/tmp/abs", "a/b", "..", ".", "", ".hidden", &"x".repeat(129)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .args(["run", "--backend", "demo", "--session", name, "hi"])
+            .env("CLAWBRIDGE_STATE_DIR", state.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{name:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is not a usable session name"), "{name:?}: {err}");
+    }
+    let written: Vec<_> = std::fs::read_dir(state.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(written.is_empty(), "nothing is created for a refused name: {written:?}");
+    assert!(!state.path().parent().unwrap().join("escape").exists());
+}

@@ -270,6 +270,30 @@ async fn bad_input_gets_errors_and_the_server_keeps_serving() {
 }
 
 #[tokio::test]
+async fn an_attempt_whose_working_directory_is_unusable_fails_preflight_naming_it() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let cases = [
+        ("workspaceDir", json!("/nonexistent/clawbridge-workspace"), "/nonexistent/clawbridge-workspace"),
+        ("workspaceDir", json!("relative/dir"), "not an absolute path"),
+        ("workspaceDir", json!(""), "is empty"),
+        ("cwd", json!(file.path().display().to_string()), "not a directory"),
+    ];
+    for (i, (field, value, named)) in cases.into_iter().enumerate() {
+        let mut params = attempt_params(&format!("wd-{i}"), &format!("wd-s-{i}"));
+        params[field] = value;
+        let (code, message, data) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+        assert_eq!(code, -32034, "{field}: {message}");
+        assert!(message.contains(field) && message.contains(named), "{message}");
+        assert!(data.is_some_and(|d| d["userMessage"].as_str().is_some_and(|m| m.contains(named))), "{message}");
+    }
+    // The server keeps serving: a good attempt still runs.
+    let ok = bridge.peer.request("attempt/run", Some(&attempt_params("wd-ok", "wd-s-ok"))).await.unwrap();
+    assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
+}
+
+#[tokio::test]
 async fn a_demo_attempt_runs_end_to_end() {
     let bridge = start(false);
     initialize(&bridge).await;

@@ -2,7 +2,7 @@
 //! conversation), run one turn, every event streamed as `attempt/event`, the transcript mirrored
 //! through `host/transcript/append` (awaited, so the result never outruns it), the result last.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -55,23 +55,53 @@ pub struct AttemptOutcome {
     pub native_id: Option<String>,
 }
 
-/// How `params` opens a native session on `harness` (without the resume, which comes from the
-/// session's binding): the working directory when it exists, the model, the host's system prompt
-/// and tools, serve's deadlines, and the host as the user's voice when it takes questions.
+/// The directory the attempt's agent works in: `cwd` when the host sets one, else `workspaceDir`.
+/// It must be an absolute path to an existing directory: an agent started anywhere else would work
+/// on the wrong files (or in the bridge's own directory) and still report `ok`, so a missing,
+/// relative or non-directory path is a preflight failure that names it.
+pub fn working_dir(params: &AttemptRunParams) -> Result<PathBuf, ErrorObject> {
+    let (name, dir) = match &params.cwd {
+        Some(cwd) => ("cwd", cwd.as_str()),
+        None => ("workspaceDir", params.workspace_dir.as_str()),
+    };
+    let path = Path::new(dir);
+    let problem = if dir.is_empty() {
+        Some("is empty".to_string())
+    } else if !path.is_absolute() {
+        Some(format!("{dir:?} is not an absolute path"))
+    } else {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => None,
+            Ok(_) => Some(format!("{dir:?} is not a directory")),
+            Err(error) => Some(format!("{dir:?} cannot be used: {error}")),
+        }
+    };
+    match problem {
+        None => Ok(path.to_path_buf()),
+        Some(problem) => Err(preflight(
+            format!("the attempt's {name} {problem}"),
+            format!("The agent's working directory {problem}."),
+        )),
+    }
+}
+
+/// How `params` opens a native session on `harness` in `workdir` (without the resume, which comes
+/// from the session's binding): the model, the host's system prompt and tools, serve's deadlines,
+/// and the host as the user's voice when it takes questions.
 pub fn open_settings(
     peer: &RpcPeer,
     caps: HostCapabilities,
     params: &AttemptRunParams,
     harness: &Harness,
+    workdir: PathBuf,
     registry: Option<PidRegistry>,
 ) -> OpenSettings {
-    let cwd = params.cwd.clone().unwrap_or_else(|| params.workspace_dir.clone());
     let user_input = caps.user_input.then(|| {
         Arc::new(HostUserInput { peer: peer.clone(), attempt_id: params.attempt_id.clone() }) as Arc<dyn UserInputAsker>
     });
     OpenSettings {
         program: harness.program.clone(),
-        cwd: (!cwd.is_empty() && std::path::Path::new(&cwd).is_dir()).then(|| PathBuf::from(&cwd)),
+        cwd: Some(workdir),
         model: (!params.model_id.is_empty()).then(|| params.model_id.clone()),
         system_prompt: params.extra_system_prompt.clone(),
         host_tools: host_tool_specs(caps, params, harness),

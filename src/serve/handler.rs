@@ -232,6 +232,7 @@ impl Server {
         if params.attempt_id.is_empty() || params.session_id.is_empty() {
             return Err(reply(codes::INVALID_PARAMS, "attempt/run needs an attemptId and a sessionId".into()));
         }
+        let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         {
             let mut state = self.lock();
@@ -266,7 +267,7 @@ impl Server {
         let Some(peer) = self.peer().await else {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
-        let mut settings = attempt::open_settings(&peer, caps, &params, &harness, self.registry.clone());
+        let mut settings = attempt::open_settings(&peer, caps, &params, &harness, workdir, self.registry.clone());
         let fingerprints = harness.backend.fingerprints(&settings);
         if harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
