@@ -37,8 +37,10 @@ impl fmt::Debug for Secret {
 pub const CLI_ENVIRONMENT: &[&str] =
     &["ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*", "DISABLE_*", "ENABLE_TOOL_SEARCH"];
 
-/// Credentials the CLI may take from the bridge's environment, passed on as [`Secret`]s.
-pub const CLI_CREDENTIALS: &[&str] = &["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"];
+/// Credentials the CLI may take from the bridge's environment, passed on as [`Secret`]s (never
+/// through [`CLI_ENVIRONMENT`]'s patterns, and named in the binding's auth profile). The last one
+/// found names the profile.
+pub const CLI_CREDENTIALS: &[&str] = &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"];
 
 /// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
 #[derive(Clone, Debug)]
@@ -135,6 +137,7 @@ impl ClaudeConfig {
     /// `claude-login` (the CLI's own stored login) — a name, never the secret.
     pub fn inherit_cli_environment(&mut self) -> String {
         self.env.inherit.extend(CLI_ENVIRONMENT.iter().map(std::string::ToString::to_string));
+        self.env.withhold.extend(CLI_CREDENTIALS.iter().map(std::string::ToString::to_string));
         let mut profile = "claude-login".to_owned();
         for name in CLI_CREDENTIALS {
             if let Some(value) = std::env::var_os(name).filter(|v| !v.is_empty()) {

@@ -3,6 +3,9 @@ use std::ffi::{OsStr, OsString};
 
 /// Parent variables a child sees unless a policy says otherwise: enough to find programs, a home,
 /// a locale, temp space, certificates and proxies, and nothing that carries credentials by accident.
+/// Every name is spelled out: a prefix pattern such as `LC_*` would also pass any variable someone
+/// named with that prefix (`LC_SECRET`), so only the locale categories and XDG base directories
+/// that exist are listed (docs/peers/pipes.md#child-environment).
 pub const DEFAULT_INHERIT: &[&str] = &[
     "PATH",
     "HOME",
@@ -11,11 +14,29 @@ pub const DEFAULT_INHERIT: &[&str] = &[
     "SHELL",
     "LANG",
     "LANGUAGE",
-    "LC_*",
+    "LC_ALL",
+    "LC_ADDRESS",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_IDENTIFICATION",
+    "LC_MEASUREMENT",
+    "LC_MESSAGES",
+    "LC_MONETARY",
+    "LC_NAME",
+    "LC_NUMERIC",
+    "LC_PAPER",
+    "LC_TELEPHONE",
+    "LC_TIME",
     "TERM",
     "TZ",
     "TMPDIR",
-    "XDG_*",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_DIRS",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_DIRS",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "XDG_STATE_HOME",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
     "NO_PROXY",
@@ -42,6 +63,9 @@ pub struct EnvPolicy {
     pub set: Vec<(OsString, OsString)>,
     /// Names (or `PREFIX*` patterns) removed last: per-backend removals such as `CLAUDECODE`.
     pub remove: Vec<String>,
+    /// Names never inherited even when an `inherit` pattern matches them: credentials, which a
+    /// backend passes on deliberately (through `set`) or not at all.
+    pub withhold: Vec<String>,
 }
 
 impl Default for EnvPolicy {
@@ -50,6 +74,7 @@ impl Default for EnvPolicy {
             inherit: DEFAULT_INHERIT.iter().map(std::string::ToString::to_string).collect(),
             set: Vec::new(),
             remove: Vec::new(),
+            withhold: Vec::new(),
         }
     }
 }
@@ -73,6 +98,7 @@ impl EnvPolicy {
             .into_iter()
             .filter(|(name, _)| matches_any(name, self.inherit.iter().map(String::as_str)))
             .filter(|(name, _)| !matches_any(name, LOADER_INJECTION.iter().copied()))
+            .filter(|(name, _)| !matches_any(name, self.withhold.iter().map(String::as_str)))
             .collect();
         env.extend(self.set.iter().cloned());
         env.retain(|name, _| !matches_any(name, self.remove.iter().map(String::as_str)));
@@ -103,6 +129,10 @@ mod tests {
             ("NODE_OPTIONS", "--require evil"),
             ("OPENAI_API_KEY", "secret"),
             ("CLAUDECODE", "1"),
+            ("LC_SECRET", "canary"),
+            ("XDG_TOKEN", "canary"),
+            ("CLAUDE_CODE_OAUTH_TOKEN", "token"),
+            ("CLAUDE_CODE_USE_BEDROCK", "1"),
         ]
         .into_iter()
         .map(|(k, v)| (k.into(), v.into()))
@@ -120,6 +150,22 @@ mod tests {
         policy.inherit.push("NODE_OPTIONS".into());
         let env = policy.build(parent());
         assert_eq!(names(&env), ["HOME", "LC_ALL", "PATH"]);
+    }
+
+    #[test]
+    fn no_default_pattern_passes_a_made_up_variable_and_withheld_names_beat_patterns() {
+        let env = EnvPolicy::default().build(parent());
+        assert!(!env.contains_key(OsStr::new("LC_SECRET")) && !env.contains_key(OsStr::new("XDG_TOKEN")), "{env:?}");
+
+        let mut policy = EnvPolicy::default();
+        policy.inherit.push("CLAUDE_CODE_*".into());
+        policy.withhold.push("CLAUDE_CODE_OAUTH_TOKEN".into());
+        let env = policy.clone().build(parent());
+        assert!(env.contains_key(OsStr::new("CLAUDE_CODE_USE_BEDROCK")));
+        assert!(!env.contains_key(OsStr::new("CLAUDE_CODE_OAUTH_TOKEN")), "a withheld name is not inherited");
+        // Set deliberately, it is passed.
+        let env = policy.with_var("CLAUDE_CODE_OAUTH_TOKEN", "token").build(parent());
+        assert_eq!(env.get(OsStr::new("CLAUDE_CODE_OAUTH_TOKEN")).unwrap(), "token");
     }
 
     #[test]
