@@ -73,7 +73,8 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
         eprintln!("clawbridge: stopped process group {} left behind by a crashed run", orphan.pgid);
     }
     let session_dir = state_dir.join("sessions").join(&session_name);
-    std::fs::create_dir_all(&session_dir).with_context(|| format!("creating {}", session_dir.display()))?;
+    clawbridge_bridge::state_files::create_dir_all(&session_dir)
+        .with_context(|| format!("creating {}", session_dir.display()))?;
     let transcript_path = session_dir.join("transcript.jsonl");
     let binding_path = sidecar_path(&transcript_path);
     let transcript = JsonlSink::open(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
@@ -134,11 +135,14 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
     };
     let fingerprints = backend.fingerprints(&settings);
     if facts.supports.resume {
-        if let Some(binding) = Binding::load(&place.binding_path).context("reading the session binding")? {
-            match binding.check(&fingerprints) {
+        // A binding that cannot be read is not resumed (the run starts fresh and rebinds), as serve does.
+        match Binding::load(&place.binding_path) {
+            Ok(Some(binding)) => match binding.check(&fingerprints) {
                 Ok(()) => settings.resume = Some(binding.native_session_id),
                 Err(reason) => eprintln!("clawbridge: not resuming: {reason}"),
-            }
+            },
+            Ok(None) => {}
+            Err(error) => eprintln!("clawbridge: not resuming: the session binding is unreadable ({error})"),
         }
     }
     let resumed = settings.resume.clone();

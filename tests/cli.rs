@@ -89,3 +89,21 @@ fn a_session_name_that_would_leave_the_sessions_folder_is_refused_and_writes_not
     assert!(written.is_empty(), "nothing is created for a refused name: {written:?}");
     assert!(!state.path().parent().unwrap().join("escape").exists());
 }
+
+#[test]
+fn a_session_s_files_are_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let state = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "demo", "--session", "private", "hi"])
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let session = state.path().join("sessions/private");
+    assert_eq!(mode(&state.path().join("sessions")), 0o700);
+    assert_eq!(mode(&session), 0o700);
+    assert_eq!(mode(&session.join("transcript.jsonl")), 0o600, "a transcript holds prompts and tool output");
+    assert_eq!(mode(&state.path().join("pids")), 0o700);
+}

@@ -268,3 +268,24 @@ async fn a_throwaway_backend_runs_a_turn_through_run_and_the_next_run_resumes_it
     let transcript = std::fs::read_to_string(session.join("transcript.jsonl")).unwrap();
     assert!(transcript.contains("and again"), "{transcript}");
 }
+
+#[tokio::test]
+async fn an_unreadable_binding_starts_the_session_afresh_instead_of_failing_the_run() {
+    let state = tempfile::tempdir().unwrap();
+    let session = state.path().join("sessions/damaged");
+    std::fs::create_dir_all(&session).unwrap();
+    let binding_file = clawbridge_bridge::binding::sidecar_path(&session.join("transcript.jsonl"));
+    std::fs::write(&binding_file, b"{\"version\":1,").unwrap();
+    let args = RunArgs {
+        backend: "echo".into(),
+        session: Some("damaged".into()),
+        json: true,
+        approval: None,
+        program: None,
+        model: None,
+        prompt: "after the damage".into(),
+    };
+    clawbridge::run::run(args, state.path(), &registry()).await.expect("the run starts fresh");
+    let rebound: Value = serde_json::from_str(&std::fs::read_to_string(&binding_file).unwrap()).unwrap();
+    assert!(rebound["nativeSessionId"].as_str().is_some_and(|id| id.starts_with("echo-")), "{rebound}");
+}

@@ -7,8 +7,6 @@
 //! can say why — never silently (docs/peers/openclaw.md#session-bindings).
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -229,30 +227,8 @@ impl Binding {
         };
         let mut bytes = serde_json::to_vec_pretty(self).map_err(BindingError::Encode)?;
         bytes.push(b'\n');
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let mut name = std::ffi::OsString::from(".");
-        name.push(path.file_name().unwrap_or_default());
-        name.push(format!(".{}.tmp", std::process::id()));
-        let tmp = dir.join(name);
-        let written = (|| {
-            let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
-            file.write_all(&bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, path)
-        })();
-        if let Err(source) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(BindingError::Io { path: path.to_path_buf(), source });
-        }
-        // Make the rename itself durable; best effort (some filesystems refuse to sync a directory).
-        if let Ok(dir) = File::open(&dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+        // Private, durable, and never through a planted link (crate::state_files).
+        crate::state_files::replace(path, &bytes).map_err(io(path))
     }
 
     /// Removes the binding at `path` (the host's `reset`); `Ok(false)` if there was none.

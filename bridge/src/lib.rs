@@ -13,6 +13,7 @@ pub mod probe;
 pub mod replay;
 pub mod rpc;
 pub mod sink;
+pub mod state_files;
 pub mod supervisor;
 pub mod transcript;
 pub mod transport;

@@ -115,13 +115,7 @@ impl VersionProbe {
             return;
         }
         let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(file.parent().unwrap_or(Path::new(".")))?;
-            let temp = file.with_extension(format!("json.{}", std::process::id()));
-            std::fs::write(&temp, serde_json::to_vec(&entries).unwrap_or_default())?;
-            std::fs::rename(&temp, file)
-        };
-        if let Err(error) = write() {
+        if let Err(error) = crate::state_files::replace(file, &serde_json::to_vec(&entries).unwrap_or_default()) {
             tracing::debug!(%error, file = %file.display(), "could not save the version cache");
         }
     }

@@ -84,7 +84,7 @@ impl PidRegistry {
     /// Opens (creating if needed) a registry in `dir`.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, RegistryError> {
         let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|source| RegistryError::Io { path: dir.clone(), source })?;
+        crate::state_files::create_dir_all(&dir).map_err(|source| RegistryError::Io { path: dir.clone(), source })?;
         Ok(Self { dir })
     }
 
@@ -103,13 +103,9 @@ impl PidRegistry {
             owner_start_ticks: start_ticks(me).ok_or(RegistryError::NoStartTime { pid: me })?,
         };
         let path = self.dir.join(format!("{pid}.json"));
-        let tmp = self.dir.join(format!(".{pid}.json.tmp"));
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| RegistryError::Io { path, source }
-        };
-        std::fs::write(&tmp, serde_json::to_vec(&record).expect("a record serialises")).map_err(io(&tmp))?;
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        let bytes = serde_json::to_vec(&record).expect("a record serialises");
+        crate::state_files::replace(&path, &bytes)
+            .map_err(|source| RegistryError::Io { path: path.clone(), source })?;
         Ok(Registration { path })
     }
 

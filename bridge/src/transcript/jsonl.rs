@@ -16,6 +16,7 @@
 //!   already present.
 //! - **Durable at turn end.** [`TranscriptSink::sync`] `fsync`s the file.
 
+use crate::state_files;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -66,11 +67,12 @@ impl JsonlSink {
             move |source| TranscriptError::Io { path, source }
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            state_files::create_dir_all(dir).map_err(io(dir))?;
         }
+        // Private (prompts and tool output), and never through a link planted in place of either file.
         let lock_path = lock_path_for(&path);
-        let lock =
-            OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io(&lock_path))?;
+        let lock = state_files::open(&lock_path, OpenOptions::new().create(true).truncate(false).write(true))
+            .map_err(io(&lock_path))?;
         // Fully qualified: std's inherent `File::try_lock` is newer than our MSRV.
         match FileExt::try_lock(&lock) {
             Ok(()) => {}
@@ -79,7 +81,8 @@ impl JsonlSink {
         }
 
         let existed = path.exists();
-        let file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(io(&path))?;
+        let file =
+            state_files::open(&path, OpenOptions::new().read(true).append(true).create(true)).map_err(io(&path))?;
         let mut chain = Chain::default();
         let scan = scan(&file, &mut chain).map_err(io(&path))?;
         let mut repaired_bytes = 0;
@@ -90,6 +93,11 @@ impl JsonlSink {
             file.sync_data().map_err(io(&path))?;
         }
         let mut inner = JsonlFile { path: path.clone(), file, _lock: lock, len: scan.good_len, chain };
+        if scan.unterminated_entry {
+            tracing::warn!(path = %path.display(), "the transcript's last row lacked its newline; added it");
+            inner.write_whole(b"\n")?;
+            inner.file.sync_data().map_err(io(&path))?;
+        }
         if !scan.has_header && scan.good_len == 0 {
             let mut line = serde_json::to_vec(&Entry::Session(header.clone())).map_err(TranscriptError::Encode)?;
             line.push(b'\n');
@@ -189,6 +197,9 @@ struct Scan {
     total_len: u64,
     /// Whether a `session` entry was seen.
     has_header: bool,
+    /// The bytes after the last newline are a whole entry that only lacks its newline (a writer
+    /// died between the two writes): it is kept, and the newline added.
+    unterminated_entry: bool,
 }
 
 /// Reads every complete line, recording ids and keys in `chain`. Lines that are not JSON are kept
@@ -196,7 +207,7 @@ struct Scan {
 fn scan(file: &File, chain: &mut Chain) -> std::io::Result<Scan> {
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
-    let (mut good_len, mut total_len, mut has_header) = (0u64, 0u64, false);
+    let (mut good_len, mut total_len, mut has_header, mut unterminated_entry) = (0u64, 0u64, false, false);
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line)?;
@@ -204,7 +215,17 @@ fn scan(file: &File, chain: &mut Chain) -> std::io::Result<Scan> {
             break;
         }
         total_len += n as u64;
-        if line.last() != Some(&b'\n') {
+        let terminated = line.last() == Some(&b'\n');
+        if !terminated {
+            // A torn line is cut; a complete entry that only lacks its newline is a row like any other.
+            match serde_json::from_slice::<Value>(&line) {
+                Ok(value) if value.get("type").and_then(Value::as_str).is_some() => {
+                    unterminated_entry = true;
+                    good_len = total_len;
+                    observe(&value, chain, &mut has_header);
+                }
+                _ => {}
+            }
             break;
         }
         good_len = total_len;
@@ -212,15 +233,20 @@ fn scan(file: &File, chain: &mut Chain) -> std::io::Result<Scan> {
             tracing::warn!(offset = good_len - n as u64, "skipping a transcript line that is not JSON");
             continue;
         };
-        if value.get("type").and_then(Value::as_str) == Some("session") {
-            has_header = true;
-            continue;
-        }
-        let id = value.get("id").and_then(Value::as_str);
-        let key = value.get("message").and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str);
-        chain.observe(id, key);
+        observe(&value, chain, &mut has_header);
     }
-    Ok(Scan { good_len, total_len, has_header })
+    Ok(Scan { good_len, total_len, has_header, unterminated_entry })
+}
+
+/// Records one parsed entry: the header, or a row's id and idempotency key.
+fn observe(value: &Value, chain: &mut Chain, has_header: &mut bool) {
+    if value.get("type").and_then(Value::as_str) == Some("session") {
+        *has_header = true;
+        return;
+    }
+    let id = value.get("id").and_then(Value::as_str);
+    let key = value.get("message").and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str);
+    chain.observe(id, key);
 }
 
 /// `<file>.lock` beside the transcript.

@@ -259,6 +259,36 @@ fn a_torn_last_line_is_cut_on_open_and_its_entry_rewritten() {
 }
 
 #[test]
+fn a_complete_last_row_without_its_newline_is_kept_and_terminated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let mirror = TranscriptMirror::new("", "t", model());
+    let prompt = mirror.prompt("hello");
+    {
+        let sink = JsonlSink::open(&path, &header()).unwrap();
+        sink.append_blocking(vec![prompt.clone()]).unwrap();
+    }
+    let whole = std::fs::read(&path).unwrap();
+    // The writer died between a row and its newline: the row is whole.
+    std::fs::write(&path, &whole[..whole.len() - 1]).unwrap();
+    let sink = JsonlSink::open(&path, &header()).unwrap();
+    assert_eq!(sink.repaired_bytes(), 0, "nothing parseable is cut");
+    assert_eq!(std::fs::read(&path).unwrap(), whole, "the row is kept and its newline added");
+    assert!(!sink.append_blocking(vec![prompt]).unwrap()[0].is_new(), "and it still counts as written");
+}
+
+#[test]
+fn a_transcript_replaced_by_a_symlink_is_refused_and_its_target_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("precious");
+    std::fs::write(&target, b"not a transcript, no newline").unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    assert!(JsonlSink::open(&path, &header()).is_err(), "a planted link is not followed");
+    assert_eq!(std::fs::read(&target).unwrap(), b"not a transcript, no newline");
+}
+
+#[test]
 fn a_second_writer_is_refused_until_the_first_closes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
