@@ -157,6 +157,9 @@ async fn an_interrupt_mid_turn_ends_aborted_without_orphans() {
     assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}\n{events:?}", result.terminal);
     assert!(started.elapsed() < Duration::from_secs(40), "the sleep did not run to its end");
     assert_eq!(observed.reports().len(), 1, "the interrupted call still gets its terminal");
+    // Stopped while running, not refused: it may have run, so a host must not replay it blindly.
+    assert!(observed.reports()[0].execution_started, "{:?}", observed.reports());
+    assert!(result.replay.had_potential_side_effects && !result.replay.replay_safe, "{:?}", result.replay);
     assert_eq!(session.pid(), Some(pid as u32), "the CLI ended the turn itself: the process stays warm");
     session.shutdown().await;
     assert!(!group_alive(pid), "no orphan");

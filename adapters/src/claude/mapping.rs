@@ -530,8 +530,9 @@ impl TurnMapper {
         for result in results {
             let meta = user.meta_for(&result.tool_use_id);
             let rejected = meta.is_some_and(clawbridge_protocol::claude::ToolResultMeta::is_reject);
-            let not_run = meta.is_some_and(|m| m.non_execution_kind.is_some());
-            self.finish_tool(result, structured, rejected, not_run, out);
+            let not_run = meta.is_some_and(clawbridge_protocol::claude::ToolResultMeta::never_started);
+            let stopped = meta.is_some_and(clawbridge_protocol::claude::ToolResultMeta::stopped_while_running);
+            self.finish_tool(result, structured, rejected, not_run, stopped, out);
         }
     }
 
@@ -542,6 +543,7 @@ impl TurnMapper {
         structured: Option<&Value>,
         rejected: bool,
         not_run: bool,
+        stopped_while_running: bool,
         out: &mut Vec<Event>,
     ) {
         let Some(index) = self.open_tools.iter().position(|c| c.call_id == result.tool_use_id) else {
@@ -552,7 +554,8 @@ impl TurnMapper {
         let text = result.text();
         let denial = self.denied.remove(&call.call_id);
         let is_error = result.is_error == Some(true);
-        let interrupted = structured.and_then(|s| s.get("interrupted")).and_then(Value::as_bool) == Some(true);
+        let interrupted = stopped_while_running
+            || structured.and_then(|s| s.get("interrupted")).and_then(Value::as_bool) == Some(true);
         let outcome = if denial.is_some() || rejected {
             let reason = denial.flatten().or_else(|| (!text.is_empty()).then(|| text.clone()));
             ToolOutcome::Declined { reason }

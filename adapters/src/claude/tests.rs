@@ -268,6 +268,26 @@ fn structured_rejections_and_auto_denials_are_declines_too() {
 }
 
 #[test]
+fn a_command_stopped_while_running_is_cancelled_and_counted_as_started() {
+    // What claude 2.1.328 sends for a Bash call interrupted mid-run: `user-rejected` with no
+    // permission decision (a refusal carries one), seen in `claude_live`'s interrupt test.
+    let stopped = json!({
+        "tool_use_result": "User rejected tool use",
+        "tool_result_meta": [{"id": "toolu_1", "non_execution_kind": "user-rejected"}],
+    });
+    let (_, events) = run(&[
+        init(),
+        assistant("msg_1", tool_use("toolu_1", "Bash", json!({"command": "echo hello && sleep 30"}))),
+        tool_result("toolu_1", "The user doesn't want to proceed with this tool use.", true, stopped),
+        result("error_during_execution", true, json!({})),
+    ]);
+    assert_well_formed(&events);
+    let f = finishes(&events);
+    assert!(matches!(f[0].outcome, ToolOutcome::Cancelled { .. }), "{:?}", f[0].outcome);
+    assert!(f[0].execution_started, "it may have run: the host must not replay it as never run");
+}
+
+#[test]
 fn errors_and_interrupted_commands() {
     let (_, events) = run(&[
         init(),

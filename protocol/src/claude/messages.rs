@@ -181,7 +181,9 @@ pub struct ToolResultMeta {
     /// `{decision: "accept" | "reject", source}`.
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub permission_decision: Option<PermissionDecision>,
-    /// Set when the call did not run (`permission-rule`, …): the structured "never started" signal.
+    /// Set when the call did not complete as asked: `permission-rule` (refused before it ran, with a
+    /// `reject` decision), `user-rejected` (with no permission decision: stopped while running by an
+    /// interrupt, so it may have run in part or in full; see [`ToolResultMeta::stopped_while_running`]).
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub non_execution_kind: Option<String>,
     /// Everything else.
@@ -207,6 +209,18 @@ impl ToolResultMeta {
     /// Whether the permission decision was a rejection.
     pub fn is_reject(&self) -> bool {
         self.permission_decision.as_ref().and_then(|d| d.decision.as_deref()) == Some("reject")
+    }
+
+    /// Whether the call was stopped while it ran (an interrupt), rather than refused before it ran:
+    /// Claude Code 2.1.328 tags both `non_execution_kind`, but only a refusal carries a permission
+    /// decision (docs/peers/claude.md#declined-tool-calls).
+    pub fn stopped_while_running(&self) -> bool {
+        self.non_execution_kind.as_deref() == Some("user-rejected") && self.permission_decision.is_none()
+    }
+
+    /// Whether the call never started: a non-execution kind that is not an interrupt of a running call.
+    pub fn never_started(&self) -> bool {
+        self.non_execution_kind.is_some() && !self.stopped_while_running()
     }
 }
 
