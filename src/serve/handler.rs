@@ -99,14 +99,23 @@ impl Server {
     /// Refuses new attempts, cancels the running ones and waits (at most `timeout`) until each has
     /// ended and stopped its native process. Returns how many were running.
     pub async fn stop_all(&self, timeout: Duration) -> u32 {
-        let count = {
-            let mut state = self.lock();
-            state.shutting_down = true;
-            for running in state.attempts.values() {
-                running.cancel.cancel();
-            }
-            state.attempts.len() as u32
-        };
+        let count = self.begin_stop();
+        self.drain(timeout).await;
+        count
+    }
+
+    /// Refuses new attempts and cancels the running ones; how many were running.
+    fn begin_stop(&self) -> u32 {
+        let mut state = self.lock();
+        state.shutting_down = true;
+        for running in state.attempts.values() {
+            running.cancel.cancel();
+        }
+        u32::try_from(state.attempts.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Waits (at most `timeout`) until every attempt has ended.
+    async fn drain(&self, timeout: Duration) {
         let drained = async {
             loop {
                 let ended = self.attempt_ended.notified();
@@ -121,7 +130,6 @@ impl Server {
         if tokio::time::timeout(timeout, drained).await.is_err() {
             tracing::warn!("some attempts did not end within {timeout:?}");
         }
-        count
     }
 
     fn capabilities(&self) -> Result<HostCapabilities, HandlerError> {
@@ -130,10 +138,24 @@ impl Server {
         })
     }
 
-    async fn dispatch(self: Arc<Self>, request: Request) -> Result<Value, HandlerError> {
+    /// Takes one request in arrival order (the peer calls this on its reader, one request after
+    /// the other): everything that decides its effect — the handshake, a cancel, a reset, an
+    /// attempt's admission — happens here, so requests of one connection take effect in the order
+    /// they were written (a `cancel` never overtakes its `run`, nothing overtakes `initialize`).
+    /// Only the long work (an admitted attempt's run, shutdown's drain) is left to the returned
+    /// future, which runs concurrently with later requests.
+    fn admit(self: &Arc<Self>, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        match self.decide(request) {
+            Ok(Admitted::Answer(value)) => Box::pin(std::future::ready(Ok(value))),
+            Ok(Admitted::Later(work)) => work,
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
+    }
+
+    fn decide(self: &Arc<Self>, request: Request) -> Result<Admitted, HandlerError> {
         let Request { method, params, .. } = request;
         if method == methods::INITIALIZE {
-            return self.initialize(decode(params)?);
+            return self.initialize(decode(params)?).map(Admitted::Answer);
         }
         let known = [
             methods::HARNESS_LIST,
@@ -147,13 +169,13 @@ impl Server {
             return Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`")));
         }
         let caps = self.capabilities()?;
-        match method.as_str() {
+        let answer = match method.as_str() {
             methods::HARNESS_LIST => encode(HarnessListResponse { harnesses: self.catalog.infos() }),
             methods::HARNESS_SUPPORTS => {
                 let params: SupportsParams = decode(params)?;
                 encode(self.catalog.supports(&params))
             }
-            methods::ATTEMPT_RUN => self.run_attempt(caps, decode(params)?).await,
+            methods::ATTEMPT_RUN => return self.admit_attempt(caps, decode(params)?).map(Admitted::Later),
             methods::ATTEMPT_CANCEL => {
                 let params: AttemptCancelParams = decode(params)?;
                 let status = match self.lock().attempts.get(&params.attempt_id) {
@@ -183,15 +205,21 @@ impl Server {
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
                 tracing::info!(reason = ?params.reason, "shutdown requested");
-                let cancelled_attempts = self.stop_all(super::DRAIN_TIMEOUT).await;
-                // Each attempt's answer is queued just after its handler ends; let those go out
-                // before this one, so the host sees every `attempt/run` result first.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                self.shutdown_done.send_replace(true);
-                encode(ShutdownResponse { cancelled_attempts })
+                // Refused and cancelled now, in order; the drain runs beside later requests.
+                let cancelled_attempts = self.begin_stop();
+                let server = self.clone();
+                return Ok(Admitted::Later(Box::pin(async move {
+                    server.drain(super::DRAIN_TIMEOUT).await;
+                    // Each attempt's answer is queued just after its handler ends; let those go out
+                    // before this one, so the host sees every `attempt/run` result first.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    server.shutdown_done.send_replace(true);
+                    encode(ShutdownResponse { cancelled_attempts })
+                })));
             }
             _ => Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
-        }
+        };
+        answer.map(Admitted::Answer)
     }
 
     fn initialize(&self, params: InitializeParams) -> Result<Value, HandlerError> {
@@ -217,11 +245,13 @@ impl Server {
         })
     }
 
-    async fn run_attempt(
-        self: Arc<Self>,
+    /// Admits an attempt (validated and registered now, so a cancel written after it finds it) and
+    /// returns its run.
+    fn admit_attempt(
+        self: &Arc<Self>,
         caps: HostCapabilities,
         params: AttemptRunParams,
-    ) -> Result<Value, HandlerError> {
+    ) -> Result<BoxFuture<'static, Result<Value, HandlerError>>, HandlerError> {
         let Some(harness) = self.catalog.get(&params.harness_id).cloned() else {
             return Err(reply(errors::UNKNOWN_HARNESS, format!("no harness named {}", params.harness_id)));
         };
@@ -263,7 +293,20 @@ impl Server {
             );
         }
         // Whatever happens below, the attempt leaves the registry.
-        let _guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
+        let guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
+        Ok(Box::pin(self.clone().run_attempt(caps, params, harness, workdir, cancel, guard)))
+    }
+
+    /// Runs an admitted attempt to its result and binds its native session.
+    async fn run_attempt(
+        self: Arc<Self>,
+        caps: HostCapabilities,
+        params: AttemptRunParams,
+        harness: super::harness::Harness,
+        workdir: std::path::PathBuf,
+        cancel: CancellationToken,
+        _guard: Deregister,
+    ) -> Result<Value, HandlerError> {
         let Some(peer) = self.peer().await else {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
@@ -300,8 +343,16 @@ pub struct ServerHandler(pub Arc<Server>);
 
 impl RequestHandler for ServerHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
-        Box::pin(self.0.clone().dispatch(request))
+        self.0.admit(request)
     }
+}
+
+/// What taking a request decided.
+enum Admitted {
+    /// It is answered already.
+    Answer(Value),
+    /// Its long work runs in this future, concurrently with later requests.
+    Later(BoxFuture<'static, Result<Value, HandlerError>>),
 }
 
 fn reply(code: i64, message: String) -> HandlerError {

@@ -43,7 +43,9 @@ pub enum HandlerError {
 
 /// Answers requests that the peer sends us (approvals, tool calls, …).
 pub trait RequestHandler: Send + Sync + 'static {
-    /// Produces the answer. Runs in its own task, under the peer's handler timeout.
+    /// Produces the answer. The call itself runs on the peer's reader, one request after the other
+    /// in arrival order: do only quick bookkeeping there (what must take effect in order), and leave
+    /// the work to the returned future, which runs in its own task under the peer's handler timeout.
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>>;
 
     /// The answer given when [`handle`](Self::handle) fails, times out or panics. It must be the

@@ -369,14 +369,18 @@ impl ReaderTask {
             Ok(Incoming::Message(Message::Response(response))) => self.on_response(response).await,
             Ok(Incoming::Message(Message::Request(request))) => {
                 let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                // Spawned and registered here, before the next line is read, so a cancel that follows
-                // the request always finds its handler. `handle` itself runs in the task: a panic in it
-                // must become the fallback answer, not end the reader.
+                // `handle` is called here, in arrival order, so what a handler decides before it returns
+                // its future takes effect in the order the requests were written; the future is
+                // spawned and registered before the next line is read, so a cancel that follows the
+                // request always finds its handler. A panic in `handle` becomes the fallback answer
+                // (re-raised in the task), never the reader's end.
                 let handler = self.handler.clone();
-                let work = tokio::spawn({
-                    let (handler, request) = (handler.clone(), request.clone());
-                    async move { handler.handle(request).await }
-                });
+                let admitted =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.handle(request.clone())));
+                let work = match admitted {
+                    Ok(future) => tokio::spawn(future),
+                    Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
+                };
                 let token = self.peer.shared.track(&request.id, work.abort_handle());
                 let peer = self.peer.clone();
                 tokio::spawn(async move {

@@ -1,0 +1,125 @@
+//! Requests of one connection take effect in the order they were written, even when written
+//! together: nothing overtakes `initialize`, and a `cancel` never overtakes its `run`. Driven in
+//! process (`serve_on` over a pipe) with the demo as the only backend, so each round is quick.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawbridge_adapters::codex::CodexBackend;
+use clawbridge_bridge::backend::Registry;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// A server on one end of a pipe; the test writes and reads raw lines on the other.
+struct Connection {
+    to_bridge: tokio::io::WriteHalf<DuplexStream>,
+    from_bridge: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    _state: tempfile::TempDir,
+}
+
+fn demo_only() -> Registry {
+    let clawbridge = std::path::PathBuf::from(env!("CARGO_BIN_EXE_clawbridge"));
+    Registry::new().with(Arc::new(CodexBackend::demo(clawbridge, vec![OsString::from("demo-agent")], "0.169.0")))
+}
+
+fn connect() -> Connection {
+    let state = tempfile::tempdir().unwrap();
+    let (host, bridge) = tokio::io::duplex(1 << 20);
+    let (bridge_in, bridge_out) = tokio::io::split(bridge);
+    let dir = state.path().to_path_buf();
+    let server =
+        tokio::spawn(async move { clawbridge::serve::serve_on(bridge_in, bridge_out, &dir, demo_only()).await });
+    let (from_bridge, to_bridge) = tokio::io::split(host);
+    Connection { to_bridge, from_bridge: BufReader::new(from_bridge).lines(), server, _state: state }
+}
+
+impl Connection {
+    /// Writes `lines` in one write, as a host that pipelines its requests would.
+    async fn write_together(&mut self, lines: &[Value]) {
+        let mut bytes = String::new();
+        for line in lines {
+            bytes.push_str(&line.to_string());
+            bytes.push('\n');
+        }
+        self.to_bridge.write_all(bytes.as_bytes()).await.unwrap();
+    }
+
+    /// Reads until the answers to every id in `ids` arrived (notifications are skipped).
+    async fn answers(&mut self, ids: &[i64]) -> HashMap<i64, Value> {
+        let mut answers = HashMap::new();
+        while answers.len() < ids.len() {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.from_bridge.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("the bridge is still there");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if let Some(id) = value.get("id").and_then(Value::as_i64).filter(|id| ids.contains(id)) {
+                answers.insert(id, value);
+            }
+        }
+        answers
+    }
+
+    async fn close(mut self) {
+        // End of input, as a host that exits: the bridge stops and `serve_on` returns.
+        self.to_bridge.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(30), self.server).await.expect("serve ends").unwrap().unwrap();
+    }
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn initialize(id: i64) -> Value {
+    request(
+        id,
+        "initialize",
+        json!({"protocolVersion": 1, "host": {"name": "order-test", "version": "0"},
+               "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false,
+                                "transcriptAppend": false, "userInput": false}}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_written_with_initialize_is_served_after_it_every_time() {
+    for round in 0..200 {
+        let mut conn = connect();
+        conn.write_together(&[initialize(1), request(2, "harness/list", json!({}))]).await;
+        let answers = conn.answers(&[1, 2]).await;
+        assert!(answers[&1].get("result").is_some(), "round {round}: {}", answers[&1]);
+        let list = &answers[&2];
+        assert!(list["result"]["harnesses"].is_array(), "round {round}: harness/list overtook initialize: {list}");
+        conn.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_written_with_its_run_always_finds_the_attempt() {
+    let mut conn = connect();
+    conn.write_together(&[initialize(1)]).await;
+    conn.answers(&[1]).await;
+    let workspace = std::env::temp_dir().display().to_string();
+    for round in 0..40i64 {
+        let (run_id, cancel_id) = (100 + 2 * round, 101 + 2 * round);
+        let attempt = format!("a-{round}");
+        let run = request(
+            run_id,
+            "attempt/run",
+            json!({"attemptId": attempt, "harnessId": "clawbridge-demo", "sessionId": format!("s-{round}"),
+                   "prompt": "Run echo hi", "workspaceDir": workspace}),
+        );
+        let cancel = request(cancel_id, "attempt/cancel", json!({"attemptId": attempt}));
+        conn.write_together(&[run, cancel]).await;
+        let answers = conn.answers(&[run_id, cancel_id]).await;
+        let status = &answers[&cancel_id]["result"]["status"];
+        assert_eq!(status, "cancelling", "round {round}: the cancel overtook its run: {}", answers[&cancel_id]);
+        let kind = &answers[&run_id]["result"]["terminal"]["kind"];
+        assert_eq!(kind, "aborted", "round {round}: the cancelled attempt ran on: {}", answers[&run_id]);
+    }
+    conn.close().await;
+}
