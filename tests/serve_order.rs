@@ -123,3 +123,38 @@ async fn a_cancel_written_with_its_run_always_finds_the_attempt() {
     }
     conn.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_unusable_line_of_a_burst_is_answered() {
+    let mut conn = connect();
+    let mut burst = "not json {\n".repeat(5000);
+    burst.push_str(&initialize(1).to_string());
+    burst.push('\n');
+    let writer = {
+        let mut to_bridge = conn.to_bridge;
+        tokio::spawn(async move {
+            to_bridge.write_all(burst.as_bytes()).await.unwrap();
+            to_bridge
+        })
+    };
+    // The error answers and the bridge's own answers reach stdout by two queues, so their relative
+    // order is not promised; their count is.
+    let (mut parse_errors, mut initialized) = (0, false);
+    while parse_errors < 5000 || !initialized {
+        let line = tokio::time::timeout(Duration::from_secs(30), conn.from_bridge.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("answers stopped after {parse_errors} parse errors"))
+            .unwrap()
+            .expect("the bridge is still there");
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["id"] == 1 {
+            assert!(value.get("result").is_some(), "{value}");
+            initialized = true;
+        } else {
+            assert_eq!(value["error"]["code"], -32700, "{value}");
+            parse_errors += 1;
+        }
+    }
+    conn.to_bridge = writer.await.unwrap();
+    conn.close().await;
+}

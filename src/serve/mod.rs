@@ -34,7 +34,8 @@ use tokio::sync::{mpsc, watch};
 pub use attempt::host_pipeline;
 use handler::{Server, ServerHandler};
 
-/// Error answers to unusable lines that may wait for stdout; more are dropped (they answer no id).
+/// Error answers to unusable lines that may wait for stdout; past that, reading the host waits
+/// (every unusable line is answered, and a host that floods without reading grows no memory).
 const EXTRA_LINES: usize = 256;
 
 /// How long running attempts get to wind down when the host leaves.
@@ -75,7 +76,7 @@ where
 
     // The peer writes into a pipe; the pump copies whole lines to stdout and adds its own.
     let (peer_out, pump_in) = tokio::io::duplex(1 << 20);
-    // Bounded: a host that floods garbage while not reading must not grow memory.
+    // Bounded: a host that floods garbage while not reading must not grow memory (it is made to wait).
     let (extra_tx, extra_rx) = mpsc::channel::<String>(EXTRA_LINES);
     let pump = tokio::spawn(pump(pump_in, extra_rx, output));
 
@@ -100,8 +101,9 @@ where
             event = events.recv() => match event {
                 Some(PeerEvent::Problem(problem)) => {
                     if let Some(line) = problem_reply(&problem) {
-                        if extra_tx.try_send(line).is_err() {
-                            tracing::warn!("the host is not reading; dropped the error answer to an unusable line");
+                        // Waits while stdout is busy: the answers are backpressure, never dropped.
+                        if extra_tx.send(line).await.is_err() {
+                            tracing::debug!("stdout is gone; an unusable line goes unanswered");
                         }
                     }
                 }
