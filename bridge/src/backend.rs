@@ -364,17 +364,20 @@ impl Registry {
     }
 }
 
-/// `name` itself when it has a directory part, else the first match on `PATH`.
+/// `name` itself when it has a directory part, else the first match on `PATH`; always absolute, since
+/// sessions are spawned in another working directory than the one the name was found from.
 pub fn find_program(name: &Path) -> Option<PathBuf> {
     let executable = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
-    if name.components().count() > 1 || name.is_absolute() {
-        return executable(name).then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| executable(p))
+    let found = if name.components().count() > 1 || name.is_absolute() {
+        executable(name).then(|| name.to_path_buf())
+    } else {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| executable(p))
+    }?;
+    std::path::absolute(&found).ok()
 }
 
 /// Resolves a backend's executable: `requested`, else the program named by the environment
@@ -450,6 +453,24 @@ mod tests {
         assert_eq!(registry.by_name("a").map(|b| b.facts().id), Some("h-a2"));
         assert!(registry.by_harness("h-a").is_none());
         assert_eq!(registry.by_harness("h-b").map(|b| b.facts().backend), Some("b"));
+    }
+
+    #[test]
+    fn a_program_named_relative_to_the_bridge_s_directory_is_found_as_an_absolute_path() {
+        // A program in a folder below the current directory, named relatively (`./<dir>/agent`).
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let name = dir.path().file_name().unwrap();
+        let program = dir.path().join("agent");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            &program,
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
+        .unwrap();
+        let relative = Path::new(".").join(name).join("agent");
+        let found = find_program(&relative).expect("found");
+        assert!(found.is_absolute(), "{}", found.display());
+        assert!(found.ends_with(Path::new(name).join("agent")));
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub trait NativeTurn: Send {
     fn has_queued(&self) -> bool;
 
     /// Sends the native interrupt. `Ok(false)` when the turn cannot take one yet (it is retried
-    /// after the next step); `Err(why)` when the native side is gone.
+    /// after the next step); `Err(why)` when the native side is gone (the driver then reads what
+    /// it wrote before going, to the stream's end).
     fn interrupt(&mut self) -> impl Future<Output = Result<bool, String>> + Send;
 
     /// The user asked to stop; called once, before the first [`interrupt`](Self::interrupt).
@@ -174,10 +175,10 @@ impl<'s> TurnDriver<'s> {
                 match turn.interrupt().await {
                     Ok(sent) => interrupt_sent = sent,
                     Err(why) => {
-                        break (
-                            turn.abandon(TerminalKind::Aborted, format!("interrupted; {backend} is gone: {why}")),
-                            true,
-                        );
+                        // Gone, but what it wrote before going may hold the turn's own end: read on
+                        // until the stream ends (or the grace runs out).
+                        tracing::debug!(%why, "the interrupt could not be sent; reading the stream to its end");
+                        interrupt_sent = true;
                     }
                 }
             }

@@ -232,10 +232,13 @@ impl RpcPeer {
             }
             pending.waiting.insert(id, tx);
         }
+        // However this future ends — answered, failed, timed out, or dropped by a caller that gave
+        // up (an aborted handler) — the waiter leaves the pending map: a long-lived peer must not
+        // collect entries nobody waits for.
+        let _pending = PendingGuard { shared: &self.shared, id };
         let request_id = our_id(self.config.dialect, id);
         let call = outgoing::Call::new(self.config.dialect, Some(&request_id), method, params);
         if let Err(e) = self.out.send_json(&call).await {
-            self.shared.lock().waiting.remove(&id);
             return Err(self.explain_send_failure(method, e).await);
         }
         match tokio::time::timeout(timeout, rx).await {
@@ -245,11 +248,13 @@ impl RpcPeer {
             Ok(Err(_)) => {
                 Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
             }
-            Err(_) => {
-                self.shared.lock().waiting.remove(&id);
-                Err(RpcError::Timeout { method: method.into(), after: timeout })
-            }
+            Err(_) => Err(RpcError::Timeout { method: method.into(), after: timeout }),
         }
+    }
+
+    /// How many of our requests wait for an answer (for tests of the pending map's bounds).
+    pub fn pending_requests(&self) -> usize {
+        self.shared.lock().waiting.len()
     }
 
     /// Sends a notification. In [`Dialect::ClaudeControl`] that is a conversation line: `type` is
@@ -449,6 +454,20 @@ impl ReaderTask {
 
 /// Waits for the handler of one peer request and sends exactly one answer — unless the peer
 /// withdrew the request (the handler was aborted), when it sends none.
+/// Removes one of our requests from the pending map when its caller's future ends.
+struct PendingGuard<'a> {
+    /// Holds the map.
+    shared: &'a Shared,
+    /// The request's id.
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.lock().waiting.remove(&self.id);
+    }
+}
+
 async fn answer(
     peer: RpcPeer,
     handler: Arc<dyn RequestHandler>,
@@ -552,6 +571,28 @@ mod tests {
             other => panic!("expected Closed, got {other:?}"),
         }
         drop(held);
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_caller_gives_up_leaves_nothing_pending() {
+        // The other side never answers.
+        let (output, _held) = tokio::io::duplex(1024);
+        let (peer, _events) =
+            RpcPeer::start(output, tokio::io::sink(), PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess));
+        let asking = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request_with_timeout("slow/thing", None::<&Value>, Duration::from_secs(600)).await }
+        });
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while peer.pending_requests() == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the request is pending");
+        asking.abort();
+        let _ = asking.await;
+        assert_eq!(peer.pending_requests(), 0, "an abandoned request does not stay pending");
     }
 
     #[tokio::test]

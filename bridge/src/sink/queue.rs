@@ -38,11 +38,19 @@ struct Inner {
 }
 
 impl EventQueue {
-    /// Queues `event` without waiting; merges it into the last queued delta when it continues it.
+    /// Queues `event` without waiting; merges a delta into the queued delta of the same item when
+    /// only other deltas were queued after that one (items streaming side by side — two commands'
+    /// output — would otherwise never merge and the queue would grow with every delta).
     pub fn push(&self, event: Event) {
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut dropped = None;
-        if let Some((queued, delta)) = inner.events.back_mut().and_then(|back| continuation(back, &event)) {
+        let same_item = inner
+            .events
+            .iter_mut()
+            .rev()
+            .take_while(|queued| is_delta(queued))
+            .find_map(|queued| continuation(queued, &event));
+        if let Some((queued, delta)) = same_item {
             if delta.len() <= MAX_MERGED_DELTA_BYTES.saturating_sub(queued.len()) {
                 queued.push_str(delta);
                 return;
@@ -94,6 +102,11 @@ impl EventQueue {
 }
 
 /// The queued delta's text and the new delta's, when `next` continues `back` (same kind, same item).
+/// Whether `event` is a streamed delta (what merging may move past: other items' deltas only).
+fn is_delta(event: &Event) -> bool {
+    matches!(event, Event::AssistantDelta { .. } | Event::ReasoningDelta { .. } | Event::ToolOutputDelta { .. })
+}
+
 fn continuation<'a, 'b>(back: &'a mut Event, next: &'b Event) -> Option<(&'a mut String, &'b str)> {
     match (back, next) {
         (Event::AssistantDelta { item_id: a, delta: queued }, Event::AssistantDelta { item_id: b, delta })
@@ -115,6 +128,33 @@ mod tests {
 
     fn delta(item: &str, text: &str) -> Event {
         Event::AssistantDelta { item_id: item.into(), delta: text.into() }
+    }
+
+    #[tokio::test]
+    async fn interleaved_deltas_of_two_items_merge_per_item_and_the_queue_stays_small() {
+        let queue = EventQueue::default();
+        for i in 0..10_000 {
+            queue.push(delta("a", &format!("a{i};")));
+            queue.push(delta("b", &format!("b{i};")));
+        }
+        queue.close();
+        let mut taken = Vec::new();
+        while let Some(event) = queue.next().await {
+            taken.push(event);
+        }
+        assert_eq!(taken.len(), 2, "one merged delta per item: {} events", taken.len());
+        let text = |item: &str| -> String {
+            taken
+                .iter()
+                .filter_map(|e| match e {
+                    Event::AssistantDelta { item_id, delta } if item_id == item => Some(delta.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let expected_a: String = (0..10_000).map(|i| format!("a{i};")).collect();
+        assert_eq!(text("a"), expected_a, "each item's text stays whole and in order");
+        assert!(text("b").starts_with("b0;b1;") && text("b").ends_with("b9999;"));
     }
 
     #[tokio::test]

@@ -18,6 +18,9 @@ pub enum SendError {
     Serialize(#[from] serde_json::Error),
 }
 
+/// How long closing the stream may take (closing a pipe does not wait for its reader).
+const SHUTDOWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The most bytes queued for a writer at once (a longer line waits until it is the only one):
 /// counting lines alone would let a peer that reads slowly hold that many of the largest lines.
 pub const MAX_QUEUED_BYTES: usize = 4 << 20;
@@ -50,9 +53,18 @@ impl LineSender {
             return Err(SendError::Closed);
         }
         // A line longer than the whole budget takes all of it: it waits for the queue to drain.
+        // Either wait ends at `close` (a peer that stopped reading must not hold a sender forever).
         let cost = u32::try_from(line.len().min(MAX_QUEUED_BYTES)).unwrap_or(u32::MAX);
-        let permit = self.budget.clone().acquire_many_owned(cost).await.map_err(|_| SendError::Closed)?;
-        self.queue.send((line, permit)).await.map_err(|_| SendError::Closed)
+        let permit = tokio::select! {
+            biased;
+            () = self.close.cancelled() => return Err(SendError::Closed),
+            permit = self.budget.clone().acquire_many_owned(cost) => permit.map_err(|_| SendError::Closed)?,
+        };
+        tokio::select! {
+            biased;
+            () = self.close.cancelled() => Err(SendError::Closed),
+            sent = self.queue.send((line, permit)) => sent.map_err(|_| SendError::Closed),
+        }
     }
 
     /// Stops the writer: lines still queued are dropped and the stream is closed (stdin EOF).
@@ -75,14 +87,16 @@ where
 {
     let (tx, rx) = mpsc::channel(queue_capacity.max(1));
     let close = CancellationToken::new();
-    let task = tokio::spawn(write_lines(stream, rx, close.clone()));
-    (LineSender { queue: tx, budget: Arc::new(Semaphore::new(MAX_QUEUED_BYTES)), close }, task)
+    let budget = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
+    let task = tokio::spawn(write_lines(stream, rx, close.clone(), budget.clone()));
+    (LineSender { queue: tx, budget, close }, task)
 }
 
 async fn write_lines<W: AsyncWrite + Unpin>(
     stream: W,
     mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     close: CancellationToken,
+    budget: Arc<Semaphore>,
 ) -> std::io::Result<()> {
     let mut out = tokio::io::BufWriter::new(stream);
     let result = async {
@@ -111,12 +125,19 @@ async fn write_lines<W: AsyncWrite + Unpin>(
         }
     }
     .await;
-    // Whatever ended the loop, later sends must fail fast rather than queue into the void.
+    // Whatever ended the loop, later sends must fail fast rather than queue into the void, and
+    // senders waiting for the byte budget wake up.
     close.cancel();
+    budget.close();
     if let Err(e) = &result {
         tracing::debug!(error = %e, "outgoing stream failed; the peer is probably gone");
     }
-    let _ = out.shutdown().await;
+    // The stream itself is shut down, not the buffer around it: flushing what is buffered would wait
+    // forever on a peer that stopped reading, keeping its stdin open (a normal end has flushed
+    // already). Shutting down, rather than dropping, also ends the stream when it is one half of a
+    // split, whose drop alone closes nothing.
+    let mut stream = out.into_inner();
+    let _ = tokio::time::timeout(SHUTDOWN_LIMIT, stream.shutdown()).await;
     result
 }
 
@@ -124,6 +145,33 @@ async fn write_lines<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn closing_ends_a_writer_and_its_waiting_senders_even_when_the_peer_reads_nothing() {
+        // Nobody reads `server`: the writer blocks on the pipe, the budget fills, a sender waits.
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, task) = spawn_line_writer(client, 100);
+        let big = || {
+            let mut line = vec![b'x'; MAX_QUEUED_BYTES / 2 - 1];
+            line.push(b'\n');
+            Bytes::from(line)
+        };
+        tx.send_line(big()).await.unwrap();
+        tx.send_line(big()).await.unwrap();
+        let waiting = tokio::spawn({
+            let tx = tx.clone();
+            async move { tx.send_line(big()).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tx.close();
+        let limit = std::time::Duration::from_secs(5);
+        let sent = tokio::time::timeout(limit, waiting).await.expect("the waiting sender wakes").unwrap();
+        assert!(matches!(sent, Err(SendError::Closed)), "{sent:?}");
+        tokio::time::timeout(limit, task).await.expect("the writer ends").unwrap().unwrap();
+        // The pipe was closed: the reader reaches EOF after what it had been sent.
+        let mut rest = Vec::new();
+        tokio::time::timeout(limit, server.read_to_end(&mut rest)).await.expect("EOF comes").unwrap();
+    }
 
     #[tokio::test]
     async fn queued_lines_are_bounded_in_bytes_not_only_in_count() {
