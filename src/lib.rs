@@ -6,3 +6,4 @@ pub mod cli;
 pub mod demo;
 pub mod run;
 pub mod serve;
+pub mod shell;

@@ -117,7 +117,10 @@ impl Player {
         if want != got {
             bail!("the client deviated from the recording: expected a `{want}` line, received `{got}`: {line}");
         }
-        if let (Some(recorded), Some(used)) = (client_id(recorded), client_id(&received)) {
+        if let (Some(recorded), Some(used)) = (
+            clawbridge_bridge::replay::client_request_id(recorded),
+            clawbridge_bridge::replay::client_request_id(&received),
+        ) {
             self.ids.insert(recorded.to_string(), used.clone());
         }
         Ok(true)
@@ -166,17 +169,6 @@ fn kind(line: &Value) -> String {
         Some(kind) => kind.to_string(),
         None if line.get("result").is_some() || line.get("error").is_some() => "answer".into(),
         None => "unknown".into(),
-    }
-}
-
-/// The id a client chose for its request (JSON-RPC `id`, Claude control `request_id`).
-fn client_id(line: &Value) -> Option<&Value> {
-    if line.get("method").is_some() {
-        line.get("id")
-    } else if line.get("type").and_then(Value::as_str) == Some("control_request") {
-        line.get("request_id")
-    } else {
-        None
     }
 }
 

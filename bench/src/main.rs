@@ -150,43 +150,9 @@ impl Sizes {
 fn main() -> ExitCode {
     allocator::tune();
     let args = BenchArgs::parse();
-    init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return report_error(anyhow::Error::new(e).context("could not start the async runtime")),
-    };
-    let outcome = runtime.block_on(run(args));
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report_error(e),
-    }
-}
-
-/// Logs to stderr (stdout is the table, or a peer role's protocol), warnings only unless
-/// `CLAWBRIDGE_LOG` or `RUST_LOG` says otherwise.
-fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
-    let filter = std::env::var("CLAWBRIDGE_LOG")
-        .ok()
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .and_then(|spec| EnvFilter::try_new(spec).ok())
-        .unwrap_or_else(|| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
-}
-
-/// One clear line, then the cause chain, then a non-zero exit.
-fn report_error(error: anyhow::Error) -> ExitCode {
-    eprintln!("clawbridge-bench: error: {error}");
-    for cause in error.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
-    }
-    ExitCode::FAILURE
+    // Warnings only unless asked: stdout is the table, or a peer role's protocol.
+    clawbridge::shell::init_logging("warn");
+    clawbridge::shell::run_to_exit("clawbridge-bench", run(args))
 }
 
 /// Runs the scenarios asked for (or plays a hidden role).

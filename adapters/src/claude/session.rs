@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::binding::InvalidationReason;
@@ -465,14 +466,11 @@ impl NativeTurn for ClaudeTurn<'_> {
                         }
                         return Step::Events(self.mapper.on_message(&message));
                     }
-                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
-                    Some(PeerEvent::Closed(gone)) => {
-                        let why = format!("the claude process went away: {gone}");
-                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
-                    }
-                    Some(_) | None => {
-                        let why = "the claude reader stopped".to_string();
-                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    // A problem is logged by the peer and the stream goes on; its end fails the turn.
+                    other => {
+                        if let Some(why) = stream_end(other.as_ref(), "the claude process") {
+                            return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                        }
                     }
                 },
             }

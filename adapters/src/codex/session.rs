@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{HostTools, ToolTerminalObserver, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::connection::AgentConnection;
@@ -487,14 +488,11 @@ impl NativeTurn for CodexTurn<'_> {
                         let note = ServerNotification::from_notification(&note.method, note.params);
                         return Step::Events(self.on_notification(note));
                     }
-                    Some(PeerEvent::Problem(_)) => {} // logged by the peer; the stream goes on
-                    Some(PeerEvent::Closed(gone)) => {
-                        let why = format!("the codex app-server went away: {gone}");
-                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
-                    }
-                    Some(_) | None => {
-                        let why = "the codex app-server connection closed".to_string();
-                        return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                    // A problem is logged by the peer and the stream goes on; its end fails the turn.
+                    other => {
+                        if let Some(why) = stream_end(other.as_ref(), "the codex app-server") {
+                            return Step::Ended(self.mapper.abandon(TerminalKind::Failed, why));
+                        }
                     }
                 },
                 answer = &mut self.start, if self.start_pending => {

@@ -78,6 +78,17 @@ pub trait NativeTurn: Send {
     fn is_complete(&self) -> bool;
 }
 
+/// Why a native stream ended, for the terminal of a turn it ended without its own: `event` is what
+/// the peer delivered (`None`: the channel closed), `process` names the native side. `None` while
+/// the stream goes on.
+pub fn stream_end(event: Option<&crate::rpc::PeerEvent>, process: &str) -> Option<String> {
+    match event {
+        Some(crate::rpc::PeerEvent::Closed(gone)) => Some(format!("{process} went away: {gone}")),
+        Some(crate::rpc::PeerEvent::Notification(_) | crate::rpc::PeerEvent::Problem(_)) => None,
+        _ => Some(format!("the stream from {process} ended")),
+    }
+}
+
 /// The time limits of one turn.
 #[derive(Clone, Copy, Debug)]
 pub struct TurnLimits {

@@ -29,6 +29,18 @@ use regex::Regex;
 pub static PLACEHOLDER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"<[A-Za-z][A-Za-z0-9_-]*>").expect("valid regex"));
 
+/// The id a client chose for its request: `id` of a JSON-RPC request, `request_id` of a Claude
+/// control request (a player maps it into the recorded answers).
+pub fn client_request_id(line: &Value) -> Option<&Value> {
+    if line.get("method").is_some() {
+        line.get("id")
+    } else if line.get("type").and_then(Value::as_str) == Some("control_request") {
+        line.get("request_id")
+    } else {
+        None
+    }
+}
+
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -146,21 +146,23 @@ mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
 
+    /// A line of half the byte budget.
+    fn half_budget_line() -> Bytes {
+        let mut line = vec![b'x'; MAX_QUEUED_BYTES / 2 - 1];
+        line.push(b'\n');
+        Bytes::from(line)
+    }
+
     #[tokio::test]
     async fn closing_ends_a_writer_and_its_waiting_senders_even_when_the_peer_reads_nothing() {
         // Nobody reads `server`: the writer blocks on the pipe, the budget fills, a sender waits.
         let (client, mut server) = tokio::io::duplex(64);
         let (tx, task) = spawn_line_writer(client, 100);
-        let big = || {
-            let mut line = vec![b'x'; MAX_QUEUED_BYTES / 2 - 1];
-            line.push(b'\n');
-            Bytes::from(line)
-        };
-        tx.send_line(big()).await.unwrap();
-        tx.send_line(big()).await.unwrap();
+        tx.send_line(half_budget_line()).await.unwrap();
+        tx.send_line(half_budget_line()).await.unwrap();
         let waiting = tokio::spawn({
             let tx = tx.clone();
-            async move { tx.send_line(big()).await }
+            async move { tx.send_line(half_budget_line()).await }
         });
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         tx.close();
@@ -179,14 +181,9 @@ mod tests {
         // written, one queued) and a third must wait until the reader takes the first.
         let (client, mut server) = tokio::io::duplex(64);
         let (tx, _task) = spawn_line_writer(client, 100);
-        let big = || {
-            let mut line = vec![b'x'; MAX_QUEUED_BYTES / 2 - 1];
-            line.push(b'\n');
-            Bytes::from(line)
-        };
-        tx.send_line(big()).await.unwrap();
-        tx.send_line(big()).await.unwrap();
-        let third = tokio::time::timeout(std::time::Duration::from_millis(300), tx.send_line(big())).await;
+        tx.send_line(half_budget_line()).await.unwrap();
+        tx.send_line(half_budget_line()).await.unwrap();
+        let third = tokio::time::timeout(std::time::Duration::from_millis(300), tx.send_line(half_budget_line())).await;
         assert!(third.is_err(), "a third line waits while the budget is spent");
         let drain = tokio::spawn(async move {
             let mut sink = vec![0u8; 1 << 16];
@@ -197,7 +194,10 @@ mod tests {
                 total += n;
             }
         });
-        tokio::time::timeout(std::time::Duration::from_secs(30), tx.send_line(big())).await.unwrap().unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(30), tx.send_line(half_budget_line()))
+            .await
+            .unwrap()
+            .unwrap();
         drain.await.unwrap();
     }
 
