@@ -231,8 +231,9 @@ async fn jsonl_file_is_idempotent_across_reopens() {
     assert_eq!(parent_id.as_deref(), last_id.as_str());
 }
 
-#[test]
-fn a_torn_last_line_is_cut_on_open_and_its_entry_rewritten() {
+/// A transcript in a fresh dir holding its header and one prompt: the dir, the file, the turn's
+/// mirror and the prompt.
+fn transcript_with_a_prompt() -> (tempfile::TempDir, std::path::PathBuf, TranscriptMirror, Message) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
     let mirror = TranscriptMirror::new("", "t", model());
@@ -241,6 +242,12 @@ fn a_torn_last_line_is_cut_on_open_and_its_entry_rewritten() {
         let sink = JsonlSink::open(&path, &header()).unwrap();
         sink.append_blocking(vec![prompt.clone()]).unwrap();
     }
+    (dir, path, mirror, prompt)
+}
+
+#[test]
+fn a_torn_last_line_is_cut_on_open_and_its_entry_rewritten() {
+    let (_dir, path, mirror, prompt) = transcript_with_a_prompt();
     let intact = std::fs::read(&path).unwrap();
     // A crash mid-write: half of a second line, no newline.
     let torn = [&intact[..], br#"{"type":"message","id":"ab","parentId":"#].concat();
@@ -260,14 +267,7 @@ fn a_torn_last_line_is_cut_on_open_and_its_entry_rewritten() {
 
 #[test]
 fn a_complete_last_row_without_its_newline_is_kept_and_terminated() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.jsonl");
-    let mirror = TranscriptMirror::new("", "t", model());
-    let prompt = mirror.prompt("hello");
-    {
-        let sink = JsonlSink::open(&path, &header()).unwrap();
-        sink.append_blocking(vec![prompt.clone()]).unwrap();
-    }
+    let (_dir, path, _mirror, prompt) = transcript_with_a_prompt();
     let whole = std::fs::read(&path).unwrap();
     // The writer died between a row and its newline: the row is whole.
     std::fs::write(&path, &whole[..whole.len() - 1]).unwrap();
