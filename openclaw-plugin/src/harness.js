@@ -81,6 +81,17 @@ export function createRuntime(options) {
   return { supervisor, attempts, route, nextAttemptId, logger, options };
 }
 
+/**
+ * The OpenClaw runtime ids whose routes a harness reproduces because it runs the same native
+ * program: a provider's route facts (`runtimePolicy.compatibleIds`) name the native runtime, never
+ * clawbridge. The stock `openai` provider names `codex` for the official Responses routes Codex
+ * can reproduce (docs/peers/openclaw.md#route-facts). Mirrored by `reproduced_runtime_ids` in
+ * src/serve/harness.rs.
+ */
+export const REPRODUCED_RUNTIME_IDS = Object.freeze({
+  "clawbridge-codex": Object.freeze(["codex"]),
+});
+
 /** The pure, cheap `supports(ctx)` rule; mirrors `Catalog::supports` in src/serve/harness.rs. */
 export function supportsRoute(id, providerIds, ctx, known) {
   if (known && known.available === false) {
@@ -95,9 +106,17 @@ export function supportsRoute(id, providerIds, ctx, known) {
   }
   const compatible = provider?.runtimePolicy?.compatibleIds;
   if (Array.isArray(compatible)) {
-    return compatible.includes(id)
-      ? { supported: true, priority: 100, reason: `runtimePolicy.compatibleIds names ${id}` }
-      : { supported: false, reason: `runtimePolicy.compatibleIds does not name ${id}` };
+    if (compatible.includes(id)) return { supported: true, priority: 100, reason: `runtimePolicy.compatibleIds names ${id}` };
+    const native = (REPRODUCED_RUNTIME_IDS[id] ?? []).find((runtime) => compatible.includes(runtime));
+    if (native) {
+      return {
+        supported: true,
+        priority: 100,
+        reason: `runtimePolicy.compatibleIds names ${native}, the native runtime ${id} runs`,
+      };
+    }
+    const names = [id, ...(REPRODUCED_RUNTIME_IDS[id] ?? [])].join(" or ");
+    return { supported: false, reason: `runtimePolicy.compatibleIds does not name ${names}` };
   }
   if (ctx?.requestedRuntime === id) {
     return { supported: true, priority: 100, reason: `the route asks for ${id} explicitly` };

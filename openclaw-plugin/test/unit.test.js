@@ -32,6 +32,13 @@ test("supports() is gated on compatibleIds, transport overrides, the requested r
   const compatible = (ids) => ({ ...observed, modelProvider: { runtimePolicy: { compatibleIds: ids } } });
   assert.equal(supportsRoute(ID, [], compatible([ID])).supported, true);
   assert.equal(supportsRoute(ID, ["mock"], compatible(["other"])).supported, false, "compatibleIds wins");
+  // The stock openai provider's route facts for an official Responses route, as 2026.9.6 sends them.
+  const stockOpenAi = compatible(["openclaw", "codex"]);
+  assert.equal(supportsRoute(ID, [], stockOpenAi).supported, true, "codex named: clawbridge-codex runs that Codex");
+  assert.match(supportsRoute(ID, [], stockOpenAi).reason, /names codex/);
+  const claude = supportsRoute("clawbridge-claude", [], { ...stockOpenAi, requestedRuntime: "clawbridge-claude" });
+  assert.equal(claude.supported, false, "the codex alias is Codex's alone");
+  assert.match(supportsRoute(ID, [], compatible(["openclaw"])).reason, /does not name clawbridge-codex or codex/);
   const overrides = { ...observed, modelProvider: { requestTransportOverrides: "present" } };
   const refused = supportsRoute(ID, [], overrides);
   assert.equal(refused.supported, false);

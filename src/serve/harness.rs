@@ -72,7 +72,8 @@ impl Catalog {
     }
 
     /// `harness/supports`: refuses unknown and unavailable harnesses, routes with transport
-    /// overrides, and routes whose `compatibleIds` do not name the harness. Without
+    /// overrides, and routes whose `compatibleIds` name neither the harness nor the native runtime
+    /// it reproduces ([`reproduced_runtime_ids`]). Without
     /// `compatibleIds`, a route is supported only when selected explicitly (`requestedRuntime`) or
     /// when its provider is in the harness's `providerIds`: never every route.
     pub fn supports(&self, params: &SupportsParams) -> SupportsResponse {
@@ -90,15 +91,17 @@ impl Catalog {
             return refuse("the route sets requestTransportOverrides, which a native harness cannot honour".into());
         }
         if let Some(policy) = provider.and_then(|p| p.runtime_policy.as_ref()) {
-            return if policy.compatible_ids.iter().any(|c| c == id) {
-                SupportsResponse {
-                    supported: true,
-                    priority: Some(100),
-                    reason: Some(format!("runtimePolicy.compatibleIds names {id}")),
-                }
+            let named = |runtime: &str| policy.compatible_ids.iter().any(|c| c == runtime);
+            let reproduced = reproduced_runtime_ids(id);
+            let reason = if named(id) {
+                format!("runtimePolicy.compatibleIds names {id}")
+            } else if let Some(native) = reproduced.iter().find(|runtime| named(runtime)) {
+                format!("runtimePolicy.compatibleIds names {native}, the native runtime {id} runs")
             } else {
-                refuse(format!("runtimePolicy.compatibleIds does not name {id}"))
+                let names: Vec<&str> = std::iter::once(id.as_str()).chain(reproduced.iter().copied()).collect();
+                return refuse(format!("runtimePolicy.compatibleIds does not name {}", names.join(" or ")));
             };
+            return SupportsResponse { supported: true, priority: Some(100), reason: Some(reason) };
         }
         if params.requested_runtime.as_deref() == Some(id.as_str()) {
             return SupportsResponse {
@@ -115,5 +118,72 @@ impl Catalog {
             };
         }
         refuse(format!("{id} runs only when selected explicitly or named by runtimePolicy.compatibleIds"))
+    }
+}
+
+/// The OpenClaw runtime ids whose routes harness `id` reproduces because it runs the same native
+/// program: providers' route facts name the native runtime (the stock `openai` provider names
+/// `codex` for the official Responses routes), never clawbridge (docs/peers/openclaw.md#route-facts).
+/// Mirrors `REPRODUCED_RUNTIME_IDS` in openclaw-plugin/src/harness.js.
+pub fn reproduced_runtime_ids(id: &str) -> &'static [&'static str] {
+    match id {
+        "clawbridge-codex" => &["codex"],
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Catalog {
+        let harnesses = clawbridge_adapters::registry(clawbridge_adapters::DemoAgent {
+            program: PathBuf::from("/nonexistent/demo-agent"),
+            args: Vec::new(),
+            recorded_version: "0.0.0",
+        })
+        .iter()
+        .map(|backend| {
+            let facts = backend.facts();
+            Harness {
+                info: HarnessInfo {
+                    id: facts.id.into(),
+                    label: facts.label.into(),
+                    backend: facts.backend.into(),
+                    available: true,
+                    unavailable_reason: None,
+                    provider_ids: Vec::new(),
+                },
+                backend: backend.clone(),
+                program: PathBuf::from(facts.backend),
+            }
+        })
+        .collect();
+        Catalog { harnesses, backends: Vec::new() }
+    }
+
+    fn route(harness: &str, compatible: &[&str]) -> SupportsParams {
+        serde_json::from_value(serde_json::json!({
+            "harnessId": harness, "provider": "openai", "requestedRuntime": harness,
+            "modelProvider": {"requestTransportOverrides": "none", "runtimePolicy": {"compatibleIds": compatible}}
+        }))
+        .expect("supports params")
+    }
+
+    // The Claude backend's pool starts its reaper on the runtime it is built on.
+    #[tokio::test]
+    async fn the_stock_openai_route_that_names_codex_selects_clawbridge_codex_and_no_other_harness() {
+        let catalog = catalog();
+        let codex = catalog.supports(&route("clawbridge-codex", &["openclaw", "codex"]));
+        assert!(codex.supported, "{codex:?}");
+        assert!(codex.reason.as_deref().is_some_and(|r| r.contains("names codex")), "{codex:?}");
+        let claude = catalog.supports(&route("clawbridge-claude", &["openclaw", "codex"]));
+        assert!(!claude.supported, "{claude:?}");
+        let embedded_only = catalog.supports(&route("clawbridge-codex", &["openclaw"]));
+        assert!(!embedded_only.supported, "{embedded_only:?}");
+        assert_eq!(
+            embedded_only.reason.as_deref(),
+            Some("runtimePolicy.compatibleIds does not name clawbridge-codex or codex")
+        );
     }
 }
