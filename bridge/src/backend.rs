@@ -144,6 +144,8 @@ pub struct OpenSettings {
     pub tool_timeout: Option<Duration>,
     /// How long an interrupted turn gets to confirm; the backend's default when `None`.
     pub interrupt_grace: Option<Duration>,
+    /// The host's prepared endpoint and credentials; `None` leaves auth to the native login.
+    pub route_auth: Option<clawbridge_protocol::host::RouteAuth>,
 }
 
 impl OpenSettings {
@@ -169,6 +171,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("host_tools", &self.host_tools.len())
             .field("resume", &self.resume)
             .field("session_key", &self.session_key)
+            .field("route_auth", &self.route_auth)
             .finish_non_exhaustive()
     }
 }

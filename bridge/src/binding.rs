@@ -248,7 +248,8 @@ pub fn sidecar_path(transcript: &Path) -> PathBuf {
     transcript.with_file_name(name)
 }
 
-fn hash_bytes(bytes: &[u8]) -> String {
+/// `sha256:<hex>` of `bytes`: how a fingerprint names a setting without holding it (secrets too).
+pub fn hash_bytes(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");

@@ -9,6 +9,17 @@ export const KNOWN_HARNESSES = Object.freeze({
   "clawbridge-demo": "Demo replay (clawbridge)",
 });
 
+/**
+ * Who authenticates a harness's model requests (config `auth`, per harness id):
+ * - `host`: the endpoint, key and headers OpenClaw prepared for the route reach the native runtime
+ *   (Codex: a model provider of its own; Claude: `ANTHROPIC_BASE_URL`/`ANTHROPIC_API_KEY`);
+ * - `harness`: the harness declares `authBootstrap: "harness"` and the native runtime uses its own
+ *   login and config (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, the bridge's env); nothing is forwarded.
+ */
+export const AUTH_MODES = Object.freeze(["host", "harness"]);
+/** Every harness's auth when the config names none for it: OpenClaw owns credentials. */
+export const DEFAULT_AUTH_MODE = "host";
+
 /** Registered when the config names none. */
 export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-claude", "clawbridge-demo"]);
 
@@ -16,7 +27,7 @@ export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-
  * @param {unknown} raw the plugin config as OpenClaw passes it
  * @param {{warn?: (text: string) => void}} [logger]
  * @returns {{command: string, args: string[], env: Record<string,string>, harnesses: string[],
- *   providerIds: Record<string,string[]>, hostTools: boolean}}
+ *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">}}
  */
 export function resolveConfig(raw, logger) {
   const warn = (text) => logger?.warn?.(`clawbridge config: ${text}`);
@@ -66,5 +77,13 @@ export function resolveConfig(raw, logger) {
     if (typeof cfg.hostTools === "boolean") hostTools = cfg.hostTools;
     else warn("hostTools must be true or false; ignored");
   }
-  return { command, args, env, harnesses, providerIds, hostTools };
+  const auth = {};
+  const authConfig = cfg.auth && typeof cfg.auth === "object" && !Array.isArray(cfg.auth) ? cfg.auth : {};
+  if (cfg.auth !== undefined && authConfig !== cfg.auth) warn("auth must map harness ids to \"host\" or \"harness\"; ignored");
+  for (const harness of harnesses) {
+    const mode = authConfig[harness];
+    if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "${DEFAULT_AUTH_MODE}"`);
+    auth[harness] = AUTH_MODES.includes(mode) ? mode : DEFAULT_AUTH_MODE;
+  }
+  return { command, args, env, harnesses, providerIds, hostTools, auth };
 }

@@ -6,7 +6,8 @@ import { BridgeSupervisor, RpcRemoteError } from "./bridge.js";
 import { appendTranscript, decideApproval, executeTool, observeToolTerminal } from "./host-requests.js";
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
-import { KNOWN_HARNESSES } from "./config.js";
+import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
+import { routeAuth } from "./route-auth.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -130,19 +131,22 @@ export function supportsRoute(id, providerIds, ctx, known) {
 /** One AgentHarnessV2 for harness `id`, running on `runtime`. */
 export function createHarness(runtime, id) {
   const providerIds = runtime.options.config.providerIds[id] ?? [];
+  const authMode = runtime.options.config.auth?.[id] ?? DEFAULT_AUTH_MODE;
   return {
     id,
     label: KNOWN_HARNESSES[id] ?? id,
     pluginId: "clawbridge",
     autoSelection: { providerIds: [...providerIds] },
+    // Static, per harness: a harness that only sometimes owns auth must not declare it.
+    ...(authMode === "harness" ? { authBootstrap: "harness" } : {}),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
-    runAttempt: (params) => runAttempt(runtime, id, params),
+    runAttempt: (params) => runAttempt(runtime, id, params, authMode),
     reset: (params) => reset(runtime, params),
     dispose: () => runtime.supervisor.dispose(),
   };
 }
 
-async function runAttempt(runtime, harnessId, params) {
+async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
@@ -187,7 +191,12 @@ async function runAttempt(runtime, harnessId, params) {
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
-      response = await conn.client.request("attempt/run", runParams(harnessId, attemptId, params, hostTools), {
+      const run = runParams(harnessId, attemptId, params, hostTools);
+      if (authMode === "host") {
+        const auth = await routeAuth(params);
+        if (auth) run.auth = auth;
+      }
+      response = await conn.client.request("attempt/run", run, {
         timeoutMs: deadline,
       });
     } catch (error) {

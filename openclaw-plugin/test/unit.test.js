@@ -6,6 +6,7 @@ import { PassThrough } from "node:stream";
 import { test } from "node:test";
 
 import { resolveConfig } from "../src/config.js";
+import { routeAuth } from "../src/route-auth.js";
 import { supportsRoute } from "../src/harness.js";
 import { appendTranscript, decideApproval, executeTool } from "../src/host-requests.js";
 import { createPlugin } from "../src/plugin.js";
@@ -70,6 +71,32 @@ test("register() is idempotent per api, shares one runtime, and the harness is p
   assert.equal(typeof codex.reset, "function");
   for (let i = 0; i < 20; i += 1) codex.supports({ provider: "openai" });
   assert.equal(runtime.supervisor.current, null, "supports() started no process");
+});
+
+test("auth is per harness: host forwards the prepared route, harness declares authBootstrap and forwards nothing", async () => {
+  const registered = [];
+  const logger = recordingLogger();
+  createPlugin({}).register({
+    pluginConfig: { command: "/nonexistent/clawbridge", auth: { "clawbridge-claude": "harness", "clawbridge-demo": "both" } },
+    logger,
+    registerAgentHarness: (h) => registered.push(h),
+  });
+  const byId = Object.fromEntries(registered.map((h) => [h.id, h]));
+  assert.equal(byId["clawbridge-claude"].authBootstrap, "harness");
+  assert.equal("authBootstrap" in byId["clawbridge-codex"], false, "host is the default");
+  assert.equal("authBootstrap" in byId["clawbridge-demo"], false, "a bad mode falls back to host");
+  assert.match(logger.lines.join("\n"), /auth\.clawbridge-demo must be "host" or "harness"/);
+
+  const model = { baseUrl: " http://127.0.0.1:9/v1 ", headers: { "X-Tenant": "t", Bad: 3 } };
+  assert.deepEqual(await routeAuth({ model, resolvedApiKey: "sk-resolved" }), {
+    baseUrl: "http://127.0.0.1:9/v1",
+    apiKey: "sk-resolved",
+    headers: { "X-Tenant": "t" },
+  });
+  const storage = { getApiKey: async (provider) => (provider === "anthropic" ? "sk-stored" : undefined) };
+  assert.deepEqual(await routeAuth({ provider: "anthropic", authStorage: storage }), { apiKey: "sk-stored" });
+  const broken = { getApiKey: async () => { throw new Error("locked"); } };
+  assert.equal(await routeAuth({ provider: "x", authStorage: broken }), undefined, "no credential, nothing sent");
 });
 
 test("config: defaults, and bad values are reported and ignored", () => {

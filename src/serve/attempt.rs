@@ -112,6 +112,7 @@ pub fn open_settings(
         approval_timeout: Some(super::hooks::APPROVAL_TIMEOUT),
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
+        route_auth: params.auth.clone(),
     }
 }
 

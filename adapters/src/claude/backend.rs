@@ -76,7 +76,10 @@ impl ClaudeBackend {
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
-        let auth_profile = config.inherit_cli_environment();
+        let mut auth_profile = config.inherit_cli_environment();
+        if let Some(auth) = &settings.route_auth {
+            auth_profile = super::auth::apply(&mut config, auth);
+        }
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);

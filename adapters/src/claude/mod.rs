@@ -8,8 +8,10 @@
 //! - [`pool`]: warm sessions parked between turns (a cap with LRU eviction, an idle timeout), with
 //!   hooks swapped per turn;
 //! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
-//!   Claude session's binding.
+//!   Claude session's binding;
+//! - [`auth`]: the host's prepared route auth as the CLI's endpoint and credential variables.
 
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod handler;

@@ -107,6 +107,9 @@ impl CodexBackend {
             }
             Flavour::Replay { args, .. } => config.launcher_args.clone_from(args),
         }
+        if let Some(auth) = &settings.route_auth {
+            super::auth::apply(&mut config, auth);
+        }
         config.cwd.clone_from(&settings.cwd);
         config.registry.clone_from(&settings.registry);
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
@@ -204,7 +207,12 @@ impl Backend for CodexBackend {
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
         let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
-        Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default())
+        let fingerprints = Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default());
+        // Host auth names the endpoint and credential the thread talks to; the native login does not.
+        match &settings.route_auth {
+            Some(auth) => fingerprints.with("auth", auth.fingerprint_material()),
+            None => fingerprints.with("auth", "codex-login"),
+        }
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {

@@ -5,7 +5,9 @@
 //! - [`handler`]: Codex's requests (approvals, dynamic tools, user input) → the attempt's hooks.
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
+//! - [`auth`]: the host's prepared route auth as Codex model-provider overrides.
 
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod handler;

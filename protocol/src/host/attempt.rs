@@ -66,6 +66,47 @@ pub struct AttemptRunParams {
     /// `toolsAllow`: when present, only these tools may be offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_allow: Option<Vec<String>>,
+    /// The endpoint and credentials OpenClaw prepared for the route, sent only for a harness whose
+    /// auth is the host's (plugin config `auth`); absent, the native runtime uses its own login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<RouteAuth>,
+}
+
+/// The route's endpoint and credentials as OpenClaw prepared them (`model.baseUrl`,
+/// `model.headers`, the resolved API key). The backend passes them to the native process through
+/// its environment only; they are never logged, never written to the state dir, and enter the
+/// session's auth fingerprint as a hash.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteAuth {
+    /// The provider endpoint (`model.baseUrl`), as OpenClaw would call it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The API key OpenClaw resolved for the route (secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// Request headers the route adds (`model.headers`; values may be secret).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
+impl RouteAuth {
+    /// A stable, non-reversible name of these credentials for the auth fingerprint: a change of
+    /// endpoint, key or header makes an earlier native session unfit to continue.
+    pub fn fingerprint_material(&self) -> String {
+        serde_json::json!({"baseUrl": self.base_url, "apiKey": self.api_key, "headers": self.headers}).to_string()
+    }
+}
+
+impl std::fmt::Debug for RouteAuth {
+    // Attempt params are logged at debug level: the key and header values must never be.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouteAuth")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// An image attached to the prompt, in the host's `{type:"image", data, mimeType}` shape minus `type`.

@@ -29,7 +29,7 @@ pub mod transcript;
 mod tests;
 
 pub use attempt::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, CancelStatus, ImageInput,
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, RouteAuth, CancelStatus, ImageInput,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
