@@ -414,6 +414,13 @@ function forwardEvent(attempt, note) {
     case "turnStarted":
       call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });
       break;
+    case "modelRetry":
+      // The native runtime retries a failed model request itself; the host sees why the turn waits.
+      call(p.onAgentEvent, {
+        stream: "error",
+        data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },
+      });
+      break;
     case "turnTerminal":
       call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "end", status: event.kind, message: event.message } });
       break;

@@ -69,6 +69,15 @@ pub enum Event {
     ToolFinished(ToolFinish),
     /// Token usage of the turn so far; each event replaces the previous one.
     Usage(Usage),
+    /// A model request failed and the native runtime retries it on its own (Codex `error` with
+    /// `willRetry`, Claude `system/api_retry`): progress, not an outcome. The turn goes on.
+    ModelRetry {
+        /// The native runtime's words for what failed.
+        message: String,
+        /// Which retry this is, when the runtime numbers them (from 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u32>,
+    },
     /// The turn ended; nothing follows for this turn (the `attempt/run` result comes next).
     TurnTerminal(TurnTerminal),
     /// An event type this build does not know (sent by a newer bridge); readers skip it.

@@ -348,6 +348,10 @@ impl TurnMapper {
                     self.note_denied(id, reason);
                 }
             }
+            SystemMessage::ApiRetry(retry) => {
+                let message = describe_retry(retry);
+                self.push(out, Event::ModelRetry { message, attempt: retry.attempt });
+            }
             _ => {}
         }
     }
@@ -680,4 +684,17 @@ fn capped(text: &str) -> CappedOutput {
     let mut capped = CappedText::default();
     capped.push(text);
     capped.finish()
+}
+
+/// A person's line for a `system/api_retry`: `API error 500 (server_error); retry 1 of 10 in 1000 ms`.
+fn describe_retry(retry: &clawbridge_protocol::claude::ApiRetry) -> String {
+    let status = retry.error_status.map_or_else(|| "no response".to_owned(), |s| format!("API error {s}"));
+    let category = retry.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
+    let which = match (retry.attempt, retry.max_retries) {
+        (Some(n), Some(max)) => format!("; retry {n} of {max}"),
+        (Some(n), None) => format!("; retry {n}"),
+        _ => "; retrying".to_owned(),
+    };
+    let delay = retry.retry_delay_ms.map(|ms| format!(" in {ms} ms")).unwrap_or_default();
+    format!("{status}{category}{which}{delay}")
 }

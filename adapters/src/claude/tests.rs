@@ -699,3 +699,22 @@ fn drifted_fields_never_panic() {
     }
     eprintln!("{variants} drifted lines mapped");
 }
+
+#[test]
+fn an_api_retry_is_progress_that_names_the_failure() {
+    let retry = line(json!({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
+        "retry_delay_ms": 1200, "error_status": 500, "error": "server_error", "session_id": "s-1"}));
+    let (mapper, events) = run(&[init(), retry]);
+    let retries: Vec<_> = events.iter().filter(|e| matches!(e, Event::ModelRetry { .. })).collect();
+    assert_eq!(
+        retries,
+        [&Event::ModelRetry {
+            message: "API error 500 (server_error); retry 2 of 10 in 1200 ms".into(),
+            attempt: Some(2)
+        }]
+    );
+    assert!(!mapper.is_complete(), "the turn goes on");
+    let silent = line(json!({"type": "system", "subtype": "api_retry", "error_status": null}));
+    let (_, events) = run(&[init(), silent]);
+    assert!(events.contains(&Event::ModelRetry { message: "no response; retrying".into(), attempt: None }));
+}

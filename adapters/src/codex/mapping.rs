@@ -136,6 +136,9 @@ pub struct TurnMapper {
     /// The message of the last final (`willRetry:false`) `error` notification, for a failed turn whose
     /// `turn.error` is missing.
     last_error: Option<String>,
+    /// The last transient (`willRetry:true`) error and how many came: what a turn that then stalls
+    /// or is abandoned was waiting on, named in its terminal message.
+    last_retry: Option<(u32, String)>,
     /// Token counts at the start of this turn (thread totals), learned from the turn's first usage
     /// notification as `total - last`.
     usage_baseline: Option<TokenUsageBreakdown>,
@@ -160,6 +163,7 @@ impl TurnMapper {
             final_reasoning: HashSet::new(),
             reasoning_part: HashMap::new(),
             last_error: None,
+            last_retry: None,
             usage_baseline: None,
         }
     }
@@ -269,6 +273,13 @@ impl TurnMapper {
             // `willRetry:true` is transient: Codex retries and the turn goes on. A final error only
             // explains the `failed` turn/completed that follows.
             N::Error(n) if !n.will_retry => self.last_error = Some(describe_error(&n.error)),
+            // Shown to the host as progress, so a retrying endpoint is visible before the turn ends.
+            N::Error(n) => {
+                let message = describe_error(&n.error);
+                let attempt = self.last_retry.as_ref().map_or(1, |(count, _)| count + 1);
+                self.last_retry = Some((attempt, message.clone()));
+                self.push(&mut out, Event::ModelRetry { message, attempt: Some(attempt) });
+            }
             _ => {}
         }
         out
@@ -283,6 +294,10 @@ impl TurnMapper {
             return Vec::new();
         }
         let mut out = Vec::new();
+        let message = match &self.last_retry {
+            Some((count, last)) => format!("{message}; the model request had failed {count} time(s), last: {last}"),
+            None => message,
+        };
         let outcome = ToolOutcome::abandoned(kind, &message);
         self.close_open_tools(&outcome, &mut out);
         self.terminate(kind, Some(message), &mut out);
@@ -438,6 +453,7 @@ impl TurnMapper {
                     .map(describe_error)
                     .filter(|m| !m.is_empty())
                     .or_else(|| self.last_error.clone())
+                    .or_else(|| self.last_retry.as_ref().map(|(_, last)| last.clone()))
                     .unwrap_or_else(|| "the turn failed".to_owned());
                 (TerminalKind::Failed, Some(message))
             }

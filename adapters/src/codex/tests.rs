@@ -426,9 +426,23 @@ fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
                    "error": {"message": message, "codexErrorInfo": {"httpConnectionFailed": {"httpStatusCode": 502}}}}),
         )
     };
-    let (mapper, events) = run(&[turn_started(), error("transient", true), error("stream broke", false)]);
-    assert_eq!(events, [Event::TurnStarted { turn_id: TU.into() }]);
+    let (mut mapper, events) = run(&[turn_started(), error("transient", true), error("stream broke", false)]);
+    let retry = |attempt: u32| Event::ModelRetry {
+        message: r#"transient [{"httpConnectionFailed":{"httpStatusCode":502}}]"#.into(),
+        attempt: Some(attempt),
+    };
+    assert_eq!(events, [Event::TurnStarted { turn_id: TU.into() }, retry(1)], "a retry is progress, not an end");
     assert!(!mapper.is_complete());
+    // A turn abandoned while retrying (the watchdog, a cancel) says what it was waiting on.
+    let retried = mapper.on_notification(&error("transient", true));
+    assert_eq!(retried, [retry(2)]);
+    let ended = mapper.abandon(TerminalKind::Timeout, "no progress from codex for 300s".into());
+    assert_eq!(
+        terminal(&ended).message.as_deref(),
+        Some(
+            r#"no progress from codex for 300s; the model request had failed 2 time(s), last: transient [{"httpConnectionFailed":{"httpStatusCode":502}}]"#
+        )
+    );
 
     // turn.error missing: the final error notification explains the failure.
     let (_, events) = run(&[turn_started(), error("stream broke", false), turn_completed("failed", json!([]))]);

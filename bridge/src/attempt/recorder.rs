@@ -70,7 +70,7 @@ impl AttemptRecorder {
                     self.terminal = Some(terminal.clone());
                 }
             }
-            Event::TurnStarted { .. } | Event::ToolOutputDelta { .. } | Event::Unknown => {}
+            Event::TurnStarted { .. } | Event::ToolOutputDelta { .. } | Event::ModelRetry { .. } | Event::Unknown => {}
         }
         None
     }

@@ -172,7 +172,7 @@ impl TranscriptMirror {
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::TurnTerminal(terminal) => return self.finish(terminal),
             // Plans have no v4 message shape of their own; they reach the host as events.
-            Event::TurnStarted { .. } | Event::Plan(_) | Event::Unknown => {}
+            Event::TurnStarted { .. } | Event::Plan(_) | Event::ModelRetry { .. } | Event::Unknown => {}
         }
         Vec::new()
     }

@@ -1,5 +1,5 @@
 //! `system` lines (`subtype` tagged): the per-turn `init`, request status, auto-denied permissions,
-//! and a catch-all for the many others (`thinking_tokens`, `compact_boundary`, `api_retry`, `hook_*`,
+//! API retries, and a catch-all for the many others (`thinking_tokens`, `compact_boundary`, `hook_*`,
 //! `task_*`, …) that carry nothing a turn's events need.
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,8 @@ tagged_enum! {
         Status(SystemStatus) = "status",
         /// A tool call the CLI denied by itself (no `can_use_tool` was asked).
         PermissionDenied(PermissionDenied) = "permission_denied",
+        /// A model request failed and the CLI retries it after a delay.
+        ApiRetry(ApiRetry) = "api_retry",
     }
 }
 
@@ -26,6 +28,7 @@ impl SystemMessage {
             SystemMessage::Init(m) => m.session_id.as_deref(),
             SystemMessage::Status(m) => m.session_id.as_deref(),
             SystemMessage::PermissionDenied(m) => m.session_id.as_deref(),
+            SystemMessage::ApiRetry(m) => m.session_id.as_deref(),
             SystemMessage::Other(u) => u.get_str("session_id"),
         }
     }
@@ -126,6 +129,33 @@ pub struct PermissionDenied {
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Everything else.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `system/api_retry`: the CLI's model request failed and it tries again after `retry_delay_ms`
+/// (Claude Code 2.1.328 sends `attempt`, `max_retries`, `retry_delay_ms`, `error_status`, `error`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApiRetry {
+    /// Which retry this is, from 1.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// How many retries the CLI makes in all.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// How long until the retry.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub retry_delay_ms: Option<u64>,
+    /// The HTTP status of the failed request (`null` when none came).
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub error_status: Option<u16>,
+    /// The CLI's category of the failure (`rate_limit`, `server_error`, …).
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The session the line belongs to.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Everything else (`uuid`, `no_response`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }
