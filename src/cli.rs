@@ -69,6 +69,14 @@ enum Command {
     },
 }
 
+impl Cli {
+    /// The state dir whose log file this command writes: `serve` only, whose stderr only a host's
+    /// bounded tail sees (`run` shows a person its stderr; the hidden roles are children).
+    pub fn log_state_dir(&self) -> Option<PathBuf> {
+        matches!(self.command, Command::Serve).then(|| self.state_dir.clone().unwrap_or_else(default_state_dir))
+    }
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
     match cli.command {

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod logfile;
 pub mod run;
 pub mod serve;
 pub mod shell;

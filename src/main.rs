@@ -1,7 +1,8 @@
 //! `clawbridge`: run native coding-agent runtimes under OpenClaw.
 //!
 //! stdout is a protocol channel (for `serve`) or the person's view (for `run`); logs always go to
-//! stderr, filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
+//! stderr, and for `serve` also to `<state dir>/logs/clawbridge.log` (size-capped, rotated),
+//! filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
 
 mod allocator;
 
@@ -12,6 +13,9 @@ use clap::Parser;
 fn main() -> ExitCode {
     allocator::tune();
     let cli = clawbridge::cli::Cli::parse();
-    clawbridge::shell::init_logging("warn,clawbridge=info,clawbridge_bridge=info");
+    let _logs = clawbridge::shell::init_logging(
+        "warn,clawbridge=info,clawbridge_bridge=info",
+        cli.log_state_dir().as_deref(),
+    );
     clawbridge::shell::run_to_exit("clawbridge", clawbridge::cli::run(cli))
 }

@@ -151,7 +151,7 @@ fn main() -> ExitCode {
     allocator::tune();
     let args = BenchArgs::parse();
     // Warnings only unless asked: stdout is the table, or a peer role's protocol.
-    clawbridge::shell::init_logging("warn");
+    let _logs = clawbridge::shell::init_logging("warn", None);
     clawbridge::shell::run_to_exit("clawbridge-bench", run(args))
 }
 

@@ -137,8 +137,11 @@ export class BridgeSupervisor {
         if (conn.exited) return;
         conn.exited = true;
         const tail = conn.stderrTail.trim().split("\n").slice(-8).join("\n");
+        // The whole log is in the file the bridge named in `initialize`; the tail is what we saw.
+        const logFile = typeof conn.init?.logFile === "string" ? `; its log file: ${conn.init.logFile}` : "";
         const error = new BridgeGoneError(
-          `clawbridge serve (pid ${child.pid ?? "?"}, \`${command}\`) ${why}` + (tail ? `; its last stderr lines:\n${tail}` : ""),
+          `clawbridge serve (pid ${child.pid ?? "?"}, \`${command}\`) ${why}${logFile}` +
+            (tail ? `; its last stderr lines:\n${tail}` : ""),
         );
         conn.client?.close(error);
         if (this.current === conn) this.current = null;

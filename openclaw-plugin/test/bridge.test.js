@@ -3,7 +3,7 @@
 // docs/host-protocol.schema.json.
 
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -120,6 +120,10 @@ test("a bridge that dies fails the attempt in flight with a clear error; the nex
     assert.match(error.message, /clawbridge serve \(pid \d+/);
     assert.match(error.message, /killed by signal SIGKILL/);
     assert.match(error.message, new RegExp(DEMO));
+    // The bridge's own log file, named in initialize, is where the whole story is.
+    const logFile = join(env.stateDir, "logs", "clawbridge.log");
+    assert.ok(error.message.includes(`its log file: ${logFile}`), error.message);
+    assert.match(readFileSync(logFile, "utf8"), /host connected/);
     return true;
   });
   const next = attemptParams();

@@ -242,6 +242,7 @@ impl Server {
                 max_concurrent_attempts: Some(MAX_CONCURRENT_ATTEMPTS),
                 streaming_deltas: true,
             },
+            log_file: crate::shell::log_file().map(|path| path.display().to_string()),
         })
     }
 

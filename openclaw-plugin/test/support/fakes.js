@@ -79,7 +79,7 @@ export function pluginUnderTest({ config = {}, deps = {}, checker, codexBin } = 
     await plugin.dispose();
     rmSync(stateDir, { recursive: true, force: true });
   };
-  return { plugin, api, registered, harness, transcript, logger, protocol, cleanup };
+  return { plugin, api, registered, harness, transcript, logger, protocol, cleanup, stateDir };
 }
 
 /** Host capabilities whose approvals answer `decision` (or wait forever when it is `"hold"`). */

@@ -79,6 +79,10 @@ pub struct InitializeResponse {
     /// What the bridge supports beyond the required methods.
     #[serde(default)]
     pub capabilities: BridgeCapabilities,
+    /// The file this bridge logs to (size-capped and rotated), when it opened one: where to look
+    /// when an attempt fails or the bridge dies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<String>,
 }
 
 /// An inclusive range of protocol versions.
@@ -101,7 +105,7 @@ impl VersionRange {
     }
 }
 
-/// A native backend (Codex app-server, Claude Code, an ACP agent, the demo replay).
+/// A native backend (Codex app-server, Claude Code, the demo replay).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendInfo {

@@ -18,7 +18,7 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> T {
 }
 
 const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":1,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":false}}"#;
-const INITIALIZE_RESULT: &str = r#"{"protocolVersion":1,"supportedProtocolVersions":{"min":1,"max":1},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":8,"streamingDeltas":true}}"#;
+const INITIALIZE_RESULT: &str = r#"{"protocolVersion":1,"supportedProtocolVersions":{"min":1,"max":1},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":64,"streamingDeltas":true},"logFile":"/home/me/.local/state/clawbridge/logs/clawbridge.log"}"#;
 const VERSION_ERROR: &str = r#"{"code":-32010,"message":"host protocol version 2 is not supported: clawbridge 0.1.0 speaks version 1; upgrade whichever side is older","data":{"bridgeVersion":"0.1.0","requestedVersion":2,"supportedVersions":{"max":1,"min":1}}}"#;
 const TOOL_STARTED_EVENT: &str = r#"{"attemptId":"run-a:1","seq":1,"event":{"type":"toolStarted","callId":"call_1","toolName":"exec","arguments":{"command":"echo hi"},"native":true,"nativeMutation":{"mutatingAction":false,"replaySafe":true}}}"#;
 const OBSERVE_PARAMS: &str = r#"{"attemptId":"run-a:1","toolCallId":"call_6","toolName":"write","arguments":{"content":"y","path":"x.txt"},"executionStarted":true,"outcome":"failure","failure":{"error":"EACCES: permission denied","errorCode":"EACCES","timedOut":false},"nativeMutation":{"mutatingAction":true,"replaySafe":false}}"#;
@@ -92,7 +92,8 @@ fn handshake_lines_are_the_documented_bytes() {
                 detail: Some("claude not found on PATH".into()),
             },
         ],
-        capabilities: BridgeCapabilities { max_concurrent_attempts: Some(8), streaming_deltas: true },
+        capabilities: BridgeCapabilities { max_concurrent_attempts: Some(64), streaming_deltas: true },
+        log_file: Some("/home/me/.local/state/clawbridge/logs/clawbridge.log".into()),
     };
     assert_eq!(encode(&result), INITIALIZE_RESULT);
     assert_eq!(decode::<InitializeResponse>(INITIALIZE_RESULT), result);

@@ -1,0 +1,113 @@
+//! The bridge's log file: `<state dir>/logs/clawbridge.log`, rotated by size so a chatty bridge
+//! cannot fill the disk. When a write would take the file past [`MAX_FILE_BYTES`], it becomes
+//! `clawbridge.log.1` (older ones shift up, the oldest beyond [`KEPT_FILES`] is dropped) and a new
+//! file starts: at most `(KEPT_FILES + 1) × MAX_FILE_BYTES` on disk. Several bridges may share a
+//! state dir; each appends whole lines (`O_APPEND`), so their lines interleave but do not tear.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// One file's cap in bytes.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Rotated files kept beside the current one.
+pub const KEPT_FILES: u32 = 3;
+/// The current file's name under `logs/`.
+pub const FILE_NAME: &str = "clawbridge.log";
+
+/// The log file of a state dir.
+pub fn path_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("logs").join(FILE_NAME)
+}
+
+/// An append-only file that rotates itself by size.
+#[derive(Debug)]
+pub struct SizeCappedFile {
+    path: PathBuf,
+    file: File,
+    /// Bytes in the current file as this writer knows them (other writers' lines are not counted
+    /// until the next open: the cap may be passed by what they wrote, never by more).
+    written: u64,
+    max_bytes: u64,
+    kept: u32,
+}
+
+impl SizeCappedFile {
+    /// Opens (creating it and its directory, `0600`) the file at `path`.
+    pub fn open(path: PathBuf, max_bytes: u64, kept: u32) -> io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = open_append(&path)?;
+        let written = file.metadata()?.len();
+        Ok(Self { path, file, written, max_bytes, kept })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        let numbered = |n: u32| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        // The oldest goes; the others move up one.
+        let _ = std::fs::remove_file(numbered(self.kept));
+        for n in (1..self.kept).rev() {
+            let _ = std::fs::rename(numbered(n), numbered(n + 1));
+        }
+        if self.kept > 0 {
+            std::fs::rename(&self.path, numbered(1))?;
+        } else {
+            std::fs::remove_file(&self.path)?;
+        }
+        self.file = open_append(&self.path)?;
+        self.written = 0;
+        Ok(())
+    }
+}
+
+impl Write for SizeCappedFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.written > 0 && self.written + buf.len() as u64 > self.max_bytes {
+            self.rotate()?;
+        }
+        // One line per write (the formatter's), so a line is never split across two files.
+        self.file.write_all(buf)?;
+        self.written += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_rotate_by_size_and_only_the_newest_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs").join(FILE_NAME);
+        let mut file = SizeCappedFile::open(path.clone(), 100, 2).unwrap();
+        for i in 0..20 {
+            file.write_all(format!("line {i:02} {}\n", "x".repeat(30)).as_bytes()).unwrap();
+        }
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+        let numbered = |n: u32| PathBuf::from(format!("{}.{n}", path.display()));
+        for p in [path.clone(), numbered(1), numbered(2)] {
+            let text = read(&p);
+            assert!(!text.is_empty() && text.len() <= 100, "{}: {} bytes", p.display(), text.len());
+            assert!(text.lines().all(|l| l.starts_with("line ") && l.len() == 38), "whole lines: {text}");
+        }
+        assert!(!numbered(3).exists(), "only two rotated files are kept");
+        assert!(read(&path).contains("line 19"), "the newest line is in the current file");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+}
