@@ -172,3 +172,44 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
     assert_eq!(files_containing(&sandbox.codex_home(), ROUTE_KEY), Vec::<PathBuf>::new(), "no config was written");
     run.wait_until_gone().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_whose_endpoint_fails_shows_retry_progress_and_a_failure_naming_the_cause() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let outage = json!({"default": {"error": {"status": 500, "message": "scripted outage", "in_stream": true}}});
+    let mock = start_mock(&outage).await.unwrap();
+    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    codex_config_without_a_provider(&sandbox);
+    let mut config = run.config();
+    use_model(&mut config, "route/route-model", "clawbridge-codex");
+    config["models"]["providers"]["route"] = route_provider(&mock.base_url());
+    run.write_config(&config);
+    let _temp_root = TempRootGuard::snapshot();
+
+    // A short deadline: OpenClaw itself retries the attempt within it (docs/peers/openclaw.md#auth).
+    let config_path = run.config_path.display().to_string();
+    let state = run.state.display().to_string();
+    let cwd = sandbox.work().display().to_string();
+    let args = ["agent", "exec", "--config", &config_path, "--state-dir", &state, "--cwd", &cwd, "--json"];
+    let (status, stdout, stderr) = run.output(&[&args[..], &["--timeout", "20", "Say hello."]].concat()).await;
+    let describe = || format!("{status}\nstdout:\n{stdout}\nstderr:\n{stderr}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    assert!(!status.success(), "{}", describe());
+    let exec = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).unwrap_or_default();
+    assert_eq!(exec["ok"], false, "{}", describe());
+    // The failure names the cause, not only a deadline.
+    let error = exec["error"]["message"].as_str().unwrap_or_default();
+    assert!(error.contains("scripted outage"), "{}", describe());
+    // Each of Codex's own retries reached the host while the turn ran (its log, through the plugin).
+    for retry in 1..=5 {
+        let line = format!("the model request failed and is retried (retry {retry}): Reconnecting... {retry}/5");
+        assert!(stderr.contains(&line), "{line} in\n{}", describe());
+    }
+    // Codex's five retries, and no more: the result told OpenClaw the retrying was done
+    // (providerRetryMaxRetries 0), so it did not run the whole turn again.
+    assert_eq!(mock.model_requests().len(), 6, "{}", describe());
+    assert!(!stderr.contains("transient same-model retry"), "{}", describe());
+    run.wait_until_gone().await;
+}

@@ -211,13 +211,17 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
     }
-    return toAttemptResult(response, {
+    const result = toAttemptResult(response, {
       params,
       harnessId,
       externallyAborted: attempt.externallyAborted === true,
       mirrored: attempt.mirrored,
       lastToolError: attempt.lastToolError,
     });
+    // The native runtime already retried the model request; OpenClaw re-running the whole attempt
+    // on top would repeat the turn (and its retries) many times over.
+    if (attempt.modelRetries > 0) result.providerRetryMaxRetries = 0;
+    return result;
   } finally {
     params.abortSignal?.removeEventListener?.("abort", onAbort);
     abort.abort();
@@ -415,7 +419,13 @@ function forwardEvent(attempt, note) {
       call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });
       break;
     case "modelRetry":
-      // The native runtime retries a failed model request itself; the host sees why the turn waits.
+      attempt.modelRetries = (attempt.modelRetries ?? 0) + 1;
+      // The native runtime retries a failed model request itself; the host sees why the turn waits,
+      // live (onAgentEvent) and in its log.
+      attempt.logger.info?.(
+        `clawbridge: attempt ${attempt.attemptId}: the model request failed and is retried` +
+          `${event.attempt ? ` (retry ${event.attempt})` : ""}: ${event.message}`,
+      );
       call(p.onAgentEvent, {
         stream: "error",
         data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },

@@ -326,3 +326,25 @@ test("dispose stops the bridge; a later attempt (a newer registry) starts a new 
   assert.notEqual(env.plugin.runtime.supervisor.current.child.pid, child.pid);
   assertProtocolClean(env.protocol);
 });
+
+test("with a Codex backend: native retries reach onAgentEvent as they happen, and OpenClaw is told not to retry again", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "retryThenAnswer" }) });
+  t.after(env.cleanup);
+  const { params } = attemptParams();
+  const events = [];
+  params.onAgentEvent = (event) => events.push(event);
+  const result = await env.harness(CODEX).runAttempt(params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  const retries = events.filter((e) => e.stream === "error");
+  assert.deepEqual(
+    retries.map((e) => [e.data.reason, e.data.willRetry, e.data.attempt]),
+    [["model_retry", true, 1], ["model_retry", true, 2]],
+  );
+  assert.match(retries[1].data.message, /Reconnecting\.\.\. 2\/5.*scripted outage/);
+  const ended = events.findIndex((e) => e.stream === "lifecycle" && e.data.phase === "end");
+  assert.ok(events.indexOf(retries[1]) < ended, "progress, before the turn ended");
+  assert.equal(result.providerRetryMaxRetries, 0);
+  assert.match(env.logger.lines.join("\n"), /the model request failed and is retried \(retry 2\)/);
+});

@@ -44,7 +44,8 @@ function recordedTurn() {
 /**
  * Writes a launcher for the bridge's `CLAWBRIDGE_CODEX_BIN` into `dir` and returns its path.
  * `mode`: `"toolCall"` (the turn calls the dynamic tool `toolName` with `args`, then completes) or
- * `"untilInterrupted"` (the turn starts and only completes, as interrupted, on `turn/interrupt`).
+ * `"untilInterrupted"` (the turn starts and only completes, as interrupted, on `turn/interrupt`) or
+ * `"retryThenAnswer"` (two `error` notifications with `willRetry`, then the recorded answer).
  */
 export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { city: "Paris" } }) {
   const { answers, afterTurnStart } = recordedTurn();
@@ -90,6 +91,23 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
           params: { ...completed.params, turn: { ...completed.params.turn, items: [], status: "interrupted" } },
         },
       },
+    ];
+  } else if (mode === "retryThenAnswer") {
+    // Two transient errors as codex 0.169.0 words a dropped stream, then the recorded turn.
+    const retry = (n) => ({
+      method: "error",
+      params: {
+        error: { message: `Reconnecting... ${n}/5`, codexErrorInfo: { responseStreamDisconnected: {} }, additionalDetails: "scripted outage" },
+        willRetry: true,
+        threadId,
+        turnId: turn.id,
+      },
+    });
+    after["turn/start"] = [
+      { send: started },
+      { send: retry(1) },
+      { send: retry(2) },
+      ...afterTurnStart.filter((m) => m !== started).map((m) => ({ send: m })),
     ];
   } else {
     throw new Error(`unknown fake codex mode ${mode}`);
