@@ -35,6 +35,17 @@ fn use_model(config: &mut Value, model: &str, harness: &str) {
     config["models"]["providers"] = json!({});
 }
 
+/// The bridge's session bindings under `state_dir` (`serve/bindings/*.json`).
+fn bindings(state_dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(state_dir.join("serve/bindings"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok())
+        .collect()
+}
+
 /// Every file under `dir` that holds `needle`.
 fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -69,6 +80,7 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
         env.as_object_mut().unwrap().remove(name);
     }
     env["CLAWBRIDGE_LOG"] = json!("debug");
+    plugin_config(&mut config)["auth"] = json!({"clawbridge-claude": "host"});
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
@@ -76,8 +88,11 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
     let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
     assert_eq!(exec["ok"], true, "{}", describe());
     assert!(exec["final"].as_str().unwrap_or("").contains(CLAUDE_MARKER), "{}", describe());
-    // The harness ran it: the bridge bound the OpenClaw session to a clawbridge-claude session.
-    run.bound_native_session();
+    // The harness ran it: the bridge bound the OpenClaw session to a Claude session of that model.
+    let bound = bindings(&run.bridge_state);
+    assert_eq!(bound.len(), 1, "{bound:?}");
+    assert_eq!(bound[0]["model"], "claude-sonnet-4-6", "{bound:?}");
+    assert!(bound[0]["nativeSessionId"].as_str().is_some_and(|id| !id.is_empty()), "{bound:?}");
     // The CLI reached the route's endpoint with a key: the bridge's environment had neither.
     let requests = mock.model_requests();
     assert!(!requests.is_empty(), "{}", describe());
@@ -156,6 +171,7 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
     use_model(&mut config, "route/route-model", "clawbridge-codex");
     config["models"]["providers"]["route"] = route_provider(&mock.base_url());
     plugin_config(&mut config)["env"]["CLAWBRIDGE_LOG"] = json!("debug");
+    plugin_config(&mut config)["auth"] = json!({"clawbridge-codex": "host"});
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
@@ -186,6 +202,7 @@ async fn a_codex_whose_endpoint_fails_shows_retry_progress_and_a_failure_naming_
     let mut config = run.config();
     use_model(&mut config, "route/route-model", "clawbridge-codex");
     config["models"]["providers"]["route"] = route_provider(&mock.base_url());
+    plugin_config(&mut config)["auth"] = json!({"clawbridge-codex": "host"});
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
@@ -212,4 +229,80 @@ async fn a_codex_whose_endpoint_fails_shows_retry_progress_and_a_failure_naming_
     assert_eq!(mock.model_requests().len(), 6, "{}", describe());
     assert!(!stderr.contains("transient same-model retry"), "{}", describe());
     run.wait_until_gone().await;
+}
+
+/// The OpenClaw configuration block of README.md (between its `openclaw-config` markers).
+fn readme_config() -> String {
+    let readme = std::fs::read_to_string(clawbridge_fixtures::peers::repo_root().join("README.md")).unwrap();
+    let start = readme.find("<!-- openclaw-config:begin -->").expect("README marks its OpenClaw configuration");
+    let end = readme.find("<!-- openclaw-config:end -->").expect("and where it ends");
+    let block = &readme[start..end];
+    let body = block.split_once("```json\n").expect("a json block").1;
+    body.rsplit_once("```").expect("a closed block").0.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_configuration_copied_verbatim_runs_claude_codex_and_a_second_turn() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mut scenario = command_mock(false);
+    scenario["default"] = json!({"text": format!("Answered: {CLAUDE_MARKER}")});
+    let mock = start_mock(&scenario).await.unwrap();
+    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Claude(claude.clone()), &mock);
+
+    // Only the placeholders the README names, and the anthropic endpoint pointed at the mock.
+    let text = readme_config()
+        .replace("<clawbridge checkout>", &clawbridge_fixtures::peers::repo_root().display().to_string())
+        .replace("<clawbridge binary>", &bridge_bin().display().to_string())
+        .replace("<claude binary>", &claude.display().to_string())
+        .replace("<codex binary>", &codex.display().to_string())
+        .replace("<Anthropic API key>", ROUTE_KEY)
+        .replace("<OpenAI API key>", "sk-openai-unused")
+        .replace("https://api.anthropic.com", &mock.base_url());
+    assert!(!text.contains('<'), "a placeholder the test does not know: {text}");
+    let config: Value = serde_json::from_str(&text).expect("the README's configuration is JSON");
+    run.write_config(&config);
+    // Codex with auth "harness" uses its own login and config: here, ~/.codex pointing at the mock.
+    let codex_home = sandbox.home().join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(codex_home.join("config.toml"), clawbridge_fixtures::peers::codex::config_toml(&mock)).unwrap();
+    let _temp_root = TempRootGuard::snapshot();
+
+    // A Claude turn on the default model.
+    let first = run.exec("Say something.", &[]).await;
+    let describe = |exec: &Value| format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    assert_eq!(first["ok"], true, "{}", describe(&first));
+    assert!(first["final"].as_str().unwrap_or("").contains(CLAUDE_MARKER), "{}", describe(&first));
+    assert_eq!(first["provider"], "anthropic");
+    let session = first["sessionId"].as_str().expect("a session id").to_string();
+    let claude_requests = mock.model_requests().iter().filter(|r| r.route() == "/v1/messages").count();
+    assert!(claude_requests > 0, "{}", describe(&first));
+
+    // The next turn of that session, as the README says to run it.
+    let second = run.next_turn(&session, "Say something again.").await;
+    assert_eq!(second["meta"]["agentMeta"]["agentHarnessId"], "clawbridge-claude", "{second:#}");
+    assert_eq!(second["meta"]["agentMeta"]["sessionId"], session.as_str(), "{second:#}");
+
+    // A Codex turn on the other model of the same configuration.
+    let codex_turn = run.exec("Please run the live test command.", &["--model", OPENAI_MODEL]).await;
+    assert_eq!(codex_turn["ok"], true, "{}", describe(&codex_turn));
+    assert!(codex_turn["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe(&codex_turn));
+
+    // The bridge used the README's default state dir, and logged there.
+    let state = sandbox.home().join(".local/state/clawbridge");
+    assert!(state.join("logs/clawbridge.log").is_file(), "{}", state.display());
+    let mut models: Vec<String> =
+        bindings(&state).iter().filter_map(|b| b["model"].as_str().map(str::to_owned)).collect();
+    models.sort();
+    assert_eq!(models, ["claude-sonnet-4-6", "gpt-5.5"], "one bound session per harness");
+    assert_eq!(files_containing(&state, ROUTE_KEY), Vec::<PathBuf>::new());
+    let home = format!("HOME={}\0", sandbox.home().display());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !clawbridge_fixtures::peers::openclaw::processes_with_env(&home).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "processes outlived OpenClaw");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -192,10 +192,9 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
       const run = runParams(harnessId, attemptId, params, hostTools);
-      if (authMode === "host") {
-        const auth = await routeAuth(params);
-        if (auth) run.auth = auth;
-      }
+      // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
+      // credentials from the native runtime, so it never authenticates two ways.
+      if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
       response = await conn.client.request("attempt/run", run, {
         timeoutMs: deadline,
       });

@@ -109,7 +109,7 @@ impl VersionRange {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendInfo {
-    /// The backend id, e.g. `codex`, `claude`, `acp`, `demo`.
+    /// The backend id: `codex`, `claude` or `demo`.
     pub id: String,
     /// Whether the bridge found a usable binary that passed its version gate.
     pub available: bool,
