@@ -13,9 +13,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     allocator::tune();
     let cli = clawbridge::cli::Cli::parse();
-    let _logs = clawbridge::shell::init_logging(
-        "warn,clawbridge=info,clawbridge_bridge=info",
-        cli.log_state_dir().as_deref(),
-    );
+    let _logs =
+        clawbridge::shell::init_logging("warn,clawbridge=info,clawbridge_bridge=info", cli.log_state_dir().as_deref());
     clawbridge::shell::run_to_exit("clawbridge", clawbridge::cli::run(cli))
 }

@@ -152,7 +152,8 @@ fn route_provider(mock_url: &str) -> Value {
 fn codex_config_without_a_provider(sandbox: &Sandbox) {
     let path = sandbox.codex_home().join("config.toml");
     let own = std::fs::read_to_string(&path).unwrap();
-    let kept: Vec<&str> = own.lines().filter(|l| !l.starts_with("model_provider") && !l.starts_with("model =")).collect();
+    let kept: Vec<&str> =
+        own.lines().filter(|l| !l.starts_with("model_provider") && !l.starts_with("model =")).collect();
     let cut = kept.iter().position(|l| l.starts_with("[model_providers.")).unwrap_or(kept.len());
     let rest: Vec<&str> = kept[cut..].iter().copied().skip_while(|l| !l.starts_with("[analytics]")).collect();
     std::fs::write(&path, [&kept[..cut], &rest[..]].concat().join("\n")).unwrap();
@@ -212,7 +213,9 @@ async fn a_codex_whose_endpoint_fails_shows_retry_progress_and_a_failure_naming_
     let cwd = sandbox.work().display().to_string();
     let args = ["agent", "exec", "--config", &config_path, "--state-dir", &state, "--cwd", &cwd, "--json"];
     let (status, stdout, stderr) = run.output(&[&args[..], &["--timeout", "20", "Say hello."]].concat()).await;
-    let describe = || format!("{status}\nstdout:\n{stdout}\nstderr:\n{stderr}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    let describe = || {
+        format!("{status}\nstdout:\n{stdout}\nstderr:\n{stderr}\nmock saw:\n{}", describe_requests(&mock.requests()))
+    };
     assert!(!status.success(), "{}", describe());
     let exec = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).unwrap_or_default();
     assert_eq!(exec["ok"], false, "{}", describe());

@@ -74,7 +74,10 @@ mod tests {
         }
         let env = command.env.build(std::iter::empty());
         assert_eq!(env.get(std::ffi::OsStr::new(ROUTE_API_KEY_ENV)).map(|v| v.to_str()), Some(Some("sk-route-secret")));
-        assert_eq!(env.get(std::ffi::OsStr::new("CLAWBRIDGE_ROUTE_HEADER_0")).map(|v| v.to_str()), Some(Some("tenant \"a\"")));
+        assert_eq!(
+            env.get(std::ffi::OsStr::new("CLAWBRIDGE_ROUTE_HEADER_0")).map(|v| v.to_str()),
+            Some(Some("tenant \"a\""))
+        );
     }
 
     #[test]

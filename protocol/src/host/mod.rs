@@ -29,7 +29,8 @@ pub mod transcript;
 mod tests;
 
 pub use attempt::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, RouteAuth, CancelStatus, ImageInput,
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, CancelStatus, ImageInput,
+    RouteAuth,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
