@@ -107,7 +107,7 @@ mod tests {
         }
         assert!(!numbered(3).exists(), "only two rotated files are kept");
         assert!(read(&path).contains("line 19"), "the newest line is in the current file");
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
     }
 }
