@@ -265,6 +265,10 @@ impl View {
                 let exit = finish.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default();
                 let _ = writeln!(out, "{mark} {} {}{exit}", finish.call.tool_name, finish.outcome.describe());
             }
+            Event::ModelRetry { message, .. } => {
+                self.end_line(&mut out);
+                let _ = writeln!(out, "… retrying the model request: {message}");
+            }
             Event::TurnTerminal(_) => self.end_line(&mut out),
             _ => {}
         }

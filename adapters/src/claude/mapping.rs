@@ -185,6 +185,8 @@ pub struct TurnMapper {
     terminated: bool,
     /// The resume handle, from `system/init` or the `result`.
     session_id: Option<String>,
+    /// The last `system/api_retry`, described: what a turn abandoned meanwhile was waiting on.
+    last_retry: Option<String>,
     /// We asked the CLI to interrupt this turn, so an error result means aborted.
     interrupt_requested: bool,
     /// Tool calls started and not yet finished, in start order (so synthesized terminals come out in a
@@ -235,6 +237,7 @@ impl TurnMapper {
             streamed_index: HashMap::new(),
             assistant_final_seen: false,
             anonymous: 0,
+            last_retry: None,
         }
     }
 
@@ -308,6 +311,10 @@ impl TurnMapper {
             return out;
         }
         self.finalize_streamed(&mut out);
+        let message = match &self.last_retry {
+            Some(last) => format!("{message}; the model request was being retried: {last}"),
+            None => message,
+        };
         let outcome = ToolOutcome::abandoned(kind, &message);
         self.close_open_tools(&outcome, &mut out);
         self.terminate(kind, Some(message), &mut out);
@@ -350,6 +357,7 @@ impl TurnMapper {
             }
             SystemMessage::ApiRetry(retry) => {
                 let message = describe_retry(retry);
+                self.last_retry = Some(message.clone());
                 self.push(out, Event::ModelRetry { message, attempt: retry.attempt });
             }
             _ => {}
