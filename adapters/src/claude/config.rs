@@ -21,7 +21,7 @@ impl Secret {
     }
 
     /// The value, for the child's environment only.
-    fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }

@@ -718,7 +718,9 @@ fn an_api_retry_is_progress_that_names_the_failure() {
     let ended = mapper.abandon(TerminalKind::Timeout, "no progress from claude for 300s".into());
     assert_eq!(
         terminal(&ended).message.as_deref(),
-        Some("no progress from claude for 300s; the model request was being retried: API error 500 (server_error); retry 2 of 10 in 1200 ms")
+        Some(
+            "no progress from claude for 300s; the model request was being retried: API error 500 (server_error); retry 2 of 10 in 1200 ms"
+        )
     );
     let silent = line(json!({"type": "system", "subtype": "api_retry", "error_status": null}));
     let (_, events) = run(&[init(), silent]);

@@ -6,6 +6,7 @@
 use clawbridge_protocol::host::RouteAuth;
 
 use super::config::CodexConfig;
+use crate::claude::Secret;
 
 /// The model provider id the overrides define; `model_provider` selects it.
 pub const ROUTE_PROVIDER_ID: &str = "openclaw";
@@ -28,14 +29,14 @@ pub fn apply(config: &mut CodexConfig, auth: &RouteAuth) {
     }
     if let Some(key) = auth.api_key.as_deref().filter(|k| !k.is_empty()) {
         overrides.push(format!("{provider}.env_key={}", toml_string(ROUTE_API_KEY_ENV)));
-        config.env.set.push((ROUTE_API_KEY_ENV.into(), key.into()));
+        config.secret_env.push((ROUTE_API_KEY_ENV.into(), Secret::new(key)));
     }
     if !auth.headers.is_empty() {
         let mut table = Vec::new();
         for (index, (name, value)) in auth.headers.iter().enumerate() {
             let variable = format!("{ROUTE_HEADER_ENV_PREFIX}{index}");
             table.push(format!("{} = {}", toml_string(name), toml_string(&variable)));
-            config.env.set.push((variable.into(), value.into()));
+            config.secret_env.push((variable, Secret::new(value.as_str())));
         }
         overrides.push(format!("{provider}.env_http_headers={{ {} }}", table.join(", ")));
     }
@@ -59,6 +60,7 @@ mod tests {
             headers: [("X-Tenant".to_string(), "tenant \"a\"".to_string())].into(),
         };
         apply(&mut config, &auth);
+        assert!(!format!("{config:?}").contains("sk-route-secret"), "no Debug of the config shows the key");
         let command = config.command();
         let args: Vec<String> = command.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let joined = args.join(" ");
@@ -85,6 +87,6 @@ mod tests {
         let mut config = CodexConfig::new("codex");
         apply(&mut config, &RouteAuth::default());
         assert!(config.config_overrides.iter().all(|o| !o.contains("env_key") && !o.contains("base_url")));
-        assert!(config.env.set.is_empty());
+        assert!(config.env.set.is_empty() && config.secret_env.is_empty());
     }
 }

@@ -6,6 +6,7 @@ use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPol
 use clawbridge_protocol::codex::version::VersionPolicy;
 
 use super::retry::OverloadRetry;
+use crate::claude::Secret;
 
 /// How to launch `codex app-server` and the policies of a session with it.
 #[derive(Clone, Debug)]
@@ -21,6 +22,9 @@ pub struct CodexConfig {
     pub codex_home: Option<PathBuf>,
     /// The child's environment policy (`CODEX_HOME` is added to it).
     pub env: EnvPolicy,
+    /// Credentials for the child's environment only (the route's key and headers under host auth);
+    /// kept apart from `env` so no `Debug` of this config shows them.
+    pub secret_env: Vec<(String, Secret)>,
     /// The child's working directory.
     pub cwd: Option<PathBuf>,
     /// Which server versions are accepted.
@@ -59,6 +63,7 @@ impl CodexConfig {
             config_overrides: Vec::new(),
             codex_home: None,
             env: EnvPolicy::default(),
+            secret_env: Vec::new(),
             cwd: None,
             version_policy: VersionPolicy::default(),
             client_name: "clawbridge".into(),
@@ -104,6 +109,9 @@ impl CodexConfig {
             env.set.push(("CODEX_HOME".into(), home.clone().into_os_string()));
         }
         env.set.push(("NO_COLOR".into(), "1".into()));
+        for (name, value) in &self.secret_env {
+            env.set.push((name.into(), value.expose().into()));
+        }
         CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env }
     }
 }
