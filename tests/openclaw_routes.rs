@@ -79,7 +79,7 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
     for name in ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"] {
         env.as_object_mut().unwrap().remove(name);
     }
-    env["CLAWBRIDGE_LOG"] = json!("debug");
+    env["CLAWBRIDGE_LOG"] = json!("trace");
     plugin_config(&mut config)["auth"] = json!({"clawbridge-claude": "host"});
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
@@ -98,7 +98,8 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
     assert!(!requests.is_empty(), "{}", describe());
     assert!(requests.iter().all(|r| r.headers.contains_key("x-api-key")), "{}", describe());
     // The key travelled, and stayed out of every file of the bridge's state dir (its log included).
-    assert!(run.bridge_state.join("logs/clawbridge.log").is_file());
+    let log = std::fs::read_to_string(run.bridge_state.join("logs/clawbridge.log")).expect("the bridge's log file");
+    assert!(log.contains("host connected") && log.contains("DEBUG"), "the log file holds the verbose log: {log}");
     assert_eq!(files_containing(&run.bridge_state, ROUTE_KEY), Vec::<PathBuf>::new());
     run.wait_until_gone().await;
 }
@@ -171,7 +172,7 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
     let mut config = run.config();
     use_model(&mut config, "route/route-model", "clawbridge-codex");
     config["models"]["providers"]["route"] = route_provider(&mock.base_url());
-    plugin_config(&mut config)["env"]["CLAWBRIDGE_LOG"] = json!("debug");
+    plugin_config(&mut config)["env"]["CLAWBRIDGE_LOG"] = json!("trace");
     plugin_config(&mut config)["auth"] = json!({"clawbridge-codex": "host"});
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
