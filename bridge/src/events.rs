@@ -6,7 +6,7 @@
 //! bounded accumulation of tool output.
 
 pub use clawbridge_protocol::event::{
-    CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish,
+    CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalCause, TerminalKind, ToolCall, ToolFinish,
     ToolOutcome, TurnTerminal, Usage,
 };
 

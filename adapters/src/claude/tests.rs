@@ -83,7 +83,7 @@ fn plain_text_turn_with_usage_in_the_normalized_convention() {
             Event::AssistantFinal { item_id: "msg_1:0".into(), text: "Hello".into() },
             // Input counts every prompt token: 100 uncached + 5 written + 30 read.
             Event::Usage(Usage { input_tokens: 135, output_tokens: 20, cached_input_tokens: 30, reasoning_tokens: 7 }),
-            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
         ]
     );
     assert!(mapper.is_complete());
@@ -419,7 +419,7 @@ fn abandon_closes_open_tools_then_the_turn() {
     assert!(f.execution_started);
     assert_eq!(
         terminal(&events),
-        &TurnTerminal { kind: TerminalKind::Timeout, message: Some("no result in time".into()) }
+        &TurnTerminal { kind: TerminalKind::Timeout, message: Some("no result in time".into()), cause: None }
     );
     // A mapper that saw nothing still yields a well-formed turn.
     let events = TurnMapper::new(TURN).abandon(TerminalKind::Failed, "spawn failed".into());
