@@ -7,6 +7,8 @@ import { appendTranscript, decideApproval, executeTool, observeToolTerminal } fr
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
+import { assertActive, hostCapabilityProblem, runAgentEnd } from "./effects.js";
+import { AttemptFacts, observeEvent } from "./facts.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -63,7 +65,12 @@ export function createRuntime(options) {
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
-        return appendTranscript(attempt, params, options.appendTranscriptMessage);
+        return appendTranscript(attempt, params, {
+          appendMessage: options.appendTranscriptMessage,
+          appendMessages: options.sdk?.appendSessionTranscriptMessagesByIdentity,
+          publishUpdate: options.sdk?.publishSessionTranscriptUpdateByIdentity,
+          beforeMessageWrite: options.sdk?.runAgentHarnessBeforeMessageWriteHook,
+        });
       case "host/userInput/request":
         // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
         // should never ask; if it does, "no answer" is the safe reply.
@@ -119,15 +126,51 @@ export function createHarness(runtime, id) {
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) => runAttempt(runtime, id, params),
     reset: (params) => reset(runtime, params),
-    dispose: () => runtime.supervisor.dispose(),
+    // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
+    // registered it, which a one-shot CLI has already retired by then, so every run logged
+    // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
+    // The bridge stops itself when OpenClaw's process ends (its stdin closes, docs/host-protocol.md
+    // `shutdown`), and the plugin's own dispose() stops it on unload.
   };
 }
 
 async function runAttempt(runtime, harnessId, params) {
+  const problem = hostCapabilityProblem(params.hostCapabilities);
+  if (problem) throw preflightError(runtime, harnessId, problem);
+  // A run the host already retired must not start native work.
+  assertActive(params.hostCapabilities);
+  const startedAt = Date.now();
+  const sdk = runtime.options.sdk ?? {};
+  let finished;
+  try {
+    finished = await runAttemptOnBridge(runtime, harnessId, params);
+    return finished;
+  } finally {
+    const result = finished;
+    runAgentEnd(
+      sdk,
+      params,
+      {
+        messages: result?.messagesSnapshot ?? [],
+        success: result?.terminal?.kind === "ok",
+        ...(result && result.terminal.kind !== "ok" ? { error: terminalError(result.terminal) } : {}),
+        ...(result ? {} : { error: "the attempt did not produce a result" }),
+        durationMs: Date.now() - startedAt,
+        harnessId,
+      },
+      runtime.logger,
+    );
+  }
+}
+
+async function runAttemptOnBridge(runtime, harnessId, params) {
   const { supervisor, attempts, logger } = runtime;
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
+  const facts = new AttemptFacts(params.hostCapabilities);
   const attempt = {
+    facts,
+    hostToolRuns: facts.hostToolRuns,
     attemptId,
     params,
     logger,
@@ -153,7 +196,7 @@ async function runAttempt(runtime, harnessId, params) {
           terminal: { kind: "aborted", message: "aborted before the attempt started" },
           replay: { hadPotentialSideEffects: false, replaySafe: true },
         },
-        { params, harnessId, externallyAborted: true, mirrored: [] },
+        { params, harnessId, externallyAborted: true, mirrored: [], sdk: runtime.options.sdk },
       );
     }
     let settled = false;
@@ -189,6 +232,11 @@ async function runAttempt(runtime, harnessId, params) {
       externallyAborted: attempt.externallyAborted === true,
       mirrored: attempt.mirrored,
       lastToolError: attempt.lastToolError,
+      reasoningText: facts.reasoningText,
+      planText: facts.planText,
+      toolArguments: facts.toolArguments,
+      hostToolRuns: facts.hostToolRuns.runs,
+      sdk: runtime.options.sdk,
     });
   } finally {
     params.abortSignal?.removeEventListener?.("abort", onAbort);
@@ -291,6 +339,22 @@ async function cancelUntilSeen(conn, attemptId, reason, settled, logger) {
   }
 }
 
+/** A refusal before anything ran, as the host's preflight error when the SDK lends it. */
+function preflightError(runtime, harnessId, problem) {
+  const message = `clawbridge ${harnessId}: ${problem}`;
+  if (runtime.options.PreflightError) {
+    return new runtime.options.PreflightError(message, { scope: "harness", userMessage: `This OpenClaw is not supported by clawbridge: ${problem}.` });
+  }
+  return new Error(message);
+}
+
+/** The agent_end hook's error text for a terminal that did not end well. */
+function terminalError(terminal) {
+  const error = terminal.kind === "failed" ? terminal.error : terminal.failure?.error;
+  if (error instanceof Error) return error.message;
+  return typeof error === "string" ? error : `the attempt ended ${terminal.kind}`;
+}
+
 /** An `attempt/run` that got no result: a clear error naming the harness and the attempt. */
 function toAttemptError(runtime, harnessId, attemptId, error) {
   if (error instanceof RpcRemoteError) {
@@ -335,6 +399,7 @@ async function reset(runtime, params) {
 function forwardEvent(attempt, note) {
   const event = note?.event;
   if (!event || typeof event.type !== "string") return;
+  if (attempt.facts) observeEvent(attempt.facts, event, attempt.logger);
   const p = attempt.params;
   const call = (fn, payload) => {
     try {
@@ -381,7 +446,10 @@ function forwardEvent(attempt, note) {
       });
       break;
     case "usage":
-      call(p.onAgentEvent, { stream: "usage", data: { ...event } });
+      // With reportOutputTokens the host publishes the usage event itself (never a second one).
+      if (typeof p.hostCapabilities?.reportOutputTokens !== "function") {
+        call(p.onAgentEvent, { stream: "usage", data: { ...event } });
+      }
       break;
     case "turnStarted":
       call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });

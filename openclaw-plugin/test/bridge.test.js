@@ -64,7 +64,8 @@ test("a demo attempt runs end to end through the real bridge", async (t) => {
   const toolResult = rows.find((r) => r.message.role === "toolResult");
   assert.equal(call.message.content.find((b) => b.type === "toolCall").id, toolResult.message.toolCallId);
   assert.ok(env.transcript.calls.every((c) => c.storePath === params.sessionTarget.storePath && c.agentId === "main"));
-  assert.deepEqual(result.messagesSnapshot.map((m) => m.idempotencyKey), rows.map((r) => r.message.idempotencyKey));
+  assert.deepEqual(result.messagesSnapshot[0], { role: "user", content: params.prompt, timestamp: result.messagesSnapshot[0].timestamp }, "the snapshot starts with the prompt");
+  assert.deepEqual(result.messagesSnapshot.slice(1).map((m) => m.idempotencyKey), rows.map((r) => r.message.idempotencyKey));
 
   // Progress reached the callbacks.
   const streams = new Set(events.map((e) => e.stream));
@@ -230,7 +231,9 @@ test("an attempt aborted before it starts never reaches the bridge", async (t) =
   controller.abort("too late");
   const { params } = attemptParams({ abortSignal: controller.signal });
   const result = await env.harness(DEMO).runAttempt(params);
-  assert.deepEqual(result.terminal, { kind: "aborted", source: "external", failure: "aborted before the attempt started" });
+  assert.equal(result.terminal.kind, "aborted");
+  assert.equal(result.terminal.source, "external");
+  assert.equal(result.terminal.failure.error.message, "aborted before the attempt started");
   assert.equal(result.replayMetadata.replaySafe, true);
   assert.equal(env.protocol.counts["attempt/run"], undefined);
 });
@@ -304,7 +307,10 @@ test("with a Codex backend: an attempt past its budget ends as a timeout", async
   const result = await env.harness(CODEX).runAttempt(params);
   assert.equal(result.terminal.kind, "timeout", JSON.stringify(result.terminal));
   assert.equal(result.terminal.source, "run_budget");
-  assert.match(result.terminal.failure, /1500 ms/);
+  assert.equal(result.terminal.phase, "prompt");
+  assert.equal(result.terminal.failure.source, "prompt");
+  assert.equal(result.terminal.failure.error.code, "runBudget", "the bridge named the budget as the cause");
+  assert.match(result.terminal.failure.error.message, /1500 ms/);
   assertProtocolClean(env.protocol);
 });
 
@@ -313,7 +319,7 @@ test("dispose stops the bridge; a later attempt (a newer registry) starts a new 
   t.after(env.cleanup);
   await env.harness(DEMO).runAttempt(attemptParams().params);
   const child = env.plugin.runtime.supervisor.current.child;
-  await env.harness(DEMO).dispose();
+  await env.plugin.dispose();
   assert.ok(child.exitCode !== null || child.signalCode !== null, "the bridge exited");
   assert.equal(child.exitCode, 0, "after shutdown, not killed");
   assert.equal(env.protocol.counts.shutdown, 1);
