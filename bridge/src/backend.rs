@@ -144,6 +144,9 @@ pub struct OpenSettings {
     pub tool_timeout: Option<Duration>,
     /// How long an interrupted turn gets to confirm; the backend's default when `None`.
     pub interrupt_grace: Option<Duration>,
+    /// How long a turn may go without progress before the idle watchdog ends it; the backend's
+    /// default when `None`.
+    pub turn_idle_timeout: Option<Duration>,
 }
 
 impl OpenSettings {
@@ -156,6 +159,15 @@ impl OpenSettings {
             if let Some(value) = set {
                 *deadline = value;
             }
+        }
+    }
+}
+
+impl OpenSettings {
+    /// Overrides a backend's idle limit with the one these settings set, if any.
+    pub fn apply_idle_timeout(&self, idle: &mut Duration) {
+        if let Some(value) = self.turn_idle_timeout {
+            *idle = value;
         }
     }
 }

@@ -71,6 +71,12 @@ pub enum Event {
     Usage(Usage),
     /// The turn ended; nothing follows for this turn (the `attempt/run` result comes next).
     TurnTerminal(TurnTerminal),
+    /// The native runtime named the model that serves the turn (Codex's thread answer, Claude's
+    /// `system/init` or an assistant message); transcript rows name it from then on.
+    ModelInUse {
+        /// The model id as the native runtime reports it.
+        model: String,
+    },
     /// An event type this build does not know (sent by a newer bridge); readers skip it.
     // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
     #[serde(other)]

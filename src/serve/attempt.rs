@@ -30,6 +30,8 @@ use super::hooks::{HostApprover, HostObserver, HostToolsClient, HostUserInput};
 const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an interrupted turn gets to confirm under `serve`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// The environment variable that sets the turn idle limit under `serve`.
+pub const TURN_IDLE_TIMEOUT_ENV: &str = "CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS";
 
 /// Everything one attempt needs.
 pub struct AttemptJob {
@@ -112,6 +114,21 @@ pub fn open_settings(
         approval_timeout: Some(super::hooks::APPROVAL_TIMEOUT),
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
+        turn_idle_timeout: turn_idle_timeout(),
+    }
+}
+
+/// `CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS`: how long a turn may go without progress before the bridge's
+/// watchdog ends it (a `timeout` whose cause is `idleTimeout`); each backend's default otherwise.
+/// An unreadable or zero value is ignored, with a warning.
+fn turn_idle_timeout() -> Option<Duration> {
+    let raw = std::env::var(TURN_IDLE_TIMEOUT_ENV).ok()?;
+    match raw.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+        _ => {
+            tracing::warn!(value = %raw, "{TURN_IDLE_TIMEOUT_ENV} is not a positive number of milliseconds; ignored");
+            None
+        }
     }
 }
 

@@ -78,6 +78,7 @@ impl ClaudeBackend {
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
         let auth_profile = config.inherit_cli_environment();
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
+        settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
         (config, auth_profile)

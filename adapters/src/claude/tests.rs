@@ -699,3 +699,29 @@ fn drifted_fields_never_panic() {
     }
     eprintln!("{variants} drifted lines mapped");
 }
+
+#[test]
+fn the_model_the_cli_names_is_reported_once_per_change() {
+    let init_with_model = line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}));
+    let named = |model: &str, id: &str| {
+        line(json!({"type": "assistant", "session_id": "s-1",
+                    "message": {"id": id, "model": model, "role": "assistant", "content": [text("hi")]}}))
+    };
+    let (_, events) = run(&[
+        init_with_model.clone(),
+        init_with_model,
+        named("claude-sonnet-4-5", "m1"),
+        named("<synthetic>", "m2"),
+        named("claude-opus-4-1", "m3"),
+        result("success", false, json!({})),
+    ]);
+    let models: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelInUse { model } => Some(model.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(models, ["claude-sonnet-4-5", "claude-opus-4-1"], "{events:#?}");
+    assert!(matches!(events[0], Event::TurnStarted { .. }), "the turn is announced first: {events:#?}");
+}

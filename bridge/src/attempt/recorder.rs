@@ -73,7 +73,7 @@ impl AttemptRecorder {
                     self.terminal = Some(terminal.clone());
                 }
             }
-            Event::TurnStarted { .. } | Event::ToolOutputDelta { .. } | Event::Unknown => {}
+            Event::TurnStarted { .. } | Event::ToolOutputDelta { .. } | Event::ModelInUse { .. } | Event::Unknown => {}
         }
         None
     }

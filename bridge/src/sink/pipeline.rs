@@ -132,7 +132,13 @@ impl Processor {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
             }
-            let Some(spec) = &self.spec else { continue };
+            let Some(spec) = self.spec.as_mut() else { continue };
+            if let Event::ModelInUse { model } = &event {
+                // A mirror that starts later names it too.
+                if !model.trim().is_empty() {
+                    spec.label.model.clone_from(model);
+                }
+            }
             let mut messages = Vec::new();
             if let Event::TurnStarted { turn_id } = &event {
                 if self.mirror.is_none() {

@@ -337,3 +337,25 @@ impl TranscriptMirror {
         copy.finish(&TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }).remove(0)
     }
 }
+
+#[test]
+fn rows_name_the_model_the_native_runtime_reported() {
+    let mut mirror = TranscriptMirror::new("clawbridge:run-1", "tu-1", ModelLabel { model: String::new(), ..model() });
+    let mut rows = Vec::new();
+    for event in [
+        Event::TurnStarted { turn_id: "tu-1".into() },
+        Event::ModelInUse { model: "gpt-5-codex".into() },
+        Event::ModelInUse { model: "  ".into() },
+        Event::AssistantFinal { item_id: "m1".into(), text: "Done.".into() },
+        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
+    ] {
+        rows.extend(mirror.on_event(&event));
+    }
+    let json = serde_json::to_value(&rows).unwrap();
+    let assistant: Vec<&Value> = json.as_array().unwrap().iter().filter(|r| r["role"] == "assistant").collect();
+    assert!(!assistant.is_empty(), "{json:#}");
+    for row in assistant {
+        assert_eq!(row["model"], "gpt-5-codex", "a blank name changes nothing: {row:#}");
+        assert_eq!((&row["api"], &row["provider"]), (&json!("openai-completions"), &json!("mock")));
+    }
+}
