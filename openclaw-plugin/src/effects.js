@@ -79,6 +79,8 @@ export class OutputTokenReporter {
  */
 export function runAgentEnd(sdk, params, outcome, logger) {
   if (typeof sdk.runAgentEndSideEffects !== "function") return;
+  // The embedded runtime skips agent_end for a detached run and for settled-turn finalization.
+  if (params.sessionPersistence === "detached" || params.operation === "settled-tool-finalization") return;
   try {
     const ctx = {
       ...(typeof params.runId === "string" ? { runId: params.runId } : {}),

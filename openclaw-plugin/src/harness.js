@@ -141,26 +141,38 @@ async function runAttempt(runtime, harnessId, params) {
   assertActive(params.hostCapabilities);
   const startedAt = Date.now();
   const sdk = runtime.options.sdk ?? {};
-  let finished;
+  /** @type {{result?: any, error?: any}} */
+  const ended = {};
   try {
-    finished = await runAttemptOnBridge(runtime, harnessId, params);
-    return finished;
+    ended.result = await runAttemptOnBridge(runtime, harnessId, params);
+    return ended.result;
+  } catch (error) {
+    ended.error = error;
+    throw error;
   } finally {
-    const result = finished;
-    runAgentEnd(
-      sdk,
-      params,
-      {
-        messages: result?.messagesSnapshot ?? [],
-        success: result?.terminal?.kind === "ok",
-        ...(result && result.terminal.kind !== "ok" ? { error: terminalError(result.terminal) } : {}),
-        ...(result ? {} : { error: "the attempt did not produce a result" }),
-        durationMs: Date.now() - startedAt,
-        harnessId,
-      },
-      runtime.logger,
-    );
+    // As the embedded runtime does: after every attempt that ran, success or not; not for one
+    // refused before it started (a preflight error), which ran nothing.
+    const refused = runtime.options.PreflightError && ended.error instanceof runtime.options.PreflightError;
+    if (!refused) runAgentEnd(sdk, params, agentEndOutcome(ended, Date.now() - startedAt, harnessId), runtime.logger);
   }
+}
+
+/** The agent_end outcome of an attempt: `success` unless it failed, timed out or was aborted. */
+function agentEndOutcome(ended, durationMs, harnessId) {
+  const terminal = ended.result?.terminal;
+  const error =
+    ended.error !== undefined
+      ? String(ended.error?.message ?? ended.error)
+      : terminal?.kind === "failed"
+        ? terminalError(terminal)
+        : undefined;
+  return {
+    messages: ended.result?.messagesSnapshot ?? [],
+    success: terminal?.kind === "ok",
+    ...(error ? { error } : {}),
+    durationMs,
+    harnessId,
+  };
 }
 
 async function runAttemptOnBridge(runtime, harnessId, params) {

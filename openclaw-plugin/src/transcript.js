@@ -45,6 +45,12 @@ export async function appendTranscriptGroup(attempt, params, api) {
   }
   const p = attempt.params;
   const target = targetOf(p);
+  // A durable write: a run the host has retired (superseded, closed) must not add rows.
+  try {
+    if (typeof p.hostCapabilities?.assertActive === "function") p.hostCapabilities.assertActive();
+  } catch (error) {
+    throw new RpcReplyError(ErrorCodes.capabilityUnavailable, `the OpenClaw run is no longer active: ${error instanceof Error ? error.message : error}`);
+  }
   // The hook sees each row as it will be written; a blocked row is left out of the group.
   const written = messages.map((message) => ({ message, hooked: beforeWrite(api, target, message) }));
   const kept = written.filter((w) => w.hooked !== null);

@@ -328,3 +328,43 @@ test("dispose stops the bridge; a later attempt (a newer registry) starts a new 
   assert.notEqual(env.plugin.runtime.supervisor.current.child.pid, child.pid);
   assertProtocolClean(env.protocol);
 });
+
+test("end effects through the real bridge: output tokens, agent_end after success and refusal, the version check", async (t) => {
+  const agentEnds = [];
+  const env = pluginUnderTest({ deps: { sdk: { runAgentEndSideEffects: (p) => agentEnds.push(p) } } });
+  t.after(env.cleanup);
+  const reports = [];
+  const host = { ...fakeHost(), reportOutputTokens: (n) => reports.push(n) };
+  const { params, events } = attemptParams({ host });
+  const result = await env.harness(DEMO).runAttempt(params);
+  assert.equal(result.terminal.kind, "ok");
+  assert.ok(reports.length >= 1 && reports.every((n) => Number.isInteger(n) && n > 0), JSON.stringify(reports));
+  assert.equal(reports.reduce((a, b) => a + b, 0), result.attemptUsage.output, "the reports add up to the turn's output");
+  assert.ok(!events.some((e) => e.stream === "usage"), "the host publishes usage itself: no second usage event");
+  assert.equal(agentEnds.length, 1);
+  assert.equal(agentEnds[0].event.success, true);
+  assert.equal(agentEnds[0].event.messages[0].role, "user", "agent_end sees the turn's messages, prompt first");
+
+  // An unsupported capability version is refused before anything runs (so no agent_end: the
+  // embedded runtime runs it only for attempts that ran).
+  const newer = attemptParams({ host: { ...fakeHost(), version: 2 } });
+  await assert.rejects(env.harness(DEMO).runAttempt(newer.params), /capability is version 2; clawbridge supports version 1/);
+  assert.equal(agentEnds.length, 1);
+
+  // An attempt that ran and failed gets its agent_end with success false.
+  const aborted = new AbortController();
+  aborted.abort("stop");
+  const stopped = attemptParams({ abortSignal: aborted.signal });
+  const stoppedResult = await env.harness(DEMO).runAttempt(stopped.params);
+  assert.equal(stoppedResult.terminal.kind, "aborted");
+  assert.equal(agentEnds.length, 2);
+  assert.equal(agentEnds[1].event.success, false);
+  assert.equal(agentEnds[1].event.error, undefined, "an abort is no error (as the embedded runtime reports it)");
+
+  // A run the host already retired starts nothing.
+  const retired = attemptParams({ host: { ...fakeHost(), assertActive: () => { throw new Error("run superseded"); } } });
+  const appendsBefore = env.transcript.calls.length;
+  await assert.rejects(env.harness(DEMO).runAttempt(retired.params), /run superseded/);
+  assert.equal(env.transcript.calls.length, appendsBefore, "no row was written");
+  assertProtocolClean(env.protocol);
+});

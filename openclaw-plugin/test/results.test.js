@@ -115,6 +115,8 @@ test("agent-end side effects get the run's messages and outcome, and a failure n
   assert.deepEqual(calls[0].event, { runId: "r1", messages: [{ role: "user" }], success: false, error: "boom", durationMs: 5 });
   assert.equal(calls[0].ctx.sessionKey, "k");
   assert.equal(calls[0].ctx.modelId, "m");
+  runAgentEnd({ runAgentEndSideEffects: (p) => calls.push(p) }, { ...params, sessionPersistence: "detached" }, { messages: [], success: true, durationMs: 1, harnessId: "h" });
+  assert.equal(calls.length, 1, "a detached run gets no agent_end, as in the embedded runtime");
   const warnings = [];
   runAgentEnd({ runAgentEndSideEffects: () => { throw new Error("hook crashed"); } }, params, { messages: [], success: true, durationMs: 1, harnessId: "h" }, { warn: (t) => warnings.push(t) });
   assert.match(warnings[0], /hook crashed/);
@@ -179,6 +181,10 @@ test("a transcript group goes through the hook, is appended atomically, then pub
   assert.deepEqual(again.entries.map((e) => e.appended), [false, false], "a healed group duplicates nothing");
   assert.equal(published.length, 1, "published once, for the group that added rows");
   assert.deepEqual(published[0].update, { messageId: "id-clawbridge:r:t:tool:c:result" });
+
+  const retired = { ...attempt, params: { ...attempt.params, hostCapabilities: { assertActive: () => { throw new Error("superseded"); } } } };
+  await assert.rejects(appendTranscriptGroup(retired, { messages }, api), (e) => /no longer active: superseded/.test(e.message));
+  assert.equal(groups.length, 2, "a retired run writes nothing");
 
   const blocking = { ...api, beforeMessageWrite: () => null };
   const blocked = await appendTranscriptGroup({ ...attempt, mirrored: [] }, { messages: [messages[0]] }, blocking);

@@ -426,8 +426,12 @@ mod tests {
 
         let delta = serde_json::to_value(Event::AssistantDelta { item_id: "m1".into(), delta: "Hi".into() }).unwrap();
         assert_eq!(delta, json!({"type": "assistantDelta", "itemId": "m1", "delta": "Hi"}));
-        let end =
-            serde_json::to_value(Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None })).unwrap();
+        let end = serde_json::to_value(Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Ok,
+            message: None,
+            cause: None,
+        }))
+        .unwrap();
         assert_eq!(end, json!({"type": "turnTerminal", "kind": "ok"}));
     }
 

@@ -350,11 +350,8 @@ fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option
 fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     // The backend failed the turn itself (a request it refused), not a crash the driver saw.
-    let terminal = TurnTerminal {
-        kind: TerminalKind::Failed,
-        message: Some(message),
-        cause: Some(TerminalCause::BackendError),
-    };
+    let terminal =
+        TurnTerminal { kind: TerminalKind::Failed, message: Some(message), cause: Some(TerminalCause::BackendError) };
     recorder.record(&Event::TurnTerminal(terminal));
     recorder.finish(native.map(str::to_string))
 }

@@ -702,7 +702,8 @@ fn drifted_fields_never_panic() {
 
 #[test]
 fn the_model_the_cli_names_is_reported_once_per_change() {
-    let init_with_model = line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}));
+    let init_with_model =
+        line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}));
     let named = |model: &str, id: &str| {
         line(json!({"type": "assistant", "session_id": "s-1",
                     "message": {"id": id, "model": model, "role": "assistant", "content": [text("hi")]}}))

@@ -340,9 +340,12 @@ impl CodexSession {
             ..ThreadResumeParams::new(thread_id)
         };
         match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
-            Ok(response) => {
-                Ok(ThreadReady { thread_id: response.thread.id, resumed: true, resume_failure: None, model: response.model })
-            }
+            Ok(response) => Ok(ThreadReady {
+                thread_id: response.thread.id,
+                resumed: true,
+                resume_failure: None,
+                model: response.model,
+            }),
             Err(error) => {
                 tracing::warn!(%thread_id, %error, "could not resume the codex thread; starting a new one");
                 let mut ready = self.start_thread(options).await?;

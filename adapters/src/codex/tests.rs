@@ -521,7 +521,11 @@ fn abandon_closes_open_tools_then_the_turn() {
     let mut mapper = TurnMapper::new(TH);
     assert_eq!(
         mapper.abandon(TerminalKind::Failed, "spawn failed".into()),
-        [Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some("spawn failed".into()), cause: None })]
+        [Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Failed,
+            message: Some("spawn failed".into()),
+            cause: None
+        })]
     );
 }
 

@@ -101,7 +101,13 @@ async fn each_way_a_turn_ends_has_its_own_cause() {
             TerminalKind::Failed,
             TerminalCause::Native,
         ),
-        ("nothing happens for the idle limit", Scripted::new(Vec::new(), None), false, TerminalKind::Timeout, TerminalCause::IdleTimeout),
+        (
+            "nothing happens for the idle limit",
+            Scripted::new(Vec::new(), None),
+            false,
+            TerminalKind::Timeout,
+            TerminalCause::IdleTimeout,
+        ),
         (
             "the process goes away mid-turn",
             Scripted::new(vec![Step::Ended(vec![terminal(TerminalKind::Failed)])], None),

@@ -247,7 +247,10 @@ mod tests {
 
         let mut planned = AttemptRecorder::new();
         planned.record(&Event::ReasoningFinal { item_id: "r".into(), text: "hmm".into(), signature: None });
-        planned.record(&Event::Plan(crate::events::Plan { explanation: Some("Read, then fix".into()), steps: Vec::new() }));
+        planned.record(&Event::Plan(crate::events::Plan {
+            explanation: Some("Read, then fix".into()),
+            steps: Vec::new(),
+        }));
         planned.record(&ok());
         assert_eq!(planned.finish(None).classification, Some(Classification::PlanningOnly));
     }

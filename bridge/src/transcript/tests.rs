@@ -142,7 +142,11 @@ async fn an_unmatched_call_gets_a_synthetic_failed_result() {
             execution_started: false,
             output: None,
         }),
-        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Aborted, message: Some("user pressed stop".into()), cause: None }),
+        Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Aborted,
+            message: Some("user pressed stop".into()),
+            cause: None,
+        }),
     ];
     mirror_turn(&mut sink, &events).await;
     let messages: Vec<&Message> = sink.entries().iter().map(|e| &e.message).collect();
