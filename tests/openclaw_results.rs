@@ -1,6 +1,6 @@
 //! The attempt result as the real OpenClaw (2026.9.6) reads it, for both harnesses (issue #12,
 //! points 2, 6 and 7), with the real codex and claude against the scripted mock model. Four CLI runs
-//! per harness:
+//! per harness (a fifth for Codex):
 //!
 //! 1. a turn whose native process is SIGKILLed after its tool ran: OpenClaw reports the failure the
 //!    bridge named (the process went away), and the transcript holds whole rows only (the tool
@@ -13,7 +13,9 @@
 //! 4. a turn past its run budget (`--timeout`): OpenClaw reports a timeout that is not the idle one
 //!    (OpenClaw words `run_budget` and `external` alike, and its own watchdog races the bridge's
 //!    budget at the same deadline, so the CLI cannot tell those two apart; the plugin tests through
-//!    the real bridge assert the exact `run_budget` terminal).
+//!    the real bridge assert the exact `run_budget` terminal);
+//! 5. (Codex only: the repair is the plugin's, the same for every harness) the bridge itself is
+//!    SIGKILLed while a tool runs: the plugin closes the call with a synthetic failed result.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,7 @@ const CRASH_PROMPT: &str = "Please run the live test command.";
 const NEXT_PROMPT: &str = "Say hello again.";
 const NEXT_ANSWER: &str = "Hello again from the mock.";
 const SLOW_PROMPT: &str = "Say something slowly.";
+const LONG_PROMPT: &str = "Please start the long command.";
 
 /// One harness under test: its peer binary's name, how OpenClaw's runner selects it, and the
 /// native shell tool the mock's command rule waits for.
@@ -42,6 +45,9 @@ struct Peer {
     name: &'static str,
     harness: fn(PathBuf) -> Harness,
     shell_tool: &'static str,
+    /// Also kill the bridge itself while a tool runs (the plugin's own repair; harness-neutral, so
+    /// one harness runs it).
+    bridge_kill: bool,
 }
 
 /// The mock's script: a command for the crash prompt whose follow-up answer is slow (the test kills
@@ -53,6 +59,9 @@ fn scenario(shell_tool: &str) -> Value {
          "reply": {"text": "A very slow answer.", "delay_ms": 8000}},
         {"when": {"last_input_is_tool_result": true},
          "reply": {"text": "The command printed:", "text_quoting_tool_result": true, "delay_ms": 8000}},
+        {"when": {"last_user_text_contains": "long command", "tool_offered": shell_tool},
+         "reply": {"run_command": {"command": "sleep 6; echo long-$((6*7))", "shell": "/bin/bash",
+                                   "justification": "Run the long command"}}},
         {"when": {"last_user_text_contains": "run", "tool_offered": shell_tool},
          "reply": {"run_command": {"command": "echo live-$((6*7))", "shell": "/bin/bash",
                                    "justification": "Run the live test command"}}}
@@ -203,14 +212,58 @@ async fn check(peer: Peer) {
     let text = budget["error"]["message"].as_str().unwrap_or("");
     assert!(text.contains(TIMEOUT_TEXT) && !text.contains(IDLE_TEXT), "{label}: {budget:#}");
     run.wait_until_gone().await;
+
+    if peer.bridge_kill {
+        check_bridge_kill(&run, label).await;
+    }
+}
+
+/// Once the transcript holds the long command's toolCall (the tool is running), SIGKILLs the bridge
+/// itself; returns what it killed.
+async fn kill_bridge_while_the_tool_runs(run: &OpenClawHome<'_>, known: usize) -> Vec<i32> {
+    let needle = format!("CLAWBRIDGE_STATE_DIR={}\0", run.bridge_state.display());
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sessions = run.session_ids().await;
+        let Some(session) = sessions.get(known) else { continue };
+        if !run.messages(session).await.iter().any(|m| !tool_calls(m).is_empty()) {
+            continue;
+        }
+        let bridges = processes_with_env(&needle);
+        for pid in &bridges {
+            let _ = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        }
+        return bridges;
+    }
+    Vec::new()
+}
+
+/// 5. (one harness) The bridge dies while a tool runs: the plugin closes the call it mirrored with
+///    a synthetic failed result under the key the bridge would have used.
+async fn check_bridge_kill(run: &OpenClawHome<'_>, label: &str) {
+    let known = run.session_ids().await.len();
+    let ((status, killed_run, stderr), killed) =
+        tokio::join!(run.exec_output(LONG_PROMPT, &[]), kill_bridge_while_the_tool_runs(run, known));
+    assert!(!killed.is_empty(), "{label}: the bridge was never killed");
+    let killed_run = killed_run.unwrap_or_else(|| panic!("{label}: no JSON ({status}):\n{stderr}"));
+    assert_eq!(killed_run["ok"], false, "{label}: {killed_run:#}");
+    let sessions = run.session_ids().await;
+    let messages = run.messages(&sessions[known]).await;
+    whole_tool_rows(&messages);
+    unique_keys(&messages);
+    let result = messages.iter().find(|m| m["role"] == "toolResult").expect("the call's result");
+    assert_eq!(result["isError"], true, "{label}: {messages:#?}");
+    assert_eq!(result["details"]["synthetic"], true, "{label}: {messages:#?}");
+    run.wait_until_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_failures_reach_openclaw_as_their_own_terminal_and_the_transcript_heals() {
-    check(Peer { name: "codex", harness: Harness::Codex, shell_tool: "exec_command" }).await;
+    check(Peer { name: "codex", harness: Harness::Codex, shell_tool: "exec_command", bridge_kill: true }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_failures_reach_openclaw_as_their_own_terminal_and_the_transcript_heals() {
-    check(Peer { name: "claude", harness: Harness::Claude, shell_tool: "Bash" }).await;
+    check(Peer { name: "claude", harness: Harness::Claude, shell_tool: "Bash", bridge_kill: false }).await;
 }

@@ -9,6 +9,7 @@ import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
 import { assertActive, hostCapabilityProblem, runAgentEnd } from "./effects.js";
 import { AttemptFacts, observeEvent } from "./facts.js";
+import { appendTranscriptGroup, orphanedCallResults } from "./transcript.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -65,12 +66,7 @@ export function createRuntime(options) {
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
-        return appendTranscript(attempt, params, {
-          appendMessage: options.appendTranscriptMessage,
-          appendMessages: options.sdk?.appendSessionTranscriptMessagesByIdentity,
-          publishUpdate: options.sdk?.publishSessionTranscriptUpdateByIdentity,
-          beforeMessageWrite: options.sdk?.runAgentHarnessBeforeMessageWriteHook,
-        });
+        return appendTranscript(attempt, params, transcriptApi(options));
       case "host/userInput/request":
         // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
         // should never ask; if it does, "no answer" is the safe reply.
@@ -86,6 +82,30 @@ export function createRuntime(options) {
   }
 
   return { supervisor, attempts, route, nextAttemptId, logger, options };
+}
+
+/** The SDK's transcript functions the runtime was given (transcript.js). */
+function transcriptApi(options) {
+  return {
+    appendMessage: options.appendTranscriptMessage,
+    appendMessages: options.sdk?.appendSessionTranscriptMessagesByIdentity,
+    publishUpdate: options.sdk?.publishSessionTranscriptUpdateByIdentity,
+    beforeMessageWrite: options.sdk?.runAgentHarnessBeforeMessageWriteHook,
+  };
+}
+
+/**
+ * Closes the tool calls this attempt mirrored without a result (the bridge died before it could):
+ * each gets its synthetic failed result, so the transcript never holds an orphan call.
+ */
+async function closeOrphanedCalls(runtime, attempt, why) {
+  for (const result of orphanedCallResults(attempt.mirrored, why)) {
+    try {
+      await appendTranscriptGroup(attempt, { messages: [result] }, transcriptApi(runtime.options));
+    } catch (error) {
+      runtime.logger.warn?.(`clawbridge: attempt ${attempt.attemptId}: could not close tool call ${result.toolCallId}: ${error?.message ?? error}`);
+    }
+  }
 }
 
 /** The pure, cheap `supports(ctx)` rule; mirrors `Catalog::supports` in src/serve/harness.rs. */
@@ -230,10 +250,14 @@ async function runAttemptOnBridge(runtime, harnessId, params) {
       settled = true;
       // A stuck attempt must not keep running in the bridge after we give up on it.
       if (error instanceof RpcTimeoutError) cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
-      throw toAttemptError(runtime, harnessId, attemptId, error);
+      const failure = toAttemptError(runtime, harnessId, attemptId, error);
+      await closeOrphanedCalls(runtime, attempt, `the turn ended without a result (${failure.message})`);
+      throw failure;
     } finally {
       settled = true;
     }
+    // The bridge closes its own rows; a group it could not store leaves calls to close here.
+    await closeOrphanedCalls(runtime, attempt, "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true) {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);

@@ -123,3 +123,42 @@ function beforeWrite(api, target, message) {
   if (hooked === null || hooked === undefined) return null;
   return typeof message.idempotencyKey === "string" ? { ...hooked, idempotencyKey: message.idempotencyKey } : hooked;
 }
+
+/**
+ * The synthetic failed results for the tool calls this attempt mirrored that never got one: when
+ * the bridge dies mid-turn it cannot close its own rows, so the plugin (still alive) does, with the
+ * very keys the bridge would have used (`…:tool:<callId>:call` → `…:result`); a result the bridge
+ * did store is matched by its key, never duplicated.
+ *
+ * @param {unknown[]} mirrored the rows stored for this attempt, in order
+ * @param {string} why what ended the turn, for the model and the reader
+ * @returns {any[]}
+ */
+export function orphanedCallResults(mirrored, why) {
+  /** @type {Map<string, {toolName: string, key: string | undefined}>} */
+  const open = new Map();
+  for (const row of mirrored) {
+    const message = /** @type {any} */ (row);
+    if (message?.role === "assistant" && Array.isArray(message.content)) {
+      for (const block of message.content) {
+        if (block?.type !== "toolCall" || typeof block.id !== "string") continue;
+        const key = typeof message.idempotencyKey === "string" && message.idempotencyKey.endsWith(":call")
+          ? `${message.idempotencyKey.slice(0, -":call".length)}:result`
+          : undefined;
+        open.set(block.id, { toolName: typeof block.name === "string" ? block.name : "tool", key });
+      }
+    } else if (message?.role === "toolResult" && typeof message.toolCallId === "string") {
+      open.delete(message.toolCallId);
+    }
+  }
+  return [...open].map(([toolCallId, call]) => ({
+    role: "toolResult",
+    toolCallId,
+    toolName: call.toolName,
+    content: [{ type: "text", text: `No result was received for this tool call: ${why}.` }],
+    details: { synthetic: true },
+    isError: true,
+    timestamp: Date.now(),
+    ...(call.key ? { idempotencyKey: call.key } : {}),
+  }));
+}

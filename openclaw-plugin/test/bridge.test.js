@@ -368,3 +368,39 @@ test("end effects through the real bridge: output tokens, agent_end after succes
   assert.equal(env.transcript.calls.length, appendsBefore, "no row was written");
   assertProtocolClean(env.protocol);
 });
+
+test("with a Codex backend: a bridge killed while a host tool runs leaves no orphan call in the transcript", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "toolCall" }) });
+  t.after(async () => {
+    await env.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  let started;
+  const running = new Promise((resolve) => (started = resolve));
+  const hanging = {
+    name: "lookup_weather",
+    description: "Looks up the weather in a city.",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+    // Never answers: the bridge is killed while it runs.
+    execute: () => {
+      started();
+      return new Promise(() => {});
+    },
+  };
+  const { params } = attemptParams({ host: fakeHost({ tools: [hanging] }) });
+  const attempt = env.harness(CODEX).runAttempt(params);
+  await running;
+  await waitFor(() => env.transcript.rows.some((r) => r.message.role === "assistant"));
+  env.plugin.runtime.supervisor.current.child.kill("SIGKILL");
+  await assert.rejects(attempt, /clawbridge clawbridge-codex/);
+  const rows = env.transcript.rows.map((r) => r.message);
+  const call = rows.find((m) => m.role === "assistant" && m.content.some((b) => b.type === "toolCall"));
+  assert.ok(call, JSON.stringify(rows));
+  const result = rows.find((m) => m.role === "toolResult" && m.toolCallId === "call_9");
+  assert.ok(result, `the call got its synthetic result: ${JSON.stringify(rows)}`);
+  assert.equal(result.isError, true);
+  assert.equal(result.idempotencyKey, call.idempotencyKey.replace(/:call$/, ":result"), "the key the bridge would have used");
+  const keys = rows.map((m) => m.idempotencyKey);
+  assert.equal(new Set(keys).size, keys.length, "no key twice");
+});

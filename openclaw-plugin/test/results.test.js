@@ -12,7 +12,7 @@ import { deliveryFacts } from "../src/delivery.js";
 import { OutputTokenReporter, hostCapabilityProblem, runAgentEnd } from "../src/effects.js";
 import { toAttemptResult } from "../src/result.js";
 import { classifyTerminalOutcome, toTerminal } from "../src/terminal.js";
-import { appendTranscriptGroup } from "../src/transcript.js";
+import { appendTranscriptGroup, orphanedCallResults } from "../src/transcript.js";
 
 const sdkPath = resolve(dirname(fileURLToPath(import.meta.url)), "../../.peers/openclaw/node_modules/openclaw/dist/plugin-sdk/agent-harness-runtime.js");
 const required = process.env.CLAWBRIDGE_REQUIRE_PEERS === "1";
@@ -189,4 +189,20 @@ test("a transcript group goes through the hook, is appended atomically, then pub
   const blocking = { ...api, beforeMessageWrite: () => null };
   const blocked = await appendTranscriptGroup({ ...attempt, mirrored: [] }, { messages: [messages[0]] }, blocking);
   assert.deepEqual(blocked.entries, [{ idempotencyKey: messages[0].idempotencyKey, appended: false }], "a blocked row is not written");
+});
+
+test("every mirrored call without a result gets one synthetic failed result, keyed as the bridge keys it", () => {
+  const rows = [
+    { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "exec" }], idempotencyKey: "clawbridge:r:t:tool:c1:call" },
+    { role: "toolResult", toolCallId: "c1", content: [], idempotencyKey: "clawbridge:r:t:tool:c1:result" },
+    { role: "assistant", content: [{ type: "text", text: "next" }, { type: "toolCall", id: "c2", name: "write" }], idempotencyKey: "clawbridge:r:t:tool:c2:call" },
+  ];
+  const results = orphanedCallResults(rows, "the bridge exited");
+  assert.equal(results.length, 1);
+  assert.deepEqual(
+    { id: results[0].toolCallId, name: results[0].toolName, key: results[0].idempotencyKey, isError: results[0].isError },
+    { id: "c2", name: "write", key: "clawbridge:r:t:tool:c2:result", isError: true },
+  );
+  assert.match(results[0].content[0].text, /the bridge exited/);
+  assert.deepEqual(orphanedCallResults(rows.slice(0, 2), "x"), [], "a closed call needs nothing");
 });
