@@ -220,14 +220,13 @@ async fn check(peer: Peer) {
 
 /// Once the transcript holds the long command's toolCall (the tool is running), SIGKILLs the bridge
 /// itself; returns what it killed.
-async fn kill_bridge_while_the_tool_runs(run: &OpenClawHome<'_>, known: usize) -> Vec<i32> {
+async fn kill_bridge_while_the_tool_runs(run: &OpenClawHome<'_>, known: &[String]) -> Vec<i32> {
     let needle = format!("CLAWBRIDGE_STATE_DIR={}\0", run.bridge_state.display());
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let sessions = run.session_ids().await;
-        let Some(session) = sessions.get(known) else { continue };
-        if !run.messages(session).await.iter().any(|m| !tool_calls(m).is_empty()) {
+        let Some(session) = run.session_ids().await.into_iter().find(|s| !known.contains(s)) else { continue };
+        if !run.messages(&session).await.iter().any(|m| !tool_calls(m).is_empty()) {
             continue;
         }
         let bridges = processes_with_env(&needle);
@@ -242,14 +241,14 @@ async fn kill_bridge_while_the_tool_runs(run: &OpenClawHome<'_>, known: usize) -
 /// 5. (one harness) The bridge dies while a tool runs: the plugin closes the call it mirrored with
 ///    a synthetic failed result under the key the bridge would have used.
 async fn check_bridge_kill(run: &OpenClawHome<'_>, label: &str) {
-    let known = run.session_ids().await.len();
+    let known = run.session_ids().await;
     let ((status, killed_run, stderr), killed) =
-        tokio::join!(run.exec_output(LONG_PROMPT, &[]), kill_bridge_while_the_tool_runs(run, known));
+        tokio::join!(run.exec_output(LONG_PROMPT, &[]), kill_bridge_while_the_tool_runs(run, &known));
     assert!(!killed.is_empty(), "{label}: the bridge was never killed");
     let killed_run = killed_run.unwrap_or_else(|| panic!("{label}: no JSON ({status}):\n{stderr}"));
     assert_eq!(killed_run["ok"], false, "{label}: {killed_run:#}");
-    let sessions = run.session_ids().await;
-    let messages = run.messages(&sessions[known]).await;
+    let session = run.session_ids().await.into_iter().find(|s| !known.contains(s)).expect("the new session");
+    let messages = run.messages(&session).await;
     whole_tool_rows(&messages);
     unique_keys(&messages);
     let result = messages.iter().find(|m| m["role"] == "toolResult").expect("the call's result");

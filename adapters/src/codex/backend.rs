@@ -230,12 +230,19 @@ impl NativeSession for CodexNative {
         Box::pin(async move {
             let TurnRequest { input, sink, cancel } = turn;
             // Codex named the thread's model when the thread opened; the rows name it, not the
-            // host's request (an alias or an empty default).
-            if let Some(model) = self.thread.model.clone().filter(|m| !m.trim().is_empty()) {
-                sink(&Event::ModelInUse { model });
-            }
+            // host's request (an alias or an empty default). Said right after the turn starts, so
+            // `turnStarted` stays the turn's first event.
+            let mut model = self.thread.model.clone().filter(|m| !m.trim().is_empty());
+            let mut named = |event: &Event| {
+                sink(event);
+                if matches!(event, Event::TurnStarted { .. }) {
+                    if let Some(model) = model.take() {
+                        sink(&Event::ModelInUse { model });
+                    }
+                }
+            };
             self.session
-                .run_turn(&self.thread.thread_id, &input.text, sink, cancel)
+                .run_turn(&self.thread.thread_id, &input.text, &mut named, cancel)
                 .await
                 .map_err(|error| BackendError::Turn { source: Box::new(error) })
         })
