@@ -206,3 +206,17 @@ test("every mirrored call without a result gets one synthetic failed result, key
   assert.match(results[0].content[0].text, /the bridge exited/);
   assert.deepEqual(orphanedCallResults(rows.slice(0, 2), "x"), [], "a closed call needs nothing");
 });
+
+test("delivery facts through the SDK's own helpers: a settled message send counts, a dry run does not", { skip: noSdk }, async () => {
+  const sdk = await import(pathToFileURL(sdkPath).href);
+  const fact = (status) => ({ details: { messageDelivery: { status, partialDelivery: false, createdThreadIds: [] } } });
+  const send = { action: "send", channel: "telegram", to: "chat-1", message: "deploy finished" };
+  const sent = deliveryFacts([{ toolName: "message", args: send, result: fact("settled"), isError: false }], sdk);
+  assert.equal(sent.didSendViaMessagingTool, true, JSON.stringify(sent));
+  assert.deepEqual(sent.messagingToolSentTexts, ["deploy finished"]);
+  const dry = deliveryFacts([{ toolName: "message", args: send, result: fact("dryRun"), isError: false }], sdk);
+  assert.equal(dry.didSendViaMessagingTool, false, "a dry run must not suppress a later reply");
+  assert.deepEqual(dry.messagingToolSentTexts, []);
+  const native = deliveryFacts([{ toolName: "exec", args: { command: "echo hi" }, result: { content: [] }, isError: false }], sdk);
+  assert.equal(native.didSendViaMessagingTool, false, "a shell command is no messaging send");
+});
