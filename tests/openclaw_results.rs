@@ -1,6 +1,6 @@
 //! The attempt result as the real OpenClaw (2026.9.6) reads it, for both harnesses (issue #12,
 //! points 2, 6 and 7), with the real codex and claude against the scripted mock model. Four CLI runs
-//! per harness (a fifth for Codex):
+//! per harness, and a fifth:
 //!
 //! 1. a turn whose native process is SIGKILLed after its tool ran: OpenClaw reports the failure the
 //!    bridge named (the process went away), and the transcript holds whole rows only (the tool
@@ -14,8 +14,9 @@
 //!    (OpenClaw words `run_budget` and `external` alike, and its own watchdog races the bridge's
 //!    budget at the same deadline, so the CLI cannot tell those two apart; the plugin tests through
 //!    the real bridge assert the exact `run_budget` terminal);
-//! 5. (Codex only: the repair is the plugin's, the same for every harness) the bridge itself is
-//!    SIGKILLed while a tool runs: the plugin closes the call with a synthetic failed result.
+//! 5. Codex: the bridge itself is SIGKILLed while a tool runs, and the plugin closes the call with a
+//!    synthetic failed result (the repair is the plugin's, the same for every harness); Claude:
+//!    OpenClaw is interrupted mid-turn (an external abort) and the turn closes as aborted.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,7 @@ struct Peer {
     harness: fn(PathBuf) -> Harness,
     shell_tool: &'static str,
     /// Also kill the bridge itself while a tool runs (the plugin's own repair; harness-neutral, so
-    /// one harness runs it).
+    /// one harness runs it), else interrupt OpenClaw (an external abort).
     bridge_kill: bool,
 }
 
@@ -215,7 +216,48 @@ async fn check(peer: Peer) {
 
     if peer.bridge_kill {
         check_bridge_kill(&run, label).await;
+    } else {
+        check_external_abort(&run, &mock, label).await;
     }
+}
+
+/// 5. (the other harness) OpenClaw is interrupted (SIGINT) mid-turn: its abortSignal fires, the
+///    plugin cancels the attempt, the native turn is interrupted and the turn's rows close as
+///    aborted; nothing outlives OpenClaw. (The CLI prints no JSON for an interrupted run; its log
+///    names the caller's abort.)
+async fn check_external_abort(run: &OpenClawHome<'_>, mock: &MockModel, label: &str) {
+    let session_id = "44444444-4444-4444-8444-444444444444";
+    let before = mock.model_requests().len();
+    let child = run
+        .command(&["agent", "--local", "--agent", "main", "--session-id", session_id, "-m", SLOW_PROMPT, "--json"])
+        .spawn()
+        .expect("openclaw starts");
+    let pid = child.id().expect("a pid");
+    let output = tokio::spawn(child.wait_with_output());
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while mock.model_requests().len() == before && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(mock.model_requests().len() > before, "{label}: the turn never reached the model");
+    let _ = std::process::Command::new("kill").args(["-INT", &pid.to_string()]).status();
+    let output = tokio::time::timeout(Duration::from_secs(60), output)
+        .await
+        .expect("OpenClaw ends after the interrupt")
+        .expect("joined")
+        .expect("waited");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("caller_signal_aborted"), "{label}: {stderr}");
+    no_dispose_warning(&stderr);
+    let messages = run.messages(session_id).await;
+    whole_tool_rows(&messages);
+    unique_keys(&messages);
+    let last = messages.last().expect("rows");
+    assert_eq!(
+        (&last["role"], &last["stopReason"]),
+        (&json!("assistant"), &json!("aborted")),
+        "{label}: {messages:#?}"
+    );
+    run.wait_until_gone().await;
 }
 
 /// Once the transcript holds the long command's toolCall (the tool is running), SIGKILLs the bridge

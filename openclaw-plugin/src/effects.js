@@ -134,3 +134,73 @@ function foregroundContext(sdk, params, logger) {
 function describe(error) {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * Runs one attempt (`run`) with what the host is owed around it: the capability checked and
+ * `assertActive` honoured before anything starts (an unsupported version is a preflight refusal),
+ * and the agent-end side effects after every attempt that ran, success or not, as the embedded
+ * runtime runs them (none for a refusal, which ran nothing).
+ *
+ * @template T
+ * @param {{options: {sdk?: any, PreflightError?: any}, logger?: any}} runtime
+ * @param {string} harnessId
+ * @param {any} params the attempt params
+ * @param {(runtime: any, harnessId: string, params: any) => Promise<T>} run
+ * @returns {Promise<T>}
+ */
+export async function runWithHostEffects(runtime, harnessId, params, run) {
+  const problem = hostCapabilityProblem(params.hostCapabilities);
+  if (problem) throw refusal(runtime.options.PreflightError, harnessId, problem);
+  // A run the host already retired must not start native work.
+  assertActive(params.hostCapabilities);
+  const startedAt = Date.now();
+  /** @type {{result?: any, error?: unknown}} */
+  const ended = {};
+  try {
+    ended.result = await run(runtime, harnessId, params);
+    return ended.result;
+  } catch (error) {
+    ended.error = error;
+    throw error;
+  } finally {
+    const PreflightError = runtime.options.PreflightError;
+    const refused = typeof PreflightError === "function" && ended.error instanceof PreflightError;
+    if (!refused) runAgentEnd(runtime.options.sdk ?? {}, params, agentEndOutcome(ended, Date.now() - startedAt, harnessId), runtime.logger);
+  }
+}
+
+/**
+ * The host's preflight error (or a plain Error on a host without one) for an attempt refused
+ * before anything ran.
+ *
+ * @param {any} PreflightError `AgentHarnessPreflightError`, when the SDK lends it
+ * @param {string} harnessId
+ * @param {string} problem
+ */
+function refusal(PreflightError, harnessId, problem) {
+  const message = `clawbridge ${harnessId}: ${problem}`;
+  if (typeof PreflightError !== "function") return new Error(message);
+  return new PreflightError(message, { scope: "harness", userMessage: `This OpenClaw is not supported by clawbridge: ${problem}.` });
+}
+
+/**
+ * The agent_end outcome of an attempt: `success` only when it completed; `error` (as the embedded
+ * runtime reports it) only for a failure, not for an abort or a timeout.
+ *
+ * @param {{result?: any, error?: unknown}} ended
+ * @param {number} durationMs
+ * @param {string} harnessId
+ */
+function agentEndOutcome(ended, durationMs, harnessId) {
+  const terminal = ended.result?.terminal;
+  let error;
+  if (ended.error !== undefined) error = describe(ended.error);
+  else if (terminal?.kind === "failed") error = describe(terminal.error);
+  return {
+    messages: ended.result?.messagesSnapshot ?? [],
+    success: terminal?.kind === "ok",
+    ...(error ? { error } : {}),
+    durationMs,
+    harnessId,
+  };
+}

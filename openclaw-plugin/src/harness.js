@@ -7,9 +7,9 @@ import { appendTranscript, decideApproval, executeTool, observeToolTerminal } fr
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
-import { assertActive, hostCapabilityProblem, runAgentEnd } from "./effects.js";
+import { runWithHostEffects } from "./effects.js";
 import { AttemptFacts, observeEvent } from "./facts.js";
-import { appendTranscriptGroup, orphanedCallResults } from "./transcript.js";
+import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -66,7 +66,7 @@ export function createRuntime(options) {
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
-        return appendTranscript(attempt, params, transcriptApi(options));
+        return appendTranscript(attempt, params, transcriptApiOf(options));
       case "host/userInput/request":
         // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
         // should never ask; if it does, "no answer" is the safe reply.
@@ -82,30 +82,6 @@ export function createRuntime(options) {
   }
 
   return { supervisor, attempts, route, nextAttemptId, logger, options };
-}
-
-/** The SDK's transcript functions the runtime was given (transcript.js). */
-function transcriptApi(options) {
-  return {
-    appendMessage: options.appendTranscriptMessage,
-    appendMessages: options.sdk?.appendSessionTranscriptMessagesByIdentity,
-    publishUpdate: options.sdk?.publishSessionTranscriptUpdateByIdentity,
-    beforeMessageWrite: options.sdk?.runAgentHarnessBeforeMessageWriteHook,
-  };
-}
-
-/**
- * Closes the tool calls this attempt mirrored without a result (the bridge died before it could):
- * each gets its synthetic failed result, so the transcript never holds an orphan call.
- */
-async function closeOrphanedCalls(runtime, attempt, why) {
-  for (const result of orphanedCallResults(attempt.mirrored, why)) {
-    try {
-      await appendTranscriptGroup(attempt, { messages: [result] }, transcriptApi(runtime.options));
-    } catch (error) {
-      runtime.logger.warn?.(`clawbridge: attempt ${attempt.attemptId}: could not close tool call ${result.toolCallId}: ${error?.message ?? error}`);
-    }
-  }
 }
 
 /** The pure, cheap `supports(ctx)` rule; mirrors `Catalog::supports` in src/serve/harness.rs. */
@@ -144,7 +120,7 @@ export function createHarness(runtime, id) {
     pluginId: "clawbridge",
     autoSelection: { providerIds: [...providerIds] },
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
-    runAttempt: (params) => runAttempt(runtime, id, params),
+    runAttempt: (params) => runWithHostEffects(runtime, id, params, runAttempt),
     reset: (params) => reset(runtime, params),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
@@ -155,47 +131,6 @@ export function createHarness(runtime, id) {
 }
 
 async function runAttempt(runtime, harnessId, params) {
-  const problem = hostCapabilityProblem(params.hostCapabilities);
-  if (problem) throw preflightError(runtime, harnessId, problem);
-  // A run the host already retired must not start native work.
-  assertActive(params.hostCapabilities);
-  const startedAt = Date.now();
-  const sdk = runtime.options.sdk ?? {};
-  /** @type {{result?: any, error?: any}} */
-  const ended = {};
-  try {
-    ended.result = await runAttemptOnBridge(runtime, harnessId, params);
-    return ended.result;
-  } catch (error) {
-    ended.error = error;
-    throw error;
-  } finally {
-    // As the embedded runtime does: after every attempt that ran, success or not; not for one
-    // refused before it started (a preflight error), which ran nothing.
-    const refused = runtime.options.PreflightError && ended.error instanceof runtime.options.PreflightError;
-    if (!refused) runAgentEnd(sdk, params, agentEndOutcome(ended, Date.now() - startedAt, harnessId), runtime.logger);
-  }
-}
-
-/** The agent_end outcome of an attempt: `success` unless it failed, timed out or was aborted. */
-function agentEndOutcome(ended, durationMs, harnessId) {
-  const terminal = ended.result?.terminal;
-  const error =
-    ended.error !== undefined
-      ? String(ended.error?.message ?? ended.error)
-      : terminal?.kind === "failed"
-        ? terminalError(terminal)
-        : undefined;
-  return {
-    messages: ended.result?.messagesSnapshot ?? [],
-    success: terminal?.kind === "ok",
-    ...(error ? { error } : {}),
-    durationMs,
-    harnessId,
-  };
-}
-
-async function runAttemptOnBridge(runtime, harnessId, params) {
   const { supervisor, attempts, logger } = runtime;
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
@@ -251,13 +186,13 @@ async function runAttemptOnBridge(runtime, harnessId, params) {
       // A stuck attempt must not keep running in the bridge after we give up on it.
       if (error instanceof RpcTimeoutError) cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
       const failure = toAttemptError(runtime, harnessId, attemptId, error);
-      await closeOrphanedCalls(runtime, attempt, `the turn ended without a result (${failure.message})`);
+      await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), `the turn ended without a result (${failure.message})`);
       throw failure;
     } finally {
       settled = true;
     }
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
-    await closeOrphanedCalls(runtime, attempt, "the turn ended before the tool reported an outcome");
+    await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true) {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
@@ -373,22 +308,6 @@ async function cancelUntilSeen(conn, attemptId, reason, settled, logger) {
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-}
-
-/** A refusal before anything ran, as the host's preflight error when the SDK lends it. */
-function preflightError(runtime, harnessId, problem) {
-  const message = `clawbridge ${harnessId}: ${problem}`;
-  if (runtime.options.PreflightError) {
-    return new runtime.options.PreflightError(message, { scope: "harness", userMessage: `This OpenClaw is not supported by clawbridge: ${problem}.` });
-  }
-  return new Error(message);
-}
-
-/** The agent_end hook's error text for a terminal that did not end well. */
-function terminalError(terminal) {
-  const error = terminal.kind === "failed" ? terminal.error : terminal.failure?.error;
-  if (error instanceof Error) return error.message;
-  return typeof error === "string" ? error : `the attempt ended ${terminal.kind}`;
 }
 
 /** An `attempt/run` that got no result: a clear error naming the harness and the attempt. */

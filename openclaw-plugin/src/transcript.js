@@ -162,3 +162,38 @@ export function orphanedCallResults(mirrored, why) {
     ...(call.key ? { idempotencyKey: call.key } : {}),
   }));
 }
+
+/**
+ * The SDK's transcript functions a runtime was given (`createRuntime` options).
+ *
+ * @param {{appendTranscriptMessage?: any, sdk?: any}} options
+ * @returns {TranscriptApi}
+ */
+export function transcriptApiOf(options) {
+  return {
+    appendMessage: options.appendTranscriptMessage,
+    appendMessages: options.sdk?.appendSessionTranscriptMessagesByIdentity,
+    publishUpdate: options.sdk?.publishSessionTranscriptUpdateByIdentity,
+    beforeMessageWrite: options.sdk?.runAgentHarnessBeforeMessageWriteHook,
+  };
+}
+
+/**
+ * Closes the tool calls an attempt mirrored without a result (the bridge died before it could):
+ * each gets its synthetic failed result, so the transcript never holds an orphan call. Never throws.
+ *
+ * @param {{attemptId?: string, params: any, mirrored: unknown[], logger?: {warn?: (text: string) => void}}} attempt
+ * @param {TranscriptApi} api
+ * @param {string} why
+ */
+export async function closeOrphanedCalls(attempt, api, why) {
+  for (const result of orphanedCallResults(attempt.mirrored, why)) {
+    try {
+      await appendTranscriptGroup(attempt, { messages: [result] }, api);
+    } catch (error) {
+      attempt.logger?.warn?.(
+        `clawbridge: attempt ${attempt.attemptId}: could not close tool call ${result.toolCallId}: ${error instanceof Error ? error.message : error}`,
+      );
+    }
+  }
+}
