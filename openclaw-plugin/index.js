@@ -1,12 +1,48 @@
 // OpenClaw entry point (package.json `openclaw.extensions`). Plain ESM, no build step and no
 // dependencies: the host resolves `openclaw/plugin-sdk/*` for plugins it loads.
 
-import { appendSessionTranscriptMessageByIdentity } from "openclaw/plugin-sdk/session-transcript-runtime";
-import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
+import {
+  AgentHarnessPreflightError,
+  buildEmbeddedForegroundPromptContext,
+  classifyAgentHarnessTerminalOutcome,
+  extractMessagingToolSend,
+  extractMessagingToolSendResult,
+  extractToolResultMediaArtifact,
+  filterToolResultMediaUrls,
+  inferToolMetaFromArgs,
+  isDeliveredMessagingToolResult,
+  isMessagingTool,
+  isMessagingToolSendAction,
+  readEmbeddedMessageDeliveryFact,
+  runAgentEndSideEffects,
+  runAgentHarnessBeforeMessageWriteHook,
+} from "openclaw/plugin-sdk/agent-harness-runtime";
+import {
+  appendSessionTranscriptMessageByIdentity,
+  appendSessionTranscriptMessagesByIdentity,
+  publishSessionTranscriptUpdateByIdentity,
+} from "openclaw/plugin-sdk/session-transcript-runtime";
 
 import { createPlugin } from "./src/plugin.js";
 
 export default createPlugin({
   appendTranscriptMessage: appendSessionTranscriptMessageByIdentity,
   PreflightError: AgentHarnessPreflightError,
+  sdk: {
+    appendSessionTranscriptMessagesByIdentity,
+    publishSessionTranscriptUpdateByIdentity,
+    runAgentHarnessBeforeMessageWriteHook,
+    classifyAgentHarnessTerminalOutcome,
+    inferToolMetaFromArgs,
+    runAgentEndSideEffects,
+    buildEmbeddedForegroundPromptContext,
+    isMessagingTool,
+    isMessagingToolSendAction,
+    readEmbeddedMessageDeliveryFact,
+    isDeliveredMessagingToolResult,
+    extractMessagingToolSend,
+    extractMessagingToolSendResult,
+    extractToolResultMediaArtifact,
+    filterToolResultMediaUrls,
+  },
 });

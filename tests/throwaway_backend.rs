@@ -142,7 +142,7 @@ impl NativeTurn for EchoTurn<'_> {
                     return Step::Events(vec![
                         Event::TurnStarted { turn_id: self.turn_id.clone() },
                         Event::AssistantFinal { item_id: format!("{}-said", self.turn_id), text },
-                        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+                        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
                     ]);
                 }
                 Some(PeerEvent::Closed(gone)) => {
@@ -166,7 +166,7 @@ impl NativeTurn for EchoTurn<'_> {
 
     fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
         self.complete = true;
-        vec![Event::TurnTerminal(TurnTerminal { kind, message: Some(message) })]
+        vec![Event::TurnTerminal(TurnTerminal { kind, message: Some(message), cause: None })]
     }
 
     fn is_complete(&self) -> bool {

@@ -186,7 +186,7 @@ async fn attempt_here(backend: &dyn Backend, program: &Path, host: HostSide) -> 
 /// The result the pipeline closes a turn with when the turn could not run (as serve does).
 fn failed(message: &str) -> AttemptResult {
     let mut recorder = AttemptRecorder::new();
-    let terminal = TurnTerminal { kind: TerminalKind::Failed, message: Some(message.to_string()) };
+    let terminal = TurnTerminal { kind: TerminalKind::Failed, message: Some(message.to_string()), cause: None };
     recorder.record(&Event::TurnTerminal(terminal));
     recorder.finish(None)
 }

@@ -146,6 +146,9 @@ pub struct OpenSettings {
     pub interrupt_grace: Option<Duration>,
     /// The host's prepared endpoint and credentials; `None` leaves auth to the native login.
     pub route_auth: Option<clawbridge_protocol::host::RouteAuth>,
+    /// How long a turn may go without progress before the idle watchdog ends it; the backend's
+    /// default when `None`.
+    pub turn_idle_timeout: Option<Duration>,
 }
 
 impl OpenSettings {
@@ -158,6 +161,15 @@ impl OpenSettings {
             if let Some(value) = set {
                 *deadline = value;
             }
+        }
+    }
+}
+
+impl OpenSettings {
+    /// Overrides a backend's idle limit with the one these settings set, if any.
+    pub fn apply_idle_timeout(&self, idle: &mut Duration) {
+        if let Some(value) = self.turn_idle_timeout {
+            *idle = value;
         }
     }
 }

@@ -7,7 +7,10 @@ import { appendTranscript, decideApproval, executeTool, observeToolTerminal } fr
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
+import { runWithHostEffects } from "./effects.js";
+import { AttemptFacts, observeEvent } from "./facts.js";
 import { routeAuth } from "./route-auth.js";
+import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -64,7 +67,7 @@ export function createRuntime(options) {
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
-        return appendTranscript(attempt, params, options.appendTranscriptMessage);
+        return appendTranscript(attempt, params, transcriptApiOf(options));
       case "host/userInput/request":
         // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
         // should never ask; if it does, "no answer" is the safe reply.
@@ -140,9 +143,16 @@ export function createHarness(runtime, id) {
     // Static, per harness: a harness that only sometimes owns auth must not declare it.
     ...(authMode === "harness" ? { authBootstrap: "harness" } : {}),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
-    runAttempt: (params) => runAttempt(runtime, id, params, authMode),
+    runAttempt: (params) =>
+      runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>
+        runAttempt(run, harnessId, attemptParams, authMode),
+      ),
     reset: (params) => reset(runtime, params),
-    dispose: () => runtime.supervisor.dispose(),
+    // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
+    // registered it, which a one-shot CLI has already retired by then, so every run logged
+    // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
+    // The bridge stops itself when OpenClaw's process ends (its stdin closes, docs/host-protocol.md
+    // `shutdown`), and the plugin's own dispose() stops it on unload.
   };
 }
 
@@ -150,7 +160,10 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
+  const facts = new AttemptFacts(params.hostCapabilities);
   const attempt = {
+    facts,
+    hostToolRuns: facts.hostToolRuns,
     attemptId,
     params,
     logger,
@@ -176,7 +189,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
           terminal: { kind: "aborted", message: "aborted before the attempt started" },
           replay: { hadPotentialSideEffects: false, replaySafe: true },
         },
-        { params, harnessId, externallyAborted: true, mirrored: [] },
+        { params, harnessId, externallyAborted: true, mirrored: [], sdk: runtime.options.sdk },
       );
     }
     let settled = false;
@@ -202,10 +215,14 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       settled = true;
       // A stuck attempt must not keep running in the bridge after we give up on it.
       if (error instanceof RpcTimeoutError) cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
-      throw toAttemptError(runtime, harnessId, attemptId, error);
+      const failure = toAttemptError(runtime, harnessId, attemptId, error);
+      await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), `the turn ended without a result (${failure.message})`);
+      throw failure;
     } finally {
       settled = true;
     }
+    // The bridge closes its own rows; a group it could not store leaves calls to close here.
+    await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true) {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
@@ -216,6 +233,11 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       externallyAborted: attempt.externallyAborted === true,
       mirrored: attempt.mirrored,
       lastToolError: attempt.lastToolError,
+      reasoningText: facts.reasoningText,
+      planText: facts.planText,
+      toolArguments: facts.toolArguments,
+      hostToolRuns: facts.hostToolRuns.runs,
+      sdk: runtime.options.sdk,
     });
     // The native runtime already retried the model request; OpenClaw re-running the whole attempt
     // on top would repeat the turn (and its retries) many times over.
@@ -366,6 +388,7 @@ async function reset(runtime, params) {
 function forwardEvent(attempt, note) {
   const event = note?.event;
   if (!event || typeof event.type !== "string") return;
+  if (attempt.facts) observeEvent(attempt.facts, event, attempt.logger);
   const p = attempt.params;
   const call = (fn, payload) => {
     try {
@@ -412,7 +435,10 @@ function forwardEvent(attempt, note) {
       });
       break;
     case "usage":
-      call(p.onAgentEvent, { stream: "usage", data: { ...event } });
+      // With reportOutputTokens the host publishes the usage event itself (never a second one).
+      if (typeof p.hostCapabilities?.reportOutputTokens !== "function") {
+        call(p.onAgentEvent, { stream: "usage", data: { ...event } });
+      }
       break;
     case "turnStarted":
       call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });

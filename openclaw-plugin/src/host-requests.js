@@ -3,6 +3,7 @@
 // Every handler either returns a result or throws an `RpcReplyError`; approvals fail closed.
 
 import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
+import { appendTranscriptGroup } from "./transcript.js";
 
 /** The most text a host tool result may send back to the bridge (bounded like every buffer). */
 const MAX_TOOL_TEXT = 4 * 1024 * 1024;
@@ -20,8 +21,10 @@ export async function executeTool(attempt, params) {
   try {
     if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
     const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
+    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: output, isError: false });
     return { text: cap(toolText(output)), isError: false };
   } catch (error) {
+    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: error, isError: true });
     // Tools throw on failure (the AgentTool contract); the model sees the message as the error.
     return { text: cap(String(error?.message ?? error)), isError: true };
   }
@@ -85,40 +88,12 @@ export function observeToolTerminal(attempt, params) {
 }
 
 /**
- * `host/transcript/append`: each message through `appendSessionTranscriptMessageByIdentity`, in
- * order, keyed by the bridge's idempotency keys (a key already stored is skipped, not duplicated).
- * Answers only once every row is stored, so the bridge's result never outruns the mirror.
+ * `host/transcript/append`: the group through the before-message-write hook and OpenClaw's atomic
+ * group append by identity (transcript.js).
  */
-export async function appendTranscript(attempt, params, appendMessage) {
-  if (typeof appendMessage !== "function") {
-    throw new RpcReplyError(ErrorCodes.capabilityUnavailable, "the OpenClaw transcript API is not available");
-  }
-  const p = attempt.params;
-  const target = p.sessionTarget ?? {};
-  const messages = Array.isArray(params?.messages) ? params.messages : [];
-  const entries = [];
-  for (const message of messages) {
-    if (!message || typeof message !== "object" || typeof message.role !== "string") {
-      throw new RpcReplyError(ErrorCodes.invalidParams, "a transcript message without a role");
-    }
-    const appended = await appendMessage({
-      agentId: target.agentId ?? p.agentId,
-      sessionId: p.sessionId,
-      sessionKey: target.sessionKey ?? p.sessionKey,
-      storePath: target.storePath,
-      config: p.config,
-      cwd: p.cwd ?? p.workspaceDir,
-      idempotencyLookup: "scan",
-      message,
-    });
-    attempt.mirrored.push(appended?.message ?? message);
-    entries.push({
-      ...(typeof message.idempotencyKey === "string" ? { idempotencyKey: message.idempotencyKey } : {}),
-      appended: appended?.appended !== false,
-      ...(typeof appended?.messageId === "string" ? { messageId: appended.messageId } : {}),
-    });
-  }
-  return { entries };
+export async function appendTranscript(attempt, params, api) {
+  // A bare function is the single-row append (hosts and tests without the group API).
+  return appendTranscriptGroup(attempt, params, typeof api === "function" ? { appendMessage: api } : (api ?? {}));
 }
 
 /** The text of an AgentToolResult: its text blocks joined, else its JSON. */

@@ -32,6 +32,7 @@ export function createPlugin(deps = {}) {
           logger,
           hostVersion: typeof api.runtime?.version === "string" ? api.runtime.version : undefined,
           appendTranscriptMessage: deps.appendTranscriptMessage,
+          sdk: deps.sdk,
           PreflightError: deps.PreflightError,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,

@@ -1,34 +1,64 @@
+// @ts-check
 // Maps the bridge's `attempt/run` result (docs/host-protocol.md) onto OpenClaw's
-// `AgentHarnessAttemptResult`. Every required field is always present, whatever the bridge sent, so
-// a result from a newer or odd bridge still satisfies the host.
+// `AgentHarnessAttemptResult` (the canonical shape: `terminal`, no deprecated booleans). Every
+// required field is always present, whatever the bridge sent, so a result from a newer or odd
+// bridge still satisfies the host; tsc checks the shape against the SDK's types
+// (scripts/typecheck-plugin.sh).
+
+import { deliveryFacts } from "./delivery.js";
+import { classifyTerminalOutcome, toTerminal } from "./terminal.js";
+
+/** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
+/** @typedef {import("./delivery.js").DeliveryHelpers} DeliveryHelpers */
+/** @typedef {import("./delivery.js").HostToolRun} HostToolRun */
+
+/** How much reasoning or plan text the classification keeps (only its emptiness matters). */
+const MAX_CLASSIFICATION_TEXT = 4096;
 
 /**
- * @param {object} response the `attempt/run` result
- * @param {object} ctx what the plugin saw during the attempt:
- *   `params` (the attempt params), `harnessId`, `externallyAborted` (the host's abortSignal fired),
- *   `mirrored` (the messages stored through `host/transcript/append`, in order),
- *   `lastToolError` (from `observeToolTerminal`, used if the bridge did not carry one)
+ * What the plugin saw during the attempt, besides the bridge's response.
+ *
+ * @typedef {{
+ *   params: any,
+ *   harnessId?: string,
+ *   externallyAborted?: boolean,
+ *   mirrored?: any[],
+ *   lastToolError?: any,
+ *   reasoningText?: string,
+ *   planText?: string,
+ *   toolArguments?: Map<string, unknown>,
+ *   hostToolRuns?: HostToolRun[],
+ *   sdk?: DeliveryHelpers & {
+ *     classifyAgentHarnessTerminalOutcome?: typeof import("openclaw/plugin-sdk/agent-harness-runtime").classifyAgentHarnessTerminalOutcome,
+ *     inferToolMetaFromArgs?: typeof import("openclaw/plugin-sdk/agent-harness-runtime").inferToolMetaFromArgs,
+ *   },
+ * }} AttemptContext
+ */
+
+/**
+ * @param {any} response the `attempt/run` result (untrusted wire data)
+ * @param {AttemptContext} ctx
+ * @returns {AttemptResult}
  */
 export function toAttemptResult(response, ctx) {
   const r = response && typeof response === "object" ? response : {};
   const params = ctx.params ?? {};
-  const assistantTexts = Array.isArray(r.assistantTexts) ? r.assistantTexts.filter((t) => typeof t === "string") : [];
+  const sdk = ctx.sdk ?? {};
+  const assistantTexts = Array.isArray(r.assistantTexts) ? r.assistantTexts.filter((/** @type {unknown} */ t) => typeof t === "string") : [];
   const mirrored = Array.isArray(ctx.mirrored) ? ctx.mirrored : [];
   const lastAssistant = [...mirrored].reverse().find((m) => m?.role === "assistant" && m.stopReason !== "toolUse");
   const terminal = toTerminal(r.terminal, ctx);
   const owned = r.transcriptOwned === true;
+  /** @type {AttemptResult} */
   const result = {
     terminal,
-    sessionIdUsed: params.sessionId,
+    sessionIdUsed: String(params.sessionId ?? ""),
     sessionFileUsed: params.sessionFile,
-    messagesSnapshot: mirrored,
+    messagesSnapshot: [...promptMessages(params), ...mirrored],
     assistantTexts,
-    toolMetas: toToolMetas(r.tools),
+    toolMetas: toToolMetas(r.tools, ctx.toolArguments, sdk.inferToolMetaFromArgs),
     lastAssistant,
-    didSendViaMessagingTool: false,
-    messagingToolSentTexts: [],
-    messagingToolSentMediaUrls: [],
-    messagingToolSentTargets: [],
+    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params)),
     cloudCodeAssistFormatError: false,
     replayMetadata: {
       hadPotentialSideEffects: r.replay?.hadPotentialSideEffects === true,
@@ -42,7 +72,7 @@ export function toAttemptResult(response, ctx) {
     },
     agentHarnessId: ctx.harnessId,
     assistantTranscriptOwned: owned,
-    hasSuccessfulModelResponse: terminal.kind === "ok" && assistantTexts.some((t) => t.trim() !== ""),
+    hasSuccessfulModelResponse: terminal.kind === "ok" && assistantTexts.some((/** @type {string} */ t) => t.trim() !== ""),
   };
   if (owned && typeof r.transcriptIdempotencyKey === "string") {
     result.assistantTranscriptIdempotencyKey = r.transcriptIdempotencyKey;
@@ -51,56 +81,92 @@ export function toAttemptResult(response, ctx) {
   if (lastToolError !== undefined && lastToolError !== null) result.lastToolError = lastToolError;
   const usage = toUsage(r.usage);
   if (usage) result.attemptUsage = usage;
-  if (["empty", "reasoning-only", "planning-only"].includes(r.classification)) {
-    result.agentHarnessResultClassification = r.classification;
-  }
-  if (typeof r.nativeSessionId === "string") result.nativeSessionId = r.nativeSessionId;
+  const classify = sdk.classifyAgentHarnessTerminalOutcome ?? classifyTerminalOutcome;
+  const classification = classify({
+    assistantTexts,
+    reasoningText: bounded(ctx.reasoningText),
+    planText: bounded(ctx.planText),
+    turnCompleted: terminal.kind === "ok",
+  });
+  if (classification) result.agentHarnessResultClassification = classification;
   return result;
 }
 
-/** The bridge's `{kind, message}` as OpenClaw's `terminal` union. */
-export function toTerminal(terminal, ctx = {}) {
-  const message = typeof terminal?.message === "string" && terminal.message ? terminal.message : undefined;
-  switch (terminal?.kind) {
-    case "ok":
-      return { kind: "ok" };
-    case "aborted":
-      return {
-        kind: "aborted",
-        source: ctx.externallyAborted ? "external" : "runtime",
-        ...(message ? { failure: message } : {}),
-      };
-    case "timeout":
-      return {
-        kind: "timeout",
-        phase: "prompt",
-        source: ctx.externallyAborted ? "external" : "run_budget",
-        aborted: true,
-        ...(message ? { failure: message } : {}),
-      };
-    case "failed":
-      return { kind: "failed", source: "prompt", error: message ?? "the native turn failed" };
-    default:
-      return {
-        kind: "failed",
-        source: "prompt",
-        error: `clawbridge reported an unknown terminal kind ${JSON.stringify(terminal?.kind)}${message ? `: ${message}` : ""}`,
-      };
-  }
+/**
+ * The user's prompt as the turn's first message, as the embedded runtime's snapshot holds it (the
+ * host persisted it before the attempt; the snapshot is the turn as the model saw it).
+ *
+ * @param {any} params
+ * @returns {any[]}
+ */
+function promptMessages(params) {
+  const prompt = typeof params.prompt === "string" ? params.prompt : "";
+  const images = Array.isArray(params.images)
+    ? params.images.filter((/** @type {any} */ i) => typeof i?.data === "string" && typeof i?.mimeType === "string")
+    : [];
+  if (!prompt && images.length === 0) return [];
+  const content =
+    images.length === 0
+      ? prompt
+      : [
+          ...(prompt ? [{ type: "text", text: prompt }] : []),
+          ...images.map((/** @type {any} */ i) => ({ type: "image", data: i.data, mimeType: i.mimeType })),
+        ];
+  return [{ role: "user", content, timestamp: Date.now() }];
 }
 
-function toToolMetas(tools) {
+/**
+ * One `toolMetas` entry per finished tool, with the compact display `meta` the embedded runtime
+ * shows (the SDK's `inferToolMetaFromArgs` over the arguments the tool started with).
+ *
+ * @param {unknown} tools
+ * @param {Map<string, unknown> | undefined} argumentsById
+ * @param {((toolName: string, args: unknown) => string | undefined) | undefined} inferMeta
+ * @returns {AttemptResult["toolMetas"]}
+ */
+function toToolMetas(tools, argumentsById, inferMeta) {
   if (!Array.isArray(tools)) return [];
   return tools
     .filter((t) => t && typeof t.toolName === "string")
-    .map((t) => ({
-      toolName: t.toolName,
-      ...(typeof t.toolCallId === "string" ? { toolCallId: t.toolCallId } : {}),
-      isError: t.isError === true,
-    }));
+    .map((t) => {
+      const id = typeof t.toolCallId === "string" ? t.toolCallId : undefined;
+      let meta;
+      if (id && argumentsById?.has(id) && typeof inferMeta === "function") {
+        try {
+          meta = inferMeta(t.toolName, argumentsById.get(id));
+        } catch {
+          meta = undefined;
+        }
+      }
+      return {
+        toolName: t.toolName,
+        ...(id ? { toolCallId: id } : {}),
+        ...(typeof meta === "string" && meta ? { meta } : {}),
+        isError: t.isError === true,
+      };
+    });
 }
 
-/** Codex counts cached input inside input; OpenClaw keeps them apart. */
+/**
+ * The messaging route facts OpenClaw prepared, for the messaging target helpers.
+ *
+ * @param {any} params
+ */
+function routeOf(params) {
+  /** @type {Record<string, unknown>} */
+  const route = { config: params.config };
+  for (const key of ["currentChannelId", "currentMessagingTarget", "currentThreadId", "currentMessageId"]) {
+    if (params[key] !== undefined) route[key] = params[key];
+  }
+  return route;
+}
+
+/**
+ * Codex counts cached input inside input; OpenClaw keeps them apart.
+ *
+ * @param {any} usage
+ * @returns {AttemptResult["attemptUsage"]}
+ */
 function toUsage(usage) {
   if (!usage || typeof usage !== "object") return undefined;
   const inputTokens = count(usage.inputTokens);
@@ -109,6 +175,12 @@ function toUsage(usage) {
   return { input: inputTokens - cached, output, cacheRead: cached, cacheWrite: 0, total: inputTokens + output };
 }
 
+/** @param {string | undefined} text */
+function bounded(text) {
+  return typeof text === "string" ? text.slice(0, MAX_CLASSIFICATION_TEXT) : undefined;
+}
+
+/** @param {unknown} value */
 function count(value) {
-  return Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }

@@ -64,7 +64,8 @@ test("a demo attempt runs end to end through the real bridge", async (t) => {
   const toolResult = rows.find((r) => r.message.role === "toolResult");
   assert.equal(call.message.content.find((b) => b.type === "toolCall").id, toolResult.message.toolCallId);
   assert.ok(env.transcript.calls.every((c) => c.storePath === params.sessionTarget.storePath && c.agentId === "main"));
-  assert.deepEqual(result.messagesSnapshot.map((m) => m.idempotencyKey), rows.map((r) => r.message.idempotencyKey));
+  assert.deepEqual(result.messagesSnapshot[0], { role: "user", content: params.prompt, timestamp: result.messagesSnapshot[0].timestamp }, "the snapshot starts with the prompt");
+  assert.deepEqual(result.messagesSnapshot.slice(1).map((m) => m.idempotencyKey), rows.map((r) => r.message.idempotencyKey));
 
   // Progress reached the callbacks.
   const streams = new Set(events.map((e) => e.stream));
@@ -234,7 +235,9 @@ test("an attempt aborted before it starts never reaches the bridge", async (t) =
   controller.abort("too late");
   const { params } = attemptParams({ abortSignal: controller.signal });
   const result = await env.harness(DEMO).runAttempt(params);
-  assert.deepEqual(result.terminal, { kind: "aborted", source: "external", failure: "aborted before the attempt started" });
+  assert.equal(result.terminal.kind, "aborted");
+  assert.equal(result.terminal.source, "external");
+  assert.equal(result.terminal.failure.error.message, "aborted before the attempt started");
   assert.equal(result.replayMetadata.replaySafe, true);
   assert.equal(env.protocol.counts["attempt/run"], undefined);
 });
@@ -308,7 +311,10 @@ test("with a Codex backend: an attempt past its budget ends as a timeout", async
   const result = await env.harness(CODEX).runAttempt(params);
   assert.equal(result.terminal.kind, "timeout", JSON.stringify(result.terminal));
   assert.equal(result.terminal.source, "run_budget");
-  assert.match(result.terminal.failure, /1500 ms/);
+  assert.equal(result.terminal.phase, "prompt");
+  assert.equal(result.terminal.failure.source, "prompt");
+  assert.equal(result.terminal.failure.error.code, "runBudget", "the bridge named the budget as the cause");
+  assert.match(result.terminal.failure.error.message, /1500 ms/);
   assertProtocolClean(env.protocol);
 });
 
@@ -317,7 +323,7 @@ test("dispose stops the bridge; a later attempt (a newer registry) starts a new 
   t.after(env.cleanup);
   await env.harness(DEMO).runAttempt(attemptParams().params);
   const child = env.plugin.runtime.supervisor.current.child;
-  await env.harness(DEMO).dispose();
+  await env.plugin.dispose();
   assert.ok(child.exitCode !== null || child.signalCode !== null, "the bridge exited");
   assert.equal(child.exitCode, 0, "after shutdown, not killed");
   assert.equal(env.protocol.counts.shutdown, 1);
@@ -347,4 +353,80 @@ test("with a Codex backend: native retries reach onAgentEvent as they happen, an
   assert.ok(events.indexOf(retries[1]) < ended, "progress, before the turn ended");
   assert.equal(result.providerRetryMaxRetries, 0);
   assert.match(env.logger.lines.join("\n"), /the model request failed and is retried \(retry 2\)/);
+});
+
+test("end effects through the real bridge: output tokens, agent_end after success and refusal, the version check", async (t) => {
+  const agentEnds = [];
+  const env = pluginUnderTest({ deps: { sdk: { runAgentEndSideEffects: (p) => agentEnds.push(p) } } });
+  t.after(env.cleanup);
+  const reports = [];
+  const host = { ...fakeHost(), reportOutputTokens: (n) => reports.push(n) };
+  const { params, events } = attemptParams({ host });
+  const result = await env.harness(DEMO).runAttempt(params);
+  assert.equal(result.terminal.kind, "ok");
+  assert.ok(reports.length >= 1 && reports.every((n) => Number.isInteger(n) && n > 0), JSON.stringify(reports));
+  assert.equal(reports.reduce((a, b) => a + b, 0), result.attemptUsage.output, "the reports add up to the turn's output");
+  assert.ok(!events.some((e) => e.stream === "usage"), "the host publishes usage itself: no second usage event");
+  assert.equal(agentEnds.length, 1);
+  assert.equal(agentEnds[0].event.success, true);
+  assert.equal(agentEnds[0].event.messages[0].role, "user", "agent_end sees the turn's messages, prompt first");
+
+  // An unsupported capability version is refused before anything runs (so no agent_end: the
+  // embedded runtime runs it only for attempts that ran).
+  const newer = attemptParams({ host: { ...fakeHost(), version: 2 } });
+  await assert.rejects(env.harness(DEMO).runAttempt(newer.params), /capability is version 2; clawbridge supports version 1/);
+  assert.equal(agentEnds.length, 1);
+
+  // An attempt that ran and failed gets its agent_end with success false.
+  const aborted = new AbortController();
+  aborted.abort("stop");
+  const stopped = attemptParams({ abortSignal: aborted.signal });
+  const stoppedResult = await env.harness(DEMO).runAttempt(stopped.params);
+  assert.equal(stoppedResult.terminal.kind, "aborted");
+  assert.equal(agentEnds.length, 2);
+  assert.equal(agentEnds[1].event.success, false);
+  assert.equal(agentEnds[1].event.error, undefined, "an abort is no error (as the embedded runtime reports it)");
+
+  // A run the host already retired starts nothing.
+  const retired = attemptParams({ host: { ...fakeHost(), assertActive: () => { throw new Error("run superseded"); } } });
+  const appendsBefore = env.transcript.calls.length;
+  await assert.rejects(env.harness(DEMO).runAttempt(retired.params), /run superseded/);
+  assert.equal(env.transcript.calls.length, appendsBefore, "no row was written");
+  assertProtocolClean(env.protocol);
+});
+
+test("with a Codex backend: a bridge killed while a host tool runs leaves no orphan call in the transcript", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "toolCall" }) });
+  t.after(async () => {
+    await env.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  let started;
+  const running = new Promise((resolve) => (started = resolve));
+  const hanging = {
+    name: "lookup_weather",
+    description: "Looks up the weather in a city.",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+    // Never answers: the bridge is killed while it runs.
+    execute: () => {
+      started();
+      return new Promise(() => {});
+    },
+  };
+  const { params } = attemptParams({ host: fakeHost({ tools: [hanging] }) });
+  const attempt = env.harness(CODEX).runAttempt(params);
+  await running;
+  await waitFor(() => env.transcript.rows.some((r) => r.message.role === "assistant"));
+  env.plugin.runtime.supervisor.current.child.kill("SIGKILL");
+  await assert.rejects(attempt, /clawbridge clawbridge-codex/);
+  const rows = env.transcript.rows.map((r) => r.message);
+  const call = rows.find((m) => m.role === "assistant" && m.content.some((b) => b.type === "toolCall"));
+  assert.ok(call, JSON.stringify(rows));
+  const result = rows.find((m) => m.role === "toolResult" && m.toolCallId === "call_9");
+  assert.ok(result, `the call got its synthetic result: ${JSON.stringify(rows)}`);
+  assert.equal(result.isError, true);
+  assert.equal(result.idempotencyKey, call.idempotencyKey.replace(/:call$/, ":result"), "the key the bridge would have used");
+  const keys = rows.map((m) => m.idempotencyKey);
+  assert.equal(new Set(keys).size, keys.length, "no key twice");
 });

@@ -8,10 +8,20 @@ import { registerHooks } from "node:module";
 import { test } from "node:test";
 
 const sdk = {
-  "openclaw/plugin-sdk/session-transcript-runtime":
+  "openclaw/plugin-sdk/session-transcript-runtime": [
     "export const calls = []; export async function appendSessionTranscriptMessageByIdentity(p) { calls.push(p); return { appended: true, messageId: 'm1' }; }",
-  "openclaw/plugin-sdk/agent-harness-runtime":
+    "export async function appendSessionTranscriptMessagesByIdentity() { return []; }",
+    "export async function publishSessionTranscriptUpdateByIdentity() {}",
+  ].join("\n"),
+  "openclaw/plugin-sdk/agent-harness-runtime": [
     "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",
+    ...[
+      "buildEmbeddedForegroundPromptContext", "classifyAgentHarnessTerminalOutcome", "extractMessagingToolSend",
+      "extractMessagingToolSendResult", "extractToolResultMediaArtifact", "filterToolResultMediaUrls",
+      "inferToolMetaFromArgs", "isDeliveredMessagingToolResult", "isMessagingTool", "isMessagingToolSendAction",
+      "readEmbeddedMessageDeliveryFact", "runAgentEndSideEffects", "runAgentHarnessBeforeMessageWriteHook",
+    ].map((name) => `export function ${name}() {}`),
+  ].join("\n"),
 };
 
 registerHooks({
@@ -38,6 +48,10 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.deepEqual(registered.map((h) => [h.id, h.label, h.pluginId]), [["clawbridge-codex", "Codex (clawbridge)", "clawbridge"]]);
   assert.equal(typeof plugin.runtime.options.appendTranscriptMessage, "function", "the SDK's append is wired");
   assert.equal(plugin.runtime.options.PreflightError.name, "AgentHarnessPreflightError");
+  for (const name of ["appendSessionTranscriptMessagesByIdentity", "runAgentEndSideEffects", "classifyAgentHarnessTerminalOutcome"]) {
+    assert.equal(typeof plugin.runtime.options.sdk[name], "function", `the SDK's ${name} is wired`);
+  }
+  assert.equal(registered[0].dispose, undefined, "no harness dispose: OpenClaw calls it through a retired instance");
 });
 
 test("the manifest and package.json agree with the code", async () => {

@@ -193,12 +193,16 @@ test("result mapping fills every required field and maps terminals", () => {
     },
     { params, harnessId: ID, externallyAborted: true, mirrored: [], lastToolError: { toolName: "exec" } },
   );
-  assert.deepEqual(full.terminal, { kind: "aborted", source: "external", failure: "stop" });
+  assert.equal(full.terminal.kind, "aborted");
+  assert.equal(full.terminal.source, "external");
+  assert.equal(full.terminal.failure.source, "prompt", "failure is {source, error}, never a string");
+  assert.equal(full.terminal.failure.error.message, "stop");
   assert.deepEqual(full.attemptUsage, { input: 200, output: 12, cacheRead: 100, cacheWrite: 0, total: 312 });
   assert.deepEqual(full.toolMetas, [{ toolName: "exec", toolCallId: "c1", isError: false }]);
   assert.equal(full.assistantTranscriptIdempotencyKey, "k");
   assert.deepEqual(full.lastToolError, { toolName: "exec" });
-  assert.equal(full.agentHarnessResultClassification, "empty");
+  // The SDK's rule: a turn that did not complete is never classified, whatever the bridge said.
+  assert.equal(full.agentHarnessResultClassification, undefined);
   const failed = toAttemptResult({ terminal: { kind: "weird" } }, { params, mirrored: [] });
   assert.equal(failed.terminal.kind, "failed");
   assert.equal(toAttemptResult({ terminal: { kind: "timeout" } }, { params, mirrored: [] }).terminal.kind, "timeout");

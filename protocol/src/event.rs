@@ -80,6 +80,12 @@ pub enum Event {
     },
     /// The turn ended; nothing follows for this turn (the `attempt/run` result comes next).
     TurnTerminal(TurnTerminal),
+    /// The native runtime named the model that serves the turn (Codex's thread answer, Claude's
+    /// `system/init` or an assistant message); transcript rows name it from then on.
+    ModelInUse {
+        /// The model id as the native runtime reports it.
+        model: String,
+    },
     /// An event type this build does not know (sent by a newer bridge); readers skip it.
     // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
     #[serde(other)]
@@ -325,6 +331,44 @@ pub struct TurnTerminal {
     /// What to tell the user when it did not end well.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Which of the bridge's reasons ended the turn, when it knows one. The host's terminal union
+    /// tells an idle watchdog from the run budget and a crash from a provider error; `kind` alone
+    /// cannot. Absent from older bridges (a host then reads `kind` alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<TerminalCause>,
+}
+
+impl TurnTerminal {
+    /// A terminal of `kind` with an optional message and no cause yet (the turn driver adds it).
+    pub fn new(kind: TerminalKind, message: Option<String>) -> Self {
+        TurnTerminal { kind, message, cause: None }
+    }
+}
+
+/// What ended a turn, as the bridge saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum TerminalCause {
+    /// The native runtime ended the turn with its own terminal: it completed, or it reported the
+    /// failure itself (a provider or model error), or it stopped on its own.
+    Native,
+    /// The bridge's idle watchdog: the turn made no progress for the idle limit.
+    IdleTimeout,
+    /// The attempt's own budget (`timeoutMs`) ran out.
+    RunBudget,
+    /// The attempt was cancelled (`attempt/cancel`, `shutdown`, the host leaving) and the turn
+    /// stopped for it.
+    Cancelled,
+    /// The native process went away or its stream ended before the turn's own terminal (a crash).
+    BackendExited,
+    /// The native side refused or failed the turn before it produced one (a request it rejected).
+    BackendError,
+    /// A cause this build does not know (sent by a newer bridge).
+    // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
 }
 
 /// How a turn ended: the host's `terminal.kind` values.
@@ -391,8 +435,12 @@ mod tests {
 
         let delta = serde_json::to_value(Event::AssistantDelta { item_id: "m1".into(), delta: "Hi".into() }).unwrap();
         assert_eq!(delta, json!({"type": "assistantDelta", "itemId": "m1", "delta": "Hi"}));
-        let end =
-            serde_json::to_value(Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None })).unwrap();
+        let end = serde_json::to_value(Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Ok,
+            message: None,
+            cause: None,
+        }))
+        .unwrap();
         assert_eq!(end, json!({"type": "turnTerminal", "kind": "ok"}));
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
 use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
-use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
+use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
@@ -30,6 +30,8 @@ use super::hooks::{HostApprover, HostObserver, HostToolsClient, HostUserInput};
 const APPEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an interrupted turn gets to confirm under `serve`.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// The environment variable that sets the turn idle limit under `serve`.
+pub const TURN_IDLE_TIMEOUT_ENV: &str = "CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS";
 
 /// Everything one attempt needs.
 pub struct AttemptJob {
@@ -113,6 +115,21 @@ pub fn open_settings(
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
         route_auth: params.auth.clone(),
+        turn_idle_timeout: turn_idle_timeout(),
+    }
+}
+
+/// `CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS`: how long a turn may go without progress before the bridge's
+/// watchdog ends it (a `timeout` whose cause is `idleTimeout`); each backend's default otherwise.
+/// An unreadable or zero value is ignored, with a warning.
+fn turn_idle_timeout() -> Option<Duration> {
+    let raw = std::env::var(TURN_IDLE_TIMEOUT_ENV).ok()?;
+    match raw.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+        _ => {
+            tracing::warn!(value = %raw, "{TURN_IDLE_TIMEOUT_ENV} is not a positive number of milliseconds; ignored");
+            None
+        }
     }
 }
 
@@ -256,11 +273,15 @@ fn outcome(
     mirrored: Mirrored,
     native: Option<String>,
 ) -> AttemptOutcome {
-    if timed_out.load(Ordering::Relaxed) && result.terminal.kind == TerminalKind::Aborted {
+    // The budget cancels the turn: whatever did not complete after that cancel ran out of budget.
+    let stopped_for_budget = result.terminal.kind == TerminalKind::Aborted
+        || (result.terminal.kind != TerminalKind::Ok && result.terminal.cause == Some(TerminalCause::Cancelled));
+    if timed_out.load(Ordering::Relaxed) && stopped_for_budget {
         let ms = job.params.timeout_ms.unwrap_or_default();
         result.terminal = TurnTerminal {
             kind: TerminalKind::Timeout,
             message: Some(format!("the attempt's budget of {ms} ms ran out")),
+            cause: Some(TerminalCause::RunBudget),
         };
     }
     let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
@@ -329,7 +350,10 @@ fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option
 
 fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
-    recorder.record(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some(message) }));
+    // The backend failed the turn itself (a request it refused), not a crash the driver saw.
+    let terminal =
+        TurnTerminal { kind: TerminalKind::Failed, message: Some(message), cause: Some(TerminalCause::BackendError) };
+    recorder.record(&Event::TurnTerminal(terminal));
     recorder.finish(native.map(str::to_string))
 }
 
@@ -337,7 +361,7 @@ fn failed_result(native: Option<&str>, message: String) -> AttemptResult {
 fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcome {
     let mut recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
     let message = (!message.is_empty()).then(|| message.to_string());
-    recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message }));
+    recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message, cause: Some(TerminalCause::Cancelled) }));
     let result = recorder.finish(None);
     AttemptOutcome { response: to_response(attempt_id, result, false, None), native_id: None }
 }

@@ -81,6 +81,7 @@ impl ClaudeBackend {
             auth_profile = super::auth::apply(&mut config, auth);
         }
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
+        settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
         (config, auth_profile)

@@ -213,6 +213,9 @@ pub struct TurnMapper {
     assistant_final_seen: bool,
     /// Counter for blocks of messages without an id.
     anonymous: u64,
+    /// The model last named by `system/init` or an assistant message (each change is one
+    /// `ModelInUse`).
+    model: Option<String>,
 }
 
 impl TurnMapper {
@@ -238,6 +241,7 @@ impl TurnMapper {
             assistant_final_seen: false,
             anonymous: 0,
             last_retry: None,
+            model: None,
         }
     }
 
@@ -348,6 +352,7 @@ impl TurnMapper {
                     }
                 }
                 self.announce(out);
+                self.name_model(init.model.as_deref(), out);
             }
             SystemMessage::PermissionDenied(denied) => {
                 if let Some(id) = denied.tool_use_id.as_deref() {
@@ -381,8 +386,22 @@ impl TurnMapper {
         format!("{message_id}:{index}")
     }
 
+    /// Emits `ModelInUse` when the CLI names a model other than the last one. `<synthetic>` is the
+    /// CLI's own stand-in (an API error shown as a message), not a model.
+    fn name_model(&mut self, model: Option<&str>, out: &mut Vec<Event>) {
+        let Some(model) = model.map(str::trim).filter(|m| !m.is_empty() && *m != "<synthetic>") else { return };
+        if self.model.as_deref() == Some(model) {
+            return;
+        }
+        self.model = Some(model.to_owned());
+        self.push(out, Event::ModelInUse { model: model.to_owned() });
+    }
+
     fn on_assistant(&mut self, assistant: &AssistantMessage, out: &mut Vec<Event>) {
         let subagent = assistant.parent_tool_use_id.as_deref().is_some_and(|p| !p.is_empty());
+        if !subagent {
+            self.name_model(assistant.message.model.as_deref(), out);
+        }
         let message_id = assistant.message.id.clone();
         for block in assistant.message.content.blocks() {
             if subagent {
@@ -654,7 +673,7 @@ impl TurnMapper {
 
     fn terminate(&mut self, kind: TerminalKind, message: Option<String>, out: &mut Vec<Event>) {
         self.terminated = true;
-        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message }));
+        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message, cause: None }));
     }
 }
 

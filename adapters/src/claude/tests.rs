@@ -83,7 +83,7 @@ fn plain_text_turn_with_usage_in_the_normalized_convention() {
             Event::AssistantFinal { item_id: "msg_1:0".into(), text: "Hello".into() },
             // Input counts every prompt token: 100 uncached + 5 written + 30 read.
             Event::Usage(Usage { input_tokens: 135, output_tokens: 20, cached_input_tokens: 30, reasoning_tokens: 7 }),
-            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
         ]
     );
     assert!(mapper.is_complete());
@@ -419,7 +419,7 @@ fn abandon_closes_open_tools_then_the_turn() {
     assert!(f.execution_started);
     assert_eq!(
         terminal(&events),
-        &TurnTerminal { kind: TerminalKind::Timeout, message: Some("no result in time".into()) }
+        &TurnTerminal { kind: TerminalKind::Timeout, message: Some("no result in time".into()), cause: None }
     );
     // A mapper that saw nothing still yields a well-formed turn.
     let events = TurnMapper::new(TURN).abandon(TerminalKind::Failed, "spawn failed".into());
@@ -725,4 +725,31 @@ fn an_api_retry_is_progress_that_names_the_failure() {
     let silent = line(json!({"type": "system", "subtype": "api_retry", "error_status": null}));
     let (_, events) = run(&[init(), silent]);
     assert!(events.contains(&Event::ModelRetry { message: "no response; retrying".into(), attempt: None }));
+}
+
+#[test]
+fn the_model_the_cli_names_is_reported_once_per_change() {
+    let init_with_model =
+        line(json!({"type": "system", "subtype": "init", "session_id": "s-1", "model": "claude-sonnet-4-5"}));
+    let named = |model: &str, id: &str| {
+        line(json!({"type": "assistant", "session_id": "s-1",
+                    "message": {"id": id, "model": model, "role": "assistant", "content": [text("hi")]}}))
+    };
+    let (_, events) = run(&[
+        init_with_model.clone(),
+        init_with_model,
+        named("claude-sonnet-4-5", "m1"),
+        named("<synthetic>", "m2"),
+        named("claude-opus-4-1", "m3"),
+        result("success", false, json!({})),
+    ]);
+    let models: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelInUse { model } => Some(model.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(models, ["claude-sonnet-4-5", "claude-opus-4-1"], "{events:#?}");
+    assert!(matches!(events[0], Event::TurnStarted { .. }), "the turn is announced first: {events:#?}");
 }

@@ -12,6 +12,7 @@ use clawbridge_bridge::backend::{
     ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
+use clawbridge_bridge::events::Event;
 use clawbridge_bridge::probe::VersionProbe;
 use clawbridge_protocol::codex::version::VersionPolicy;
 use futures::future::BoxFuture;
@@ -113,6 +114,7 @@ impl CodexBackend {
         config.cwd.clone_from(&settings.cwd);
         config.registry.clone_from(&settings.registry);
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
+        settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config
     }
 
@@ -235,8 +237,20 @@ impl NativeSession for CodexNative {
     fn run_turn<'a>(&'a mut self, turn: TurnRequest<'a>) -> TurnFuture<'a> {
         Box::pin(async move {
             let TurnRequest { input, sink, cancel } = turn;
+            // Codex named the thread's model when the thread opened; the rows name it, not the
+            // host's request (an alias or an empty default). Said right after the turn starts, so
+            // `turnStarted` stays the turn's first event.
+            let mut model = self.thread.model.clone().filter(|m| !m.trim().is_empty());
+            let mut named = |event: &Event| {
+                sink(event);
+                if matches!(event, Event::TurnStarted { .. }) {
+                    if let Some(model) = model.take() {
+                        sink(&Event::ModelInUse { model });
+                    }
+                }
+            };
             self.session
-                .run_turn(&self.thread.thread_id, &input.text, sink, cancel)
+                .run_turn(&self.thread.thread_id, &input.text, &mut named, cancel)
                 .await
                 .map_err(|error| BackendError::Turn { source: Box::new(error) })
         })

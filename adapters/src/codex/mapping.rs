@@ -469,7 +469,7 @@ impl TurnMapper {
 
     fn terminate(&mut self, kind: TerminalKind, message: Option<String>, out: &mut Vec<Event>) {
         self.terminated = true;
-        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message }));
+        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message, cause: None }));
     }
 }
 

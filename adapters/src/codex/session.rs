@@ -120,6 +120,8 @@ pub struct ThreadReady {
     pub resumed: bool,
     /// Why a requested resume failed and a new thread was started instead (never silent).
     pub resume_failure: Option<String>,
+    /// The model the thread runs on, as Codex answered (`model` of `thread/start` / `thread/resume`).
+    pub model: Option<String>,
 }
 
 /// Sends more input into a running turn (`turn/steer`) from outside [`CodexSession::run_turn`],
@@ -318,7 +320,7 @@ impl CodexSession {
             ..ThreadStartParams::default()
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
-        Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None })
+        Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None, model: response.model })
     }
 
     /// Resumes `thread_id`; if that fails, starts a new thread and says why in `resume_failure`.
@@ -338,7 +340,12 @@ impl CodexSession {
             ..ThreadResumeParams::new(thread_id)
         };
         match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
-            Ok(response) => Ok(ThreadReady { thread_id: response.thread.id, resumed: true, resume_failure: None }),
+            Ok(response) => Ok(ThreadReady {
+                thread_id: response.thread.id,
+                resumed: true,
+                resume_failure: None,
+                model: response.model,
+            }),
             Err(error) => {
                 tracing::warn!(%thread_id, %error, "could not resume the codex thread; starting a new one");
                 let mut ready = self.start_thread(options).await?;

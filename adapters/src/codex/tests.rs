@@ -78,7 +78,7 @@ fn plain_text_turn() {
             Event::AssistantDelta { item_id: "msg_1".into(), delta: "Hel".into() },
             Event::AssistantDelta { item_id: "msg_1".into(), delta: "lo".into() },
             Event::AssistantFinal { item_id: "msg_1".into(), text: "Hello".into() },
-            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
         ]
     );
     assert!(mapper.is_complete());
@@ -409,7 +409,7 @@ fn tools_left_open_get_a_terminal_when_the_turn_ends() {
     let finish = finishes(&interrupted)[0];
     assert!(matches!(finish.outcome, ToolOutcome::Cancelled { .. }));
     assert!(finish.execution_started);
-    assert_eq!(terminal(&interrupted), &TurnTerminal { kind: TerminalKind::Aborted, message: None });
+    assert_eq!(terminal(&interrupted), &TurnTerminal { kind: TerminalKind::Aborted, message: None, cause: None });
 
     let (_, completed) = run(&[turn_started(), open(), turn_completed("completed", json!([]))]);
     assert_well_formed(&completed);
@@ -450,7 +450,8 @@ fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
         terminal(&events),
         &TurnTerminal {
             kind: TerminalKind::Failed,
-            message: Some(r#"stream broke [{"httpConnectionFailed":{"httpStatusCode":502}}]"#.into())
+            message: Some(r#"stream broke [{"httpConnectionFailed":{"httpStatusCode":502}}]"#.into()),
+            cause: None,
         }
     );
 
@@ -526,7 +527,7 @@ fn abandon_closes_open_tools_then_the_turn() {
         let closed: Vec<_> =
             f[1..].iter().map(|f| (f.call.call_id.as_str(), &f.outcome, f.execution_started)).collect();
         assert_eq!(closed, [("a", &expected, true), ("c", &expected, true)]);
-        assert_eq!(terminal(&events), &TurnTerminal { kind, message: Some("why".into()) });
+        assert_eq!(terminal(&events), &TurnTerminal { kind, message: Some("why".into()), cause: None });
         assert!(!mapper.is_complete());
         assert!(mapper.abandon(kind, "again".into()).is_empty());
     }
@@ -534,7 +535,11 @@ fn abandon_closes_open_tools_then_the_turn() {
     let mut mapper = TurnMapper::new(TH);
     assert_eq!(
         mapper.abandon(TerminalKind::Failed, "spawn failed".into()),
-        [Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: Some("spawn failed".into()) })]
+        [Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Failed,
+            message: Some("spawn failed".into()),
+            cause: None
+        })]
     );
 }
 
@@ -551,7 +556,7 @@ fn a_turn_id_pinned_by_the_turn_start_result_is_announced_once() {
         [
             Event::TurnStarted { turn_id: TU.into() },
             Event::AssistantDelta { item_id: "m".into(), delta: "hi".into() },
-            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+            Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
         ]
     );
 }

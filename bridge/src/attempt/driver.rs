@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::activity::TurnActivity;
 use super::hooks::{Approver, HostTools, ToolTerminalObserver};
 use super::{AttemptRecorder, AttemptResult};
-use crate::events::{Event, TerminalKind};
+use crate::events::{Event, TerminalCause, TerminalKind};
 
 /// How long the host gets to take in a tool terminal before the turn goes on without its answer.
 pub const OBSERVE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -129,6 +129,9 @@ pub struct TurnDriver<'s> {
     sink: EventSink<'s>,
     /// Native tools started and not yet finished: while one runs, the turn is not idle.
     active_tools: usize,
+    /// The cause given to a terminal that arrives without one: the native side's own, until the
+    /// driver decides otherwise (a cancel, the watchdog, the stream's end).
+    cause: TerminalCause,
 }
 
 impl<'s> std::fmt::Debug for TurnDriver<'s> {
@@ -139,13 +142,23 @@ impl<'s> std::fmt::Debug for TurnDriver<'s> {
 impl<'s> TurnDriver<'s> {
     /// A driver for one turn.
     pub fn new(observer: Arc<dyn ToolTerminalObserver>, activity: Arc<TurnActivity>, sink: EventSink<'s>) -> Self {
-        TurnDriver { recorder: AttemptRecorder::new(), observer, activity, sink, active_tools: 0 }
+        TurnDriver {
+            recorder: AttemptRecorder::new(),
+            observer,
+            activity,
+            sink,
+            active_tools: 0,
+            cause: TerminalCause::Native,
+        }
     }
 
     /// Delivers `events` in order: each is recorded, a tool's terminal is reported to the host
     /// (before anything else sees the result), then the event goes to the sink.
     pub async fn deliver(&mut self, events: Vec<Event>) {
-        for event in events {
+        for mut event in events {
+            if let Event::TurnTerminal(terminal) = &mut event {
+                terminal.cause.get_or_insert(self.cause);
+            }
             match &event {
                 Event::ToolStarted(_) => self.active_tools += 1,
                 Event::ToolFinished(_) => self.active_tools = self.active_tools.saturating_sub(1),
@@ -164,6 +177,7 @@ impl<'s> TurnDriver<'s> {
     /// Ends a turn that never ran its loop (it failed before it started): delivers `closing` and
     /// returns the record.
     pub async fn close(mut self, closing: Vec<Event>) -> DrivenTurn {
+        self.cause = TerminalCause::BackendError;
         self.deliver(closing).await;
         self.done(true)
     }
@@ -208,10 +222,15 @@ impl<'s> TurnDriver<'s> {
                             break (Vec::new(), false);
                         }
                     }
-                    Step::Ended(closing) => break (closing, true),
+                    Step::Ended(closing) => {
+                        self.cause = TerminalCause::BackendExited;
+                        break (closing, true);
+                    }
                 },
                 () = cancel.cancelled(), if !interrupting => {
                     interrupting = true;
+                    // Whatever the native side answers from now on ends the turn for the cancel.
+                    self.cause = TerminalCause::Cancelled;
                     turn.on_cancel();
                     deadline = Instant::now() + limits.interrupt_grace;
                 }
@@ -231,6 +250,7 @@ impl<'s> TurnDriver<'s> {
                         continue;
                     }
                     turn.on_idle_timeout();
+                    self.cause = TerminalCause::IdleTimeout;
                     let why = format!("no progress from {backend} for {:?}", limits.idle);
                     break (turn.abandon(TerminalKind::Timeout, why), true);
                 }
@@ -247,3 +267,7 @@ impl<'s> TurnDriver<'s> {
         DrivenTurn { recorder: self.recorder, abandoned }
     }
 }
+
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -5,7 +5,7 @@ pub use clawbridge_protocol::attempt::{AttemptResult, Classification, ItemLifecy
 use serde_json::Value;
 
 use super::hooks::ToolTerminalReport;
-use crate::events::{Event, TerminalKind, ToolFinish, TurnTerminal, Usage};
+use crate::events::{Event, TerminalCause, TerminalKind, ToolFinish, TurnTerminal, Usage};
 
 /// Folds a turn's events into an [`AttemptResult`], and hands out each tool terminal exactly once.
 #[derive(Debug, Default)]
@@ -17,9 +17,10 @@ pub struct AttemptRecorder {
     assistant_index: HashMap<String, usize>,
     /// Which assistant items already have their final text.
     assistant_final: HashSet<String>,
-    /// Any reasoning was seen (for the classification).
+    /// Reasoning with visible text was seen (for the classification: the host's rule counts only
+    /// non-blank reasoning text).
     reasoning: bool,
-    /// Any plan was seen (for the classification).
+    /// A plan with visible text was seen (likewise: an empty plan is no plan).
     plan: bool,
     /// Latest usage.
     usage: Option<Usage>,
@@ -57,8 +58,10 @@ impl AttemptRecorder {
                 *self.assistant_text(item_id) = text.clone();
                 self.assistant_final.insert(item_id.clone());
             }
-            Event::ReasoningDelta { .. } | Event::ReasoningFinal { .. } => self.reasoning = true,
-            Event::Plan(_) => self.plan = true,
+            Event::ReasoningDelta { delta: text, .. } | Event::ReasoningFinal { text, .. } => {
+                self.reasoning |= !text.trim().is_empty();
+            }
+            Event::Plan(plan) => self.plan |= !plan.to_text().trim().is_empty(),
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::ToolStarted(call) => {
                 let next = self.started.len();
@@ -70,7 +73,11 @@ impl AttemptRecorder {
                     self.terminal = Some(terminal.clone());
                 }
             }
-            Event::TurnStarted { .. } | Event::ToolOutputDelta { .. } | Event::ModelRetry { .. } | Event::Unknown => {}
+            Event::TurnStarted { .. }
+            | Event::ToolOutputDelta { .. }
+            | Event::ModelRetry { .. }
+            | Event::ModelInUse { .. }
+            | Event::Unknown => {}
         }
         None
     }
@@ -129,6 +136,7 @@ impl AttemptRecorder {
         let terminal = self.terminal.unwrap_or(TurnTerminal {
             kind: TerminalKind::Failed,
             message: Some("the turn ended without a terminal event".into()),
+            cause: Some(TerminalCause::BackendExited),
         });
         let assistant_texts: Vec<String> =
             self.assistant.into_iter().map(|(_, text)| text).filter(|t| !t.trim().is_empty()).collect();
@@ -181,7 +189,7 @@ mod tests {
     }
 
     fn ok() -> Event {
-        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None })
+        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None })
     }
 
     #[test]
@@ -229,6 +237,33 @@ mod tests {
         let mut empty = AttemptRecorder::new();
         empty.record(&ok());
         assert_eq!(empty.finish(None).classification, Some(Classification::Empty));
+    }
+
+    #[test]
+    fn only_visible_plan_and_reasoning_text_classify_a_silent_turn() {
+        // The host's classifyAgentHarnessTerminalOutcome counts non-blank text only: an empty plan
+        // or blank reasoning leaves the turn "empty".
+        let mut blank = AttemptRecorder::new();
+        blank.record(&Event::Plan(crate::events::Plan { explanation: Some("  ".into()), steps: Vec::new() }));
+        blank.record(&Event::ReasoningDelta { item_id: "r".into(), delta: "\n".into() });
+        blank.record(&ok());
+        assert_eq!(blank.finish(None).classification, Some(Classification::Empty));
+
+        let mut planned = AttemptRecorder::new();
+        planned.record(&Event::ReasoningFinal { item_id: "r".into(), text: "hmm".into(), signature: None });
+        planned.record(&Event::Plan(crate::events::Plan {
+            explanation: Some("Read, then fix".into()),
+            steps: Vec::new(),
+        }));
+        planned.record(&ok());
+        assert_eq!(planned.finish(None).classification, Some(Classification::PlanningOnly));
+    }
+
+    #[test]
+    fn a_turn_without_a_terminal_is_a_backend_that_went_away() {
+        let result = AttemptRecorder::new().finish(None);
+        assert_eq!(result.terminal.kind, TerminalKind::Failed);
+        assert_eq!(result.terminal.cause, Some(TerminalCause::BackendExited));
     }
 
     #[test]

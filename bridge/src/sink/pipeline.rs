@@ -132,7 +132,13 @@ impl Processor {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
             }
-            let Some(spec) = &self.spec else { continue };
+            let Some(spec) = self.spec.as_mut() else { continue };
+            if let Event::ModelInUse { model } = &event {
+                // A mirror that starts later names it too.
+                if !model.trim().is_empty() {
+                    spec.label.model.clone_from(model);
+                }
+            }
             let mut messages = Vec::new();
             if let Event::TurnStarted { turn_id } = &event {
                 if self.mirror.is_none() {
@@ -203,7 +209,7 @@ mod tests {
 
     fn result(kind: TerminalKind) -> AttemptResult {
         let mut recorder = crate::attempt::AttemptRecorder::new();
-        recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message: None }));
+        recorder.record(&Event::TurnTerminal(TurnTerminal { kind, message: None, cause: None }));
         recorder.finish(None)
     }
 
@@ -216,7 +222,7 @@ mod tests {
         let pipeline = Pipeline::start(vec![Box::new(Seen(seen.clone()))], Some((spec, Box::new(store))));
         pipeline.push(&Event::TurnStarted { turn_id: "t1".into() });
         pipeline.push(&Event::AssistantFinal { item_id: "i1".into(), text: "hello".into() });
-        pipeline.push(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }));
+        pipeline.push(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }));
         let mirrored = pipeline.finish(&result(TerminalKind::Ok)).await;
         assert!(mirrored.owned && mirrored.error.is_none());
         assert_eq!(mirrored.key.as_deref(), Some("s:t1:assistant"));

@@ -166,7 +166,7 @@ mod tests {
         }
         queue.push(delta("m2", "x"));
         queue.push(Event::AssistantFinal { item_id: "m1".into(), text: "final".into() });
-        queue.push(Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }));
+        queue.push(Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }));
         queue.close();
         assert_eq!(queue.len(), 5, "200k deltas of one item took one slot");
 

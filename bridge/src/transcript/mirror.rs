@@ -100,6 +100,15 @@ struct CallState {
 }
 
 impl TranscriptMirror {
+    /// Names `model` on the rows written from now on: the native runtime said which model serves
+    /// the turn, which may differ from the one the host asked for (an alias, a default). A blank
+    /// name changes nothing.
+    pub fn name_model(&mut self, model: &str) {
+        if !model.trim().is_empty() {
+            self.model.model = model.to_string();
+        }
+    }
+
     /// A mirror for turn `turn_id`, keys prefixed by `scope`.
     pub fn new(scope: impl Into<String>, turn_id: impl Into<String>, model: ModelLabel) -> Self {
         Self {
@@ -172,6 +181,7 @@ impl TranscriptMirror {
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::TurnTerminal(terminal) => return self.finish(terminal),
             // Plans have no v4 message shape of their own; they reach the host as events.
+            Event::ModelInUse { model } => self.name_model(model),
             Event::TurnStarted { .. } | Event::Plan(_) | Event::ModelRetry { .. } | Event::Unknown => {}
         }
         Vec::new()

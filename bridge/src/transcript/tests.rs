@@ -38,7 +38,7 @@ fn turn_events() -> Vec<Event> {
         }),
         Event::AssistantFinal { item_id: "m2".into(), text: "Done.".into() },
         Event::Usage(Usage { input_tokens: 3, output_tokens: 5, cached_input_tokens: 0, reasoning_tokens: 0 }),
-        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None }),
+        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
     ]
 }
 
@@ -142,7 +142,11 @@ async fn an_unmatched_call_gets_a_synthetic_failed_result() {
             execution_started: false,
             output: None,
         }),
-        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Aborted, message: Some("user pressed stop".into()) }),
+        Event::TurnTerminal(TurnTerminal {
+            kind: TerminalKind::Aborted,
+            message: Some("user pressed stop".into()),
+            cause: None,
+        }),
     ];
     mirror_turn(&mut sink, &events).await;
     let messages: Vec<&Message> = sink.entries().iter().map(|e| &e.message).collect();
@@ -181,7 +185,7 @@ fn replays_late_finals_and_events_after_the_end_are_ignored() {
     let Message::ToolResult(result) = &out[1] else { panic!() };
     assert_eq!(result.details, Some(json!({"omittedBytes": 10})));
     assert!(mirror.on_event(&Event::ToolFinished(finish)).is_empty(), "one result per call");
-    let end = TurnTerminal { kind: TerminalKind::Failed, message: None };
+    let end = TurnTerminal { kind: TerminalKind::Failed, message: None, cause: None };
     let last = mirror.finish(&end);
     assert_eq!(last.len(), 2, "synthetic result for c, then the assistant");
     assert!(mirror.is_finished());
@@ -195,7 +199,7 @@ fn deltas_stand_in_for_a_missing_final() {
     let mut mirror = TranscriptMirror::new("", "t", model());
     mirror.on_event(&Event::AssistantDelta { item_id: "m".into(), delta: "Hal".into() });
     mirror.on_event(&Event::AssistantDelta { item_id: "m".into(), delta: "f".into() });
-    let out = mirror.finish(&TurnTerminal { kind: TerminalKind::Timeout, message: None });
+    let out = mirror.finish(&TurnTerminal { kind: TerminalKind::Timeout, message: None, cause: None });
     let Message::Assistant(message) = &out[0] else { panic!() };
     assert_eq!(message.content, vec![ContentBlock::Text { text: "Half".into() }]);
     assert_eq!(message.stop_reason, StopReason::Aborted);
@@ -334,6 +338,28 @@ impl TranscriptMirror {
     /// The final assistant message of an otherwise empty turn.
     fn finish_for_test(&self) -> Message {
         let mut copy = TranscriptMirror::new("", self.turn_id(), model());
-        copy.finish(&TurnTerminal { kind: TerminalKind::Ok, message: None }).remove(0)
+        copy.finish(&TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }).remove(0)
+    }
+}
+
+#[test]
+fn rows_name_the_model_the_native_runtime_reported() {
+    let mut mirror = TranscriptMirror::new("clawbridge:run-1", "tu-1", ModelLabel { model: String::new(), ..model() });
+    let mut rows = Vec::new();
+    for event in [
+        Event::TurnStarted { turn_id: "tu-1".into() },
+        Event::ModelInUse { model: "gpt-5-codex".into() },
+        Event::ModelInUse { model: "  ".into() },
+        Event::AssistantFinal { item_id: "m1".into(), text: "Done.".into() },
+        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
+    ] {
+        rows.extend(mirror.on_event(&event));
+    }
+    let json = serde_json::to_value(&rows).unwrap();
+    let assistant: Vec<&Value> = json.as_array().unwrap().iter().filter(|r| r["role"] == "assistant").collect();
+    assert!(!assistant.is_empty(), "{json:#}");
+    for row in assistant {
+        assert_eq!(row["model"], "gpt-5-codex", "a blank name changes nothing: {row:#}");
+        assert_eq!((&row["api"], &row["provider"]), (&json!("openai-completions"), &json!("mock")));
     }
 }

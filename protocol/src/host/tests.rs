@@ -135,7 +135,11 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
     let result = AttemptRunResponse {
         attempt_id: "run-b:1".into(),
         result: AttemptResult {
-            terminal: TurnTerminal { kind: TerminalKind::Aborted, message: Some("user pressed stop".into()) },
+            terminal: TurnTerminal {
+                kind: TerminalKind::Aborted,
+                message: Some("user pressed stop".into()),
+                cause: None,
+            },
             native_session_id: Some("th-9".into()),
             assistant_texts: vec![],
             usage: None,

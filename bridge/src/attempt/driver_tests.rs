@@ -1,0 +1,148 @@
+//! Which cause the driver gives each way a turn can end.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::attempt::hooks::NoObserver;
+use crate::events::TurnTerminal;
+
+/// A scripted native turn: each `next` takes the following step; once the script is out it waits
+/// forever (a native side that went quiet), unless an interrupt queued the native answer to it.
+struct Scripted {
+    steps: VecDeque<Step>,
+    complete: bool,
+    /// What the native side answers an interrupt with (`None`: it never confirms).
+    on_interrupt: Option<TerminalKind>,
+}
+
+impl Scripted {
+    fn new(steps: Vec<Step>, on_interrupt: Option<TerminalKind>) -> Self {
+        Scripted { steps: steps.into(), complete: false, on_interrupt }
+    }
+}
+
+fn terminal(kind: TerminalKind) -> Event {
+    Event::TurnTerminal(TurnTerminal::new(kind, None))
+}
+
+impl NativeTurn for Scripted {
+    async fn next(&mut self) -> Step {
+        match self.steps.pop_front() {
+            Some(step) => {
+                if let Step::Events(events) = &step {
+                    self.complete |= events.iter().any(|e| matches!(e, Event::TurnTerminal(_)));
+                }
+                step
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    fn has_queued(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    async fn interrupt(&mut self) -> Result<bool, String> {
+        if let Some(kind) = self.on_interrupt.take() {
+            self.steps.push_back(Step::Events(vec![terminal(kind)]));
+        }
+        Ok(true)
+    }
+
+    fn abandon(&mut self, kind: TerminalKind, message: String) -> Vec<Event> {
+        vec![Event::TurnTerminal(TurnTerminal::new(kind, Some(message)))]
+    }
+
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
+}
+
+const LIMITS: TurnLimits =
+    TurnLimits { idle: Duration::from_millis(200), interrupt_grace: Duration::from_millis(200), backend: "scripted" };
+
+/// Drives `turn` (cancelled at once when `cancel` is set) and returns the result's terminal and
+/// the terminal event the sink saw.
+async fn drive(mut turn: Scripted, cancel_now: bool) -> (TurnTerminal, Vec<TurnTerminal>) {
+    let mut seen = Vec::new();
+    let mut sink = |event: &Event| {
+        if let Event::TurnTerminal(t) = event {
+            seen.push(t.clone());
+        }
+    };
+    let cancel = CancellationToken::new();
+    if cancel_now {
+        cancel.cancel();
+    }
+    let driver = TurnDriver::new(Arc::new(NoObserver), Arc::new(TurnActivity::default()), &mut sink);
+    let driven = driver.run(&mut turn, LIMITS, &cancel).await;
+    let result = driven.finish(None);
+    (result.terminal, seen)
+}
+
+#[tokio::test]
+async fn each_way_a_turn_ends_has_its_own_cause() {
+    let cases: Vec<(&str, Scripted, bool, TerminalKind, TerminalCause)> = vec![
+        (
+            "the native side completes",
+            Scripted::new(vec![Step::Events(vec![terminal(TerminalKind::Ok)])], None),
+            false,
+            TerminalKind::Ok,
+            TerminalCause::Native,
+        ),
+        (
+            "the native side reports a provider error",
+            Scripted::new(vec![Step::Events(vec![terminal(TerminalKind::Failed)])], None),
+            false,
+            TerminalKind::Failed,
+            TerminalCause::Native,
+        ),
+        (
+            "nothing happens for the idle limit",
+            Scripted::new(Vec::new(), None),
+            false,
+            TerminalKind::Timeout,
+            TerminalCause::IdleTimeout,
+        ),
+        (
+            "the process goes away mid-turn",
+            Scripted::new(vec![Step::Ended(vec![terminal(TerminalKind::Failed)])], None),
+            false,
+            TerminalKind::Failed,
+            TerminalCause::BackendExited,
+        ),
+        (
+            "a cancel the native side confirms",
+            Scripted::new(Vec::new(), Some(TerminalKind::Aborted)),
+            true,
+            TerminalKind::Aborted,
+            TerminalCause::Cancelled,
+        ),
+        (
+            "a cancel the native side never confirms",
+            Scripted::new(Vec::new(), None),
+            true,
+            TerminalKind::Aborted,
+            TerminalCause::Cancelled,
+        ),
+    ];
+    for (what, turn, cancel, kind, cause) in cases {
+        let (result, seen) = drive(turn, cancel).await;
+        assert_eq!((result.kind, result.cause), (kind, Some(cause)), "{what}");
+        assert_eq!(seen.len(), 1, "{what}: one terminal event");
+        assert_eq!(seen[0].cause, Some(cause), "{what}: the streamed terminal names the cause too");
+    }
+}
+
+#[tokio::test]
+async fn a_cause_the_native_side_already_named_is_kept() {
+    let mut named = TurnTerminal::new(TerminalKind::Failed, None);
+    named.cause = Some(TerminalCause::BackendError);
+    let turn = Scripted::new(vec![Step::Events(vec![Event::TurnTerminal(named)])], None);
+    let (result, _) = drive(turn, false).await;
+    assert_eq!(result.cause, Some(TerminalCause::BackendError));
+}

@@ -1,0 +1,168 @@
+// @ts-check
+// The delivery facts of an attempt (`didSendViaMessagingTool`, `messagingToolSent*`,
+// `toolMediaUrls`, `sourceReplyDelivered`) from the OpenClaw host tools that actually ran, the way
+// OpenClaw's embedded runtime derives them from each tool's original result: through the SDK's
+// messaging and media helpers, never from display text. Native tools (a shell, an editor) are no
+// OpenClaw messaging tools and send nothing to a channel, so only host tools count.
+
+/** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
+
+/** How many tool runs one attempt keeps for the facts (a longer turn keeps its first ones). */
+const MAX_RUNS = 512;
+
+/**
+ * The SDK helpers the facts come from; each is optional (an older host may lack one) and a missing
+ * one leaves its facts empty rather than guessed.
+ *
+ * @typedef {{
+ *   isMessagingTool?: (toolName: string) => boolean,
+ *   isMessagingToolSendAction?: (toolName: string, args: Record<string, unknown>) => boolean,
+ *   readEmbeddedMessageDeliveryFact?: (value: unknown) => {status?: string, partialDelivery?: boolean, sourceReplyDelivered?: boolean} | undefined,
+ *   isDeliveredMessagingToolResult?: (params: {toolName?: string, args?: unknown, result?: unknown, isError?: boolean}) => boolean,
+ *   extractMessagingToolSend?: (toolName: string, args: Record<string, unknown>, options?: any) => any,
+ *   extractMessagingToolSendResult?: (pending: any, result: unknown) => any,
+ *   extractToolResultMediaArtifact?: (result: unknown) => {mediaUrls: string[], audioAsVoice?: boolean, trustedLocalMedia?: boolean} | undefined,
+ *   filterToolResultMediaUrls?: (toolName: string | undefined, mediaUrls: string[], result?: unknown) => string[],
+ * }} DeliveryHelpers
+ */
+
+/**
+ * One host tool run: its name, the arguments it ran with, its original result (or thrown error)
+ * and whether it failed.
+ *
+ * @typedef {{toolName: string, args: Record<string, unknown>, result: unknown, isError: boolean}} HostToolRun
+ */
+
+/** Collects an attempt's host tool runs (bounded) for {@link deliveryFacts}. */
+export class HostToolRuns {
+  constructor() {
+    /** @type {HostToolRun[]} */
+    this.runs = [];
+  }
+
+  /** @param {HostToolRun} run */
+  add(run) {
+    if (this.runs.length < MAX_RUNS) this.runs.push(run);
+  }
+}
+
+/**
+ * The delivery fields of the attempt result.
+ *
+ * @param {HostToolRun[]} runs in the order they ran
+ * @param {DeliveryHelpers} helpers
+ * @param {{config?: unknown, currentChannelId?: string, currentMessagingTarget?: string, currentThreadId?: string, currentMessageId?: string | number}} [route]
+ * @returns {Pick<AttemptResult, "didSendViaMessagingTool" | "messagingToolSentTexts" | "messagingToolSentMediaUrls" | "messagingToolSentTargets"> & Partial<Pick<AttemptResult, "toolMediaUrls" | "toolAudioAsVoice" | "toolTrustedLocalMedia" | "sourceReplyDelivered">>}
+ */
+export function deliveryFacts(runs, helpers, route = {}) {
+  /** @type {string[]} */
+  const texts = [];
+  /** @type {string[]} */
+  const sentMedia = [];
+  /** @type {any[]} */
+  const targets = [];
+  /** @type {string[]} */
+  const toolMedia = [];
+  let audioAsVoice = false;
+  let trustedLocalMedia = false;
+  let sourceReplyDelivered = false;
+  for (const run of runs) {
+    const messaging = safe(() => helpers.isMessagingTool?.(run.toolName), false) === true;
+    if (messaging) {
+      const fact = safe(() => helpers.readEmbeddedMessageDeliveryFact?.(details(run.result)?.messageDelivery), undefined);
+      const delivered = fact
+        ? fact.status === "settled" && (!run.isError || fact.partialDelivery === true)
+        : safe(() => helpers.isDeliveredMessagingToolResult?.({ ...run, args: run.args }), false) === true;
+      if (fact?.sourceReplyDelivered === true) sourceReplyDelivered = true;
+      if (!delivered) continue;
+      const send = safe(() => helpers.isMessagingToolSendAction?.(run.toolName, run.args), false) === true;
+      if (!send) continue;
+      const text = messagingText(run.args);
+      if (text) texts.push(text);
+      const media = [...mediaUrlsOf(run.args), ...(artifact(helpers, run)?.mediaUrls ?? [])];
+      sentMedia.push(...media);
+      const pending = safe(() => helpers.extractMessagingToolSend?.(run.toolName, run.args, route), undefined);
+      if (pending) {
+        const confirmed = safe(() => helpers.extractMessagingToolSendResult?.(pending, run.result), pending) ?? pending;
+        targets.push({ ...confirmed, ...(text ? { text } : {}), ...(media.length > 0 ? { mediaUrls: media } : {}) });
+      }
+      continue;
+    }
+    if (run.isError) continue;
+    const found = artifact(helpers, run);
+    if (!found || found.mediaUrls.length === 0) continue;
+    const allowed = safe(() => helpers.filterToolResultMediaUrls?.(run.toolName, found.mediaUrls, run.result), []) ?? [];
+    for (const url of allowed) if (typeof url === "string" && url.trim() && !toolMedia.includes(url.trim())) toolMedia.push(url.trim());
+    audioAsVoice ||= found.audioAsVoice === true && allowed.length > 0;
+    trustedLocalMedia ||= found.trustedLocalMedia === true && allowed.length > 0;
+  }
+  return {
+    // The embedded runtime's rule: any sent text, sent media or confirmed target is a send.
+    didSendViaMessagingTool: texts.some((t) => t.trim() !== "") || sentMedia.some((u) => u.trim() !== "") || targets.length > 0,
+    messagingToolSentTexts: texts,
+    messagingToolSentMediaUrls: sentMedia,
+    messagingToolSentTargets: targets,
+    ...(toolMedia.length > 0 ? { toolMediaUrls: toolMedia } : {}),
+    ...(audioAsVoice ? { toolAudioAsVoice: true } : {}),
+    ...(trustedLocalMedia ? { toolTrustedLocalMedia: true } : {}),
+    ...(sourceReplyDelivered ? { sourceReplyDelivered: /** @type {const} */ (true) } : {}),
+  };
+}
+
+/**
+ * @param {DeliveryHelpers} helpers
+ * @param {HostToolRun} run
+ */
+function artifact(helpers, run) {
+  const found = safe(() => helpers.extractToolResultMediaArtifact?.(run.result), undefined);
+  return found && Array.isArray(found.mediaUrls) ? { ...found, mediaUrls: found.mediaUrls.filter((u) => typeof u === "string") } : undefined;
+}
+
+/** @param {unknown} result */
+function details(result) {
+  const value = result && typeof result === "object" ? /** @type {{details?: any}} */ (result).details : undefined;
+  return value && typeof value === "object" ? value : undefined;
+}
+
+/**
+ * The message a send carries, read from the keys the embedded runtime reads, in its order.
+ *
+ * @param {Record<string, unknown>} args
+ */
+function messagingText(args) {
+  for (const key of ["content", "message", "text", "body"]) {
+    const value = args?.[key];
+    if (typeof value === "string" && value.trim()) return value;
+  }
+  return undefined;
+}
+
+/** @param {Record<string, unknown>} args */
+function mediaUrlsOf(args) {
+  /** @type {string[]} */
+  const urls = [];
+  for (const key of ["media", "mediaUrl", "mediaUrls"]) {
+    const value = args?.[key];
+    for (const item of Array.isArray(value) ? value : [value]) {
+      if (typeof item === "string" && item.trim()) urls.push(item.trim());
+    }
+  }
+  return urls;
+}
+
+/**
+ * A helper's answer, or `fallback` when it throws: a host helper failing must not fail the attempt.
+ *
+ * @template T
+ * @param {() => T} run
+ * @param {T} fallback
+ * @returns {T}
+ */
+function safe(run, fallback) {
+  try {
+    const value = run();
+    return value === undefined ? fallback : value;
+  } catch {
+    return fallback;
+  }
+}
