@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
+use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
@@ -112,6 +112,7 @@ pub fn open_settings(
         approval_timeout: Some(super::hooks::APPROVAL_TIMEOUT),
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
+        on_native_id: None,
     }
 }
 
@@ -143,6 +144,12 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
     let attempt_id = params.attempt_id.clone();
     let backend = job.harness.backend.clone();
     let facts = backend.facts();
+    let input = super::inputs::turn_input(params, facts).map_err(|error| {
+        preflight(
+            format!("{}: {error}", facts.id),
+            format!("{} cannot run this prompt: {error}.", job.harness.info.label),
+        )
+    })?;
     let hooks = host_hooks(&job, job.settings.host_tools.clone());
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,
@@ -153,6 +160,10 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             ));
         }
     };
+    // Bound before the turn runs, so a bridge that dies mid-turn still resumes this native session.
+    if let Some(native_id) = native.native_id() {
+        job.settings.announce_native_id(&native_id);
+    }
     if let Some(why) = native.resume_failure() {
         tracing::warn!(attempt = %attempt_id, "could not resume the session's {} ({why}); started a new one", facts.native_session);
     }
@@ -167,7 +178,6 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         model: params.model_id.clone(),
     };
     let pipeline = host_pipeline_for(&job, label);
-    let input = TurnInput::text(params.prompt.clone());
     let turn = {
         let mut sink = |event: &Event| pipeline.push(event);
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await

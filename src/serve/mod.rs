@@ -17,6 +17,7 @@ mod bindings;
 mod handler;
 mod harness;
 mod hooks;
+mod inputs;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod config;
 pub mod handler;
+pub mod input;
 pub mod mapping;
 pub mod pool;
 pub mod resume;

@@ -34,6 +34,7 @@ pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::backend::{NativeIdListener, TurnInput};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
@@ -42,7 +43,7 @@ use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
-    CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, UserLine, VersionRejected,
+    CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, VersionRejected,
 };
 use clawbridge_protocol::jsonrpc::Dialect;
 use tokio::sync::mpsc;
@@ -346,6 +347,19 @@ impl ClaudeSession {
         sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, ClaudeError> {
+        self.run_turn_with(&TurnInput::text(prompt), None, sink, cancel).await
+    }
+
+    /// [`run_turn`](Self::run_turn) with a whole turn input (images as `image` blocks of the user
+    /// line, the thinking level as the budget set just before it) and a listener told the session
+    /// id as soon as `system/init` names it (docs/peers/claude.md#turn-input).
+    pub async fn run_turn_with(
+        &mut self,
+        input: &TurnInput,
+        on_native_id: Option<&NativeIdListener>,
+        sink: &mut (dyn FnMut(&Event) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AttemptResult, ClaudeError> {
         self.ensure_live().await?;
         self.turns += 1;
         let mut mapper = TurnMapper::new(format!("{}-turn-{}", self.fallback_turn_base, self.turns));
@@ -361,12 +375,23 @@ impl ClaudeSession {
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-        let prompt_sent = live.conn.peer().notify("user", Some(&UserLine::text(prompt))).await;
+        if let Some(level) = input.think_level {
+            let request = super::input::thinking_request(level);
+            let answer = live
+                .conn
+                .peer()
+                .request_with_timeout("set_max_thinking_tokens", Some(&request), self.config.handshake_timeout)
+                .await;
+            if let Err(error) = answer {
+                tracing::warn!(%error, ?level, "claude did not take the thinking level; the turn runs at its default");
+            }
+        }
+        let prompt_sent = live.conn.peer().notify("user", Some(&super::input::user_line(input))).await;
         let (driven, mapper) = if let Err(error) = prompt_sent {
             let closing = mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"));
             (driver.close(closing).await, mapper)
         } else {
-            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false };
+            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false, on_native_id };
             let driven = driver.run(&mut turn, limits, cancel).await;
             (driven, turn.mapper)
         };
@@ -432,6 +457,8 @@ struct ClaudeTurn<'a> {
     /// An interrupt sent before the turn began is accepted but does nothing, so it waits for the
     /// turn's first line (docs/peers/claude.md#interrupt-before-the-turn-began).
     turn_begun: bool,
+    /// Told the session id the moment `system/init` names it.
+    on_native_id: Option<&'a NativeIdListener>,
 }
 
 impl ClaudeTurn<'_> {
@@ -456,6 +483,9 @@ impl NativeTurn for ClaudeTurn<'_> {
                         self.turn_begun = true;
                         let message = CliMessage::from_value(line.params.unwrap_or_default());
                         if let CliMessage::System(SystemMessage::Init(init)) = &message {
+                            if let (Some(listener), Some(id)) = (self.on_native_id, init.session_id.as_deref()) {
+                                listener(id);
+                            }
                             match &init.claude_code_version {
                                 Some(reported) if !same_version(self.version, reported) => tracing::warn!(
                                     expected = %self.version, %reported,

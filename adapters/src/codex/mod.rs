@@ -9,6 +9,7 @@
 pub mod backend;
 pub mod config;
 pub mod handler;
+pub mod input;
 pub mod mapping;
 pub mod retry;
 pub mod session;
