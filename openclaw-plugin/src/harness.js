@@ -7,6 +7,7 @@ import { appendTranscript, decideApproval, executeTool, observeToolTerminal } fr
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
+import { promptImages } from "./inputs.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -24,6 +25,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {string} [options.hostVersion]
  * @param {Function} [options.appendTranscriptMessage] `appendSessionTranscriptMessageByIdentity`
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
+ * @param {Function} [options.loadPromptImages] `detectAndLoadAgentHarnessPromptImages`, when the SDK has it
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -168,7 +170,8 @@ async function runAttempt(runtime, harnessId, params) {
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
-      response = await conn.client.request("attempt/run", runParams(harnessId, attemptId, params, hostTools), {
+      const images = await promptImages(params, runtime.options.loadPromptImages, logger);
+      response = await conn.client.request("attempt/run", runParams(harnessId, attemptId, params, hostTools, images), {
         timeoutMs: deadline,
       });
     } catch (error) {
@@ -239,7 +242,7 @@ function bindTools(runtime, attempt, params) {
 }
 
 /** The `attempt/run` params from OpenClaw's attempt params. */
-function runParams(harnessId, attemptId, params, hostTools) {
+function runParams(harnessId, attemptId, params, hostTools, images) {
   const out = {
     attemptId,
     harnessId,
@@ -265,11 +268,6 @@ function runParams(harnessId, attemptId, params, hostTools) {
   if (Number.isFinite(params.timeoutMs) && params.timeoutMs > 0) out.timeoutMs = Math.floor(params.timeoutMs);
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
-  const images = Array.isArray(params.images)
-    ? params.images
-        .filter((i) => typeof i?.data === "string" && typeof i?.mimeType === "string")
-        .map((i) => ({ data: i.data, mimeType: i.mimeType }))
-    : [];
   if (images.length > 0) out.images = images;
   return out;
 }

@@ -10,7 +10,7 @@ import { createHarness, createRuntime } from "./harness.js";
 /**
  * @param {object} [deps] what the OpenClaw SDK provides (injected so tests can run without it):
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
- *   (`AgentHarnessPreflightError`), and for tests `protocolVersion` and `tap`.
+ *   (`AgentHarnessPreflightError`), `loadPromptImages` (`detectAndLoadAgentHarnessPromptImages`), and for tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -33,6 +33,7 @@ export function createPlugin(deps = {}) {
           hostVersion: typeof api.runtime?.version === "string" ? api.runtime.version : undefined,
           appendTranscriptMessage: deps.appendTranscriptMessage,
           PreflightError: deps.PreflightError,
+          loadPromptImages: deps.loadPromptImages,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

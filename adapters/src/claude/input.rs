@@ -1,6 +1,6 @@
 //! A turn's input in Claude Code's terms: the prompt and its images as one stream-json `user` line
-//! (a text block, then Messages API `image` blocks), the host's thinking level as the thinking
-//! budget the `set_max_thinking_tokens` control request sets before the line is written
+//! (a text block, then Messages API `image` blocks), the host's thinking level as the effort (or
+//! thinking off) a control request sets before the line is written
 //! (docs/peers/claude.md#turn-input).
 
 use clawbridge_bridge::backend::{ThinkLevel, TurnInput};
@@ -18,20 +18,22 @@ pub fn user_line(input: &TurnInput) -> Value {
     line
 }
 
-/// The `set_max_thinking_tokens` request for a thinking level: `0` turns thinking off, a budget
-/// for each level after the CLI's own keyword tiers (4 000 "think", 10 000 "think hard", 31 999
-/// "ultrathink"), `null` (the session's default) for `adaptive`.
-pub fn thinking_request(level: ThinkLevel) -> Value {
-    let budget: Option<u32> = match level {
-        ThinkLevel::Off => Some(0),
-        ThinkLevel::Minimal => Some(1_024),
-        ThinkLevel::Low => Some(4_000),
-        ThinkLevel::Medium => Some(10_000),
-        ThinkLevel::High | ThinkLevel::XHigh | ThinkLevel::Max => Some(31_999),
-        // `adaptive`, and a level added later: the session's default, never a guess.
-        _ => None,
+/// The control request that sets a thinking level before the turn's line, as `(subtype, body)`:
+/// `off` turns thinking off (`set_max_thinking_tokens` 0); every other level is the CLI's effort
+/// setting (`apply_flag_settings` with `effortLevel`: `low`, `medium`, `high`, `xhigh`, `max`), which
+/// 2.1.328 sends as the request's `output_config.effort` with adaptive thinking. `adaptive` (and a
+/// level added later) keeps the session's default: `None`.
+pub fn thinking_request(level: ThinkLevel) -> Option<(&'static str, Value)> {
+    let effort = match level {
+        ThinkLevel::Off => return Some(("set_max_thinking_tokens", json!({"max_thinking_tokens": 0}))),
+        ThinkLevel::Minimal | ThinkLevel::Low => "low",
+        ThinkLevel::Medium => "medium",
+        ThinkLevel::High => "high",
+        ThinkLevel::XHigh => "xhigh",
+        ThinkLevel::Max => "max",
+        _ => return None,
     };
-    json!({"max_thinking_tokens": budget})
+    Some(("apply_flag_settings", json!({"settings": {"effortLevel": effort}})))
 }
 
 #[cfg(test)]
@@ -63,14 +65,19 @@ mod tests {
     }
 
     #[test]
-    fn thinking_levels_map_to_budgets() {
-        let budget = |level| thinking_request(level)["max_thinking_tokens"].clone();
-        assert_eq!(budget(ThinkLevel::Off), json!(0));
-        assert_eq!(budget(ThinkLevel::Minimal), json!(1_024));
-        assert_eq!(budget(ThinkLevel::Low), json!(4_000));
-        assert_eq!(budget(ThinkLevel::Medium), json!(10_000));
-        assert_eq!(budget(ThinkLevel::High), json!(31_999));
-        assert_eq!(budget(ThinkLevel::Max), json!(31_999));
-        assert_eq!(budget(ThinkLevel::Adaptive), Value::Null);
+    fn thinking_levels_map_to_efforts_and_off_to_no_thinking() {
+        let effort =
+            |level| thinking_request(level).map(|(subtype, body)| (subtype, body["settings"]["effortLevel"].clone()));
+        assert_eq!(
+            thinking_request(ThinkLevel::Off),
+            Some(("set_max_thinking_tokens", json!({"max_thinking_tokens": 0})))
+        );
+        assert_eq!(effort(ThinkLevel::Minimal), Some(("apply_flag_settings", json!("low"))));
+        assert_eq!(effort(ThinkLevel::Low), Some(("apply_flag_settings", json!("low"))));
+        assert_eq!(effort(ThinkLevel::Medium), Some(("apply_flag_settings", json!("medium"))));
+        assert_eq!(effort(ThinkLevel::High), Some(("apply_flag_settings", json!("high"))));
+        assert_eq!(effort(ThinkLevel::XHigh), Some(("apply_flag_settings", json!("xhigh"))));
+        assert_eq!(effort(ThinkLevel::Max), Some(("apply_flag_settings", json!("max"))));
+        assert_eq!(thinking_request(ThinkLevel::Adaptive), None);
     }
 }

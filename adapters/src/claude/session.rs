@@ -375,13 +375,11 @@ impl ClaudeSession {
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-        if let Some(level) = input.think_level {
-            let request = super::input::thinking_request(level);
-            let answer = live
-                .conn
-                .peer()
-                .request_with_timeout("set_max_thinking_tokens", Some(&request), self.config.handshake_timeout)
-                .await;
+        if let Some((level, (subtype, request))) =
+            input.think_level.and_then(|level| Some((level, super::input::thinking_request(level)?)))
+        {
+            let answer =
+                live.conn.peer().request_with_timeout(subtype, Some(&request), self.config.handshake_timeout).await;
             if let Err(error) = answer {
                 tracing::warn!(%error, ?level, "claude did not take the thinking level; the turn runs at its default");
             }
