@@ -167,6 +167,16 @@ async fn claude_an_image_and_a_thinking_level_reach_the_model() {
     an_image_and_a_thinking_level_reach_the_model(Peer::Claude).await;
 }
 
+/// The native session id of the bridge's only binding.
+fn bound_session(run: &OpenClawHome<'_>) -> String {
+    let binding = run.binding();
+    binding["nativeSessionId"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| panic!("no id: {binding}"))
+        .to_string()
+}
+
 /// The `clawbridge serve` processes of this test's bridge state dir.
 fn bridge_processes(run: &OpenClawHome<'_>) -> Vec<i32> {
     let needle = format!("CLAWBRIDGE_STATE_DIR={}\0", run.bridge_state.display());
@@ -191,7 +201,12 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
     });
     let mock = start_mock(&scenario).await.unwrap();
     let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
-    run.write_config(&run.config());
+    let mut config = run.config();
+    // `agent exec` and `agent --local` build different OpenClaw tool surfaces, and a Claude session
+    // is not resumed under other host tools; without host tools both turns run under one setting,
+    // so only the kill can break the session.
+    config["plugins"]["entries"]["clawbridge"]["config"]["hostTools"] = json!(false);
+    run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
     let config = run.config_path.display().to_string();
@@ -212,7 +227,7 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The binding is on disk while the turn still runs: that is what survives the kill.
-    let bound = run.bound_native_session();
+    let bound = bound_session(&run);
     let bridges = bridge_processes(&run);
     assert_eq!(bridges.len(), 1, "one bridge runs the turn: {bridges:?}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(bridges[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
@@ -234,7 +249,7 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
     let second = run.next_turn(&session_id, SECOND_PROMPT).await;
     let describe = || format!("turn 2: {second:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
     assert!(second.to_string().contains(SECOND_ANSWER), "{}", describe());
-    assert_eq!(run.bound_native_session(), bound, "the same native session: {}", describe());
+    assert_eq!(bound_session(&run), bound, "the same native session: {}", describe());
     let asked: Vec<Value> =
         model_requests(&mock).into_iter().skip(before).filter(|b| mentions(b, SECOND_PROMPT)).collect();
     assert!(!asked.is_empty(), "{}", describe());
