@@ -6,6 +6,8 @@
 //! - An image the prompt names (`openclaw agent exec` has no image flag: OpenClaw's own
 //!   `detectAndLoadAgentHarnessPromptImages` finds a local image path in the prompt when the model
 //!   takes images, and the plugin calls it) and `--thinking low` reach the model in one turn.
+//! - A command the native agent leaves running in the background (Codex unified exec past its
+//!   yield time; Claude's Bash `run_in_background`) is a success that says so, not a failure.
 //! - A bridge SIGKILLed while the model stalls: the binding was already on disk, and the next turn
 //!   runs on the same native thread or session, whose history holds turn 1.
 
@@ -283,4 +285,52 @@ fn decode_base64(text: &str) -> Vec<u8> {
         }
     }
     out
+}
+
+async fn a_backgrounded_command_is_not_reported_failed(peer: Peer) {
+    let Some((binary, node, openclaw)) = peers(peer) else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let call = match peer {
+        // Unified exec: past `yield_time_ms` the command keeps running in the background.
+        Peer::Codex => json!({"name": "exec_command", "arguments": {"cmd": "sleep 20", "yield_time_ms": 500}}),
+        Peer::Claude => {
+            json!({"name": "Bash", "arguments": {"command": "sleep 20", "run_in_background": true, "description": "wait"}})
+        }
+    };
+    let scenario = json!({
+        "rules": [
+            {"when": {"last_input_is_tool_result": true}, "reply": {"text": "It runs in the background."}},
+            {"when": {"last_user_text_contains": "background"}, "reply": {"tool_call": call}}
+        ],
+        "default": {"text": "nothing"}
+    });
+    let mock = start_mock(&scenario).await.unwrap();
+    let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
+    run.write_config(&run.config());
+    let _temp_root = TempRootGuard::snapshot();
+    let exec = run.exec("Start a sleep in the background, please.", &[]).await;
+    let session_id = exec["sessionId"].as_str().unwrap_or_default().to_string();
+    let messages = run.messages(&session_id).await;
+    let describe = || format!("exec: {exec:#}\ntranscript: {}", serde_json::to_string_pretty(&messages).unwrap());
+    assert_eq!(exec["ok"], true, "{}", describe());
+    // observeToolTerminal heard a success: OpenClaw counts no failure.
+    assert_eq!(exec["toolSummary"]["calls"], 1, "{}", describe());
+    assert_eq!(exec["toolSummary"]["failures"], 0, "{}", describe());
+    let results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "toolResult").collect();
+    assert_eq!(results.len(), 1, "{}", describe());
+    assert_eq!(results[0]["isError"], false, "{}", describe());
+    let text = clawbridge_fixtures::peers::openclaw::text_of(results[0]);
+    assert!(text.contains("background"), "the row says it runs on: {}", describe());
+    assert!(!text.contains("the turn ended before the tool reported"), "{}", describe());
+    run.wait_until_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_a_backgrounded_command_is_not_reported_failed() {
+    a_backgrounded_command_is_not_reported_failed(Peer::Codex).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_a_backgrounded_command_is_not_reported_failed() {
+    a_backgrounded_command_is_not_reported_failed(Peer::Claude).await;
 }

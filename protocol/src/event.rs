@@ -191,9 +191,10 @@ pub struct ToolFinish {
 }
 
 impl ToolFinish {
-    /// Whether the call failed in any way (failure, declined, cancelled).
+    /// Whether the call failed in any way (failure, declined, cancelled); a command still running
+    /// in the background has not failed.
     pub fn is_error(&self) -> bool {
-        !matches!(self.outcome, ToolOutcome::Success)
+        !matches!(self.outcome, ToolOutcome::Success | ToolOutcome::Backgrounded { .. })
     }
 }
 
@@ -227,6 +228,13 @@ pub enum ToolOutcome {
         /// Why, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// It started and keeps running in the background after the turn ended (a Codex unified-exec
+    /// command past its yield time): not a failure, and its end is not part of this turn.
+    Backgrounded {
+        /// What the native side said about it, when it said something.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
     },
 }
 
@@ -267,6 +275,8 @@ impl ToolOutcome {
             ToolOutcome::Declined { reason: None } => "declined".to_string(),
             ToolOutcome::Cancelled { reason: Some(r) } => format!("cancelled: {r}"),
             ToolOutcome::Cancelled { reason: None } => "cancelled".to_string(),
+            ToolOutcome::Backgrounded { detail: Some(d) } => format!("running in the background: {d}"),
+            ToolOutcome::Backgrounded { detail: None } => "running in the background".to_string(),
         }
     }
 }

@@ -13,7 +13,7 @@ pub use clawbridge_protocol::transcript::ModelLabel;
 use super::entry::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, TranscriptUsage, UserMessage, now_ms,
 };
-use crate::events::{CappedText, Event, TerminalKind, ToolCall, ToolFinish, TurnTerminal, Usage};
+use crate::events::{CappedText, Event, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal, Usage};
 
 /// Most streamed assistant or reasoning text kept per item (head and tail each) until its final
 /// text arrives; a final text replaces it.
@@ -299,13 +299,18 @@ impl TranscriptMirror {
             Some(output) => output.clone(),
             None => call.output.snapshot(),
         };
-        let text = if output.text.is_empty() && finish.is_error() {
+        let backgrounded = matches!(finish.outcome, ToolOutcome::Backgrounded { .. });
+        let text = if backgrounded {
+            // Said in the row: a reader must not take the output so far for the command's end.
+            let note = format!("[{}]", finish.outcome.describe());
+            if output.text.is_empty() { note } else { format!("{}\n{note}", output.text) }
+        } else if output.text.is_empty() && finish.is_error() {
             format!("Tool call {}.", finish.outcome.describe())
         } else {
             output.text
         };
         let mut details = Map::new();
-        if finish.is_error() {
+        if finish.is_error() || backgrounded {
             details.insert("outcome".into(), serde_json::to_value(&finish.outcome).unwrap_or(Value::Null));
             details.insert("executionStarted".into(), Value::Bool(finish.execution_started));
         }
