@@ -45,6 +45,8 @@ pub struct AttemptJob {
     pub settings: OpenSettings,
     /// Cancelled by `attempt/cancel`, `shutdown` or the host going away.
     pub cancel: CancellationToken,
+    /// Filled with the native session's steering handle and running turn, for `attempt/steer`.
+    pub steer: Arc<super::steer::SteerSlot>,
 }
 
 /// What an attempt produced: the response, and the native session to bind to the host session.
@@ -178,10 +180,17 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         model: params.model_id.clone(),
     };
     let pipeline = host_pipeline_for(&job, label);
+    job.steer.opened(native.steering());
     let turn = {
-        let mut sink = |event: &Event| pipeline.push(event);
+        let mut sink = |event: &Event| {
+            if let Event::TurnStarted { turn_id } = event {
+                job.steer.turn_started(turn_id);
+            }
+            pipeline.push(event);
+        };
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
+    job.steer.turn_ended();
     let native_id = native.native_id();
     let result = match turn {
         Ok(result) => result,

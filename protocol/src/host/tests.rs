@@ -82,6 +82,7 @@ fn handshake_lines_are_the_documented_bytes() {
             available: true,
             unavailable_reason: None,
             provider_ids: vec![],
+            inputs: HarnessInputs::default(),
         }],
         backends: vec![
             BackendInfo { id: "codex".into(), available: true, version: Some("0.169.0".into()), detail: None },
