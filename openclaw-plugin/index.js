@@ -2,15 +2,16 @@
 // dependencies: the host resolves `openclaw/plugin-sdk/*` for plugins it loads.
 
 import { appendSessionTranscriptMessageByIdentity } from "openclaw/plugin-sdk/session-transcript-runtime";
-import {
-  AgentHarnessPreflightError,
-  detectAndLoadAgentHarnessPromptImages,
-} from "openclaw/plugin-sdk/agent-harness-runtime";
+import { AgentHarnessPreflightError } from "openclaw/plugin-sdk/agent-harness-runtime";
+// Optional helpers, read off the namespace so an SDK without one still loads the plugin.
+import * as harnessRuntime from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createPlugin } from "./src/plugin.js";
 
 export default createPlugin({
   appendTranscriptMessage: appendSessionTranscriptMessageByIdentity,
   PreflightError: AgentHarnessPreflightError,
-  loadPromptImages: detectAndLoadAgentHarnessPromptImages,
+  loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
+  setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,
+  clearActiveEmbeddedRun: harnessRuntime.clearActiveEmbeddedRun,
 });

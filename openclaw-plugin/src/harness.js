@@ -8,6 +8,7 @@ import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
 import { promptImages } from "./inputs.js";
+import { registerActiveRun } from "./steering.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -26,6 +27,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {Function} [options.appendTranscriptMessage] `appendSessionTranscriptMessageByIdentity`
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
  * @param {Function} [options.loadPromptImages] `detectAndLoadAgentHarnessPromptImages`, when the SDK has it
+ * @param {Function} [options.setActiveEmbeddedRun] with `clearActiveEmbeddedRun`: active-run injection
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -143,6 +145,7 @@ async function runAttempt(runtime, harnessId, params) {
   supervisor.hold();
   let conn;
   let onAbort;
+  let unregisterRun = () => {};
   try {
     conn = await supervisor.connection();
     const hostTools = bindTools(runtime, attempt, params);
@@ -171,6 +174,7 @@ async function runAttempt(runtime, harnessId, params) {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
       const images = await promptImages(params, runtime.options.loadPromptImages, logger);
+      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
       response = await conn.client.request("attempt/run", runParams(harnessId, attemptId, params, hostTools, images), {
         timeoutMs: deadline,
       });
@@ -194,6 +198,7 @@ async function runAttempt(runtime, harnessId, params) {
       lastToolError: attempt.lastToolError,
     });
   } finally {
+    unregisterRun();
     params.abortSignal?.removeEventListener?.("abort", onAbort);
     abort.abort();
     attempts.delete(attemptId);

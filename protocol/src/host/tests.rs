@@ -124,6 +124,7 @@ fn events_and_tool_terminals_are_the_documented_bytes() {
             timed_out: false,
         }),
         native_mutation: Some(NativeMutation { mutating_action: true, replay_safe: false }),
+        meta: None,
     };
     let observe = ToolTerminalObserveParams { attempt_id: "run-a:1".into(), report };
     assert_eq!(encode(&observe), OBSERVE_PARAMS);
