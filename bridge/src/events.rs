@@ -6,7 +6,7 @@
 //! bounded accumulation of tool output.
 
 pub use clawbridge_protocol::event::{
-    CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish,
+    CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolImage,
     ToolOutcome, TurnTerminal, Usage,
 };
 
@@ -96,7 +96,7 @@ impl CappedText {
             text.push_str(&format!("\n[… {omitted} bytes omitted …]\n"));
         }
         text.push_str(tail);
-        CappedOutput { text, omitted_bytes: omitted }
+        CappedOutput { text, omitted_bytes: omitted, images: Vec::new() }
     }
 
     /// Consumes the accumulator, returning what [`snapshot`](Self::snapshot) would.
@@ -138,7 +138,7 @@ mod tests {
         text.push("hello ");
         text.push("world");
         let out = text.snapshot();
-        assert_eq!(out, CappedOutput { text: "hello world".into(), omitted_bytes: 0 });
+        assert_eq!(out, CappedOutput { text: "hello world".into(), omitted_bytes: 0, images: Vec::new() });
     }
 
     #[test]

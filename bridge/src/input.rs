@@ -1,5 +1,8 @@
 //! What one turn takes besides its text: images attached to the prompt and the host's thinking
-//! level, each checked and bounded before any backend sees it (docs/peers/openclaw.md#turn-inputs).
+//! level, each checked and bounded before any backend sees it (docs/peers/openclaw.md#turn-inputs);
+//! and the images of a tool result, bounded the same way.
+
+use crate::events::ToolImage;
 
 /// The most images one turn (or one host tool result) carries.
 pub const MAX_IMAGES: usize = 16;
@@ -102,6 +105,43 @@ pub fn images<'a>(raw: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<V
         out.push(image);
     }
     Ok(out)
+}
+
+/// The images of a tool result that fit the bounds, and a note for the model about any left out
+/// (a broken image, one too many, one too large): the model is told rather than silently shown less.
+pub fn tool_images(images: Vec<ToolImage>) -> (Vec<ToolImage>, Option<String>) {
+    let mut kept = Vec::new();
+    let mut dropped = Vec::new();
+    let mut total = 0usize;
+    for image in images {
+        let checked = if kept.len() == MAX_IMAGES {
+            Err(InputError::TooManyImages { limit: MAX_IMAGES })
+        } else {
+            ImageData::new(&image.mime_type, &image.data)
+        };
+        match checked {
+            Ok(data) if total.saturating_add(data.len()) <= MAX_TOTAL_IMAGE_BYTES => {
+                total += data.len();
+                kept.push(ToolImage { data: data.base64, mime_type: data.mime_type });
+            }
+            Ok(_) => dropped.push(InputError::ImagesTooLarge { limit: MAX_TOTAL_IMAGE_BYTES }.to_string()),
+            Err(error) => dropped.push(error.to_string()),
+        }
+    }
+    let note = (!dropped.is_empty())
+        .then(|| format!("[{} image(s) of this result were left out: {}]", dropped.len(), dropped.join("; ")));
+    (kept, note)
+}
+
+/// The image of a `data:<type>;base64,<data>` URL, if it is one.
+pub fn image_from_data_url(url: &str) -> Option<ToolImage> {
+    let (mime_type, data) = url.strip_prefix("data:")?.split_once(";base64,")?;
+    Some(ToolImage { data: data.to_owned(), mime_type: mime_type.to_owned() })
+}
+
+/// A tool image as a `data:` URL.
+pub fn data_url(image: &ToolImage) -> String {
+    format!("data:{};base64,{}", image.mime_type, image.data)
 }
 
 /// The host's thinking level (OpenClaw's `ThinkLevel`), which each backend maps to its own
@@ -218,6 +258,22 @@ mod tests {
         let four = vec![("image/png", nearly.as_str()); 4];
         assert_eq!(images(four), Err(InputError::ImagesTooLarge { limit: MAX_TOTAL_IMAGE_BYTES }));
         assert_eq!(images(vec![("image/png", PIXEL); 2]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn tool_images_keep_what_fits_and_name_what_was_left_out() {
+        let good = ToolImage { data: PIXEL.into(), mime_type: "image/png".into() };
+        let bad = ToolImage { data: "%%".into(), mime_type: "image/png".into() };
+        let (kept, note) = tool_images(vec![good.clone(), bad]);
+        assert_eq!(kept, [good.clone()]);
+        assert!(note.unwrap_or_default().contains("1 image(s)"));
+        let (kept, note) = tool_images(vec![good.clone(); MAX_IMAGES + 2]);
+        assert_eq!(kept.len(), MAX_IMAGES);
+        assert!(note.unwrap_or_default().contains("2 image(s)"));
+        assert_eq!(tool_images(vec![good.clone()]), (vec![good.clone()], None));
+        let url = data_url(&good);
+        assert_eq!(image_from_data_url(&url), Some(good));
+        assert_eq!(image_from_data_url("https://example.com/a.png"), None);
     }
 
     #[test]

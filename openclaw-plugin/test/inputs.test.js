@@ -1,4 +1,5 @@
-// Inputs besides the prompt's text: the prompt's images (OpenClaw's loader, bounded) and
+// Inputs besides the prompt's text: the prompt's images (OpenClaw's loader, bounded), a host tool's
+// images (carried as images), and
 // active-run injection (`messageInjectionV2` → `attempt/steer` → the native turn), the latter
 // through the real bridge and a fake Codex that takes `turn/steer`.
 
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { executeTool } from "../src/host-requests.js";
 import { MAX_IMAGES, promptImages } from "../src/inputs.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, pluginUnderTest, recordingLogger } from "./support/fakes.js";
@@ -44,6 +46,26 @@ test("the prompt's images come from OpenClaw's loader, workspace only, for a mod
   // Bounded in count.
   const many = Array.from({ length: MAX_IMAGES + 3 }, () => PNG);
   assert.equal((await promptImages({ prompt: "x", images: many })).length, MAX_IMAGES);
+});
+
+test("a host tool's image content goes back as images, not as the text [image]", async () => {
+  const shot = { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" };
+  const attempt = { attemptId: "a:1", tools: new Map(), signal: new AbortController().signal, logger: recordingLogger() };
+  attempt.tools.set("screenshot", { name: "screenshot", execute: async () => ({ content: [shot], details: {} }) });
+  attempt.tools.set("both", {
+    name: "both",
+    execute: async () => ({ content: [{ type: "text", text: "the page" }, shot, { type: "image", data: 7 }] }),
+  });
+  assert.deepEqual(await executeTool(attempt, { toolName: "screenshot", callId: "c1" }), {
+    text: "",
+    isError: false,
+    images: [{ data: shot.data, mimeType: "image/png" }],
+  });
+  assert.deepEqual(await executeTool(attempt, { toolName: "both", callId: "c2" }), {
+    text: "the page",
+    isError: false,
+    images: [{ data: shot.data, mimeType: "image/png" }],
+  });
 });
 
 async function waitFor(ready, timeoutMs = 20_000) {

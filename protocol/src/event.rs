@@ -281,7 +281,7 @@ impl ToolOutcome {
     }
 }
 
-/// Text kept from a tool's output: head, an omission marker, tail.
+/// Text kept from a tool's output: head, an omission marker, tail; and the images it returned.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CappedOutput {
@@ -290,6 +290,19 @@ pub struct CappedOutput {
     /// Bytes dropped from the middle; 0 when `text` is complete.
     #[serde(default)]
     pub omitted_bytes: u64,
+    /// Images the tool returned (a host tool's screenshot, say), kept as images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+}
+
+/// An image a tool returned, in OpenClaw's `ImageContent` shape minus `type`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolImage {
+    /// Standard base64 of the image bytes.
+    pub data: String,
+    /// E.g. `image/png`.
+    pub mime_type: String,
 }
 
 /// Token usage, OpenAI convention (cached and reasoning tokens are parts of the totals).
@@ -372,7 +385,7 @@ mod tests {
             outcome: ToolOutcome::Failure { error: Some("boom".into()), error_code: None, timed_out: false },
             exit_code: Some(2),
             execution_started: true,
-            output: Some(CappedOutput { text: "hi".into(), omitted_bytes: 0 }),
+            output: Some(CappedOutput { text: "hi".into(), omitted_bytes: 0, images: Vec::new() }),
         });
         let value = serde_json::to_value(&event).unwrap();
         assert_eq!(

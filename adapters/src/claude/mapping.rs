@@ -46,8 +46,8 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedOutput, CappedText, Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal,
-    Usage,
+    CappedOutput, CappedText, Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolImage, ToolOutcome,
+    TurnTerminal, Usage,
 };
 use clawbridge_protocol::claude::{
     ApiUsage, AssistantMessage, BlockDelta, CliMessage, ContentBlock, ResultMessage, ResultSubtype, StreamEvent,
@@ -577,7 +577,12 @@ impl TurnMapper {
             .and_then(|s| s.get("exitCode").or_else(|| s.get("exit_code")))
             .and_then(Value::as_i64)
             .and_then(|c| i32::try_from(c).ok());
-        let output = (!text.is_empty()).then(|| capped(&text));
+        let images = result_images(&result.content);
+        let output = (!text.is_empty() || !images.is_empty()).then(|| {
+            let mut output = capped(&text);
+            output.images = images;
+            output
+        });
         self.finished_tools.insert(call.call_id.clone());
         let finish = ToolFinish { call, outcome, exit_code, execution_started: !(declined || not_run), output };
         self.push(out, Event::ToolFinished(finish));
@@ -676,6 +681,25 @@ pub fn normalized_usage(usage: &ApiUsage) -> Usage {
 }
 
 /// Output text bounded like every tool output (events::CappedText defaults).
+/// The images of a `tool_result`'s content: Messages API `image` blocks (`source` base64), as
+/// Claude passes an MCP tool's images on, or MCP's own `{type:"image", data, mimeType}`.
+pub(crate) fn result_images(content: &Value) -> Vec<ToolImage> {
+    content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("image"))
+        .filter_map(|block| {
+            let source = block.get("source").filter(|s| s.get("type").and_then(Value::as_str) == Some("base64"));
+            let (data, mime_type) = match source {
+                Some(source) => (source.get("data")?, source.get("media_type")?),
+                None => (block.get("data")?, block.get("mimeType")?),
+            };
+            Some(ToolImage { data: data.as_str()?.to_owned(), mime_type: mime_type.as_str()?.to_owned() })
+        })
+        .collect()
+}
+
 fn capped(text: &str) -> CappedOutput {
     let mut capped = CappedText::default();
     capped.push(text);

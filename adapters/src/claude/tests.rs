@@ -699,3 +699,17 @@ fn drifted_fields_never_panic() {
     }
     eprintln!("{variants} drifted lines mapped");
 }
+
+#[test]
+fn a_tool_result_s_images_are_read_in_both_shapes() {
+    let content = serde_json::json!([
+        {"type": "text", "text": "shot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+        {"type": "image", "data": "BBBB", "mimeType": "image/jpeg"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}}
+    ]);
+    let images = super::mapping::result_images(&content);
+    let pairs: Vec<(&str, &str)> = images.iter().map(|i| (i.mime_type.as_str(), i.data.as_str())).collect();
+    assert_eq!(pairs, [("image/png", "AAAA"), ("image/jpeg", "BBBB")]);
+    assert!(super::mapping::result_images(&serde_json::json!("text only")).is_empty());
+}

@@ -17,9 +17,10 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedText, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolOutcome,
-    TurnTerminal, Usage,
+    CappedText, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolImage,
+    ToolOutcome, TurnTerminal, Usage,
 };
+use clawbridge_bridge::input::image_from_data_url;
 use clawbridge_protocol::codex::{
     CodexErrorInfo, CommandExecutionItem, DynamicToolCallItem, DynamicToolContentItem, ItemStatus, McpToolCallItem,
     PlanStepStatus as WirePlanStepStatus, ServerNotification, ThreadItem, TokenUsageBreakdown, Turn, TurnError,
@@ -552,8 +553,20 @@ fn dynamic_finish(item: &DynamicToolCallItem, status: Option<&ItemStatus>, finis
             _ => None,
         })
         .collect();
-    if !texts.is_empty() {
-        finish.output = Some(capped(&texts.join("\n")));
+    // Images our reply carried (a host tool's screenshot) stay images in the transcript.
+    let images: Vec<ToolImage> = item
+        .content_items
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            DynamicToolContentItem::InputImage { image_url } => image_from_data_url(image_url),
+            _ => None,
+        })
+        .collect();
+    if !texts.is_empty() || !images.is_empty() {
+        let mut output = capped(&texts.join("\n"));
+        output.images = images;
+        finish.output = Some(output);
     }
     finish.outcome = match (status, item.success) {
         // Our own reply said it failed (or the request errored), whatever the status says.

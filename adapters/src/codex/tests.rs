@@ -734,3 +734,22 @@ fn a_command_still_running_when_the_turn_completes_is_backgrounded_not_failed() 
         assert_eq!(matches!(outcome, Some(ToolOutcome::Backgrounded { .. })), backgrounded, "{status}: {outcome:?}");
     }
 }
+
+#[test]
+fn a_dynamic_tool_s_images_stay_in_its_output() {
+    let item = |status: &str| {
+        json!({"type": "dynamicToolCall", "id": "call_9", "tool": "screenshot", "arguments": {}, "status": status,
+               "success": true,
+               "contentItems": [{"type": "inputText", "text": "shot"},
+                                {"type": "inputImage", "imageUrl": "data:image/png;base64,iVBORw0KGgo="},
+                                {"type": "inputImage", "imageUrl": "https://example.com/remote.png"}]})
+    };
+    let (_, events) = run(&[turn_started(), item_started(item("inProgress")), item_completed(item("completed"))]);
+    let output = finishes(&events)[0].output.clone().expect("an output");
+    assert_eq!(output.text, "shot");
+    assert_eq!(
+        output.images,
+        [clawbridge_bridge::events::ToolImage { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() }],
+        "only inline images: a remote URL is no image bytes"
+    );
+}

@@ -320,10 +320,15 @@ impl TranscriptMirror {
         if output.omitted_bytes > 0 {
             details.insert("omittedBytes".into(), output.omitted_bytes.into());
         }
+        // The tool's images stay images (OpenClaw's `ImageContent` blocks after the text).
+        let mut content = vec![ContentBlock::Text { text }];
+        content.extend(
+            output.images.into_iter().map(|image| ContentBlock::Image { data: image.data, mime_type: image.mime_type }),
+        );
         out.push(Message::ToolResult(ToolResultMessage {
             tool_call_id: finish.call.call_id.clone(),
             tool_name: finish.call.tool_name.clone(),
-            content: vec![ContentBlock::Text { text }],
+            content,
             details: (!details.is_empty()).then_some(Value::Object(details)),
             is_error: finish.is_error(),
             timestamp: now_ms(),

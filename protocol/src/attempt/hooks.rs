@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{NativeMutation, ToolFinish, ToolOutcome};
+use crate::event::{NativeMutation, ToolFinish, ToolImage, ToolOutcome};
 
 /// What kind of permission the agent asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -120,6 +120,10 @@ pub struct HostToolOutput {
     /// at all may answer with a JSON-RPC error instead; the bridge turns either into a failed call.
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned, given to the model as images (bounded by the bridge: at most 16,
+    /// 10 MiB each, 32 MiB together; one it cannot use is replaced by a note in `text`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
 }
 
 /// A tool's terminal outcome, in the host's `observeToolTerminal` input shape.
