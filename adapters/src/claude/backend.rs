@@ -18,7 +18,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
     Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Supports, TurnFuture, TurnRequest, locate_program,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::probe::VersionProbe;
@@ -65,6 +65,7 @@ impl ClaudeBackend {
                 supports: Supports {
                     images: true,
                     reasoning_level: true,
+                    steering: true,
                     host_tools: true,
                     resume: true,
                     ..Supports::default()
@@ -176,6 +177,11 @@ impl NativeSession for ClaudeNative {
                 .await
                 .map_err(|error| BackendError::Turn { source: Box::new(error) })
         })
+    }
+
+    fn steering(&self) -> Option<Arc<dyn Steering>> {
+        let gate = self.warm.as_ref()?.session_ref().steer_gate();
+        Some(Arc::new(super::steering::ClaudeSteering { gate }))
     }
 
     fn native_id(&self) -> Option<String> {

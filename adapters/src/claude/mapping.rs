@@ -211,6 +211,11 @@ pub struct TurnMapper {
     assistant_final_seen: bool,
     /// Counter for blocks of messages without an id.
     anonymous: u64,
+    /// `result`s still to come for user lines steered into this turn: the CLI answers each queued
+    /// line with its own `system/init` … `result`, which continue this turn.
+    continuations: usize,
+    /// Usage of the `result`s already absorbed as continuations, added to the last one.
+    usage_so_far: Usage,
 }
 
 impl TurnMapper {
@@ -235,7 +240,26 @@ impl TurnMapper {
             streamed_index: HashMap::new(),
             assistant_final_seen: false,
             anonymous: 0,
+            continuations: 0,
+            usage_so_far: Usage::default(),
         }
+    }
+
+    /// A user line was steered into this turn: its own `result` comes after the current one, and
+    /// only that one ends the turn (docs/peers/claude.md#steering).
+    pub fn expect_continuation(&mut self) {
+        self.continuations += 1;
+    }
+
+    /// How many steered lines' `result`s are still to come.
+    pub fn pending_continuations(&self) -> usize {
+        self.continuations
+    }
+
+    /// The CLI dropped the steered lines it had queued (an interrupt with `cancel_queued`): the
+    /// next `result` ends the turn.
+    pub fn drop_continuations(&mut self) {
+        self.continuations = 0;
     }
 
     /// Names the host's SDK MCP server (`--mcp-config … {"type":"sdk","name":…}`): its tools
@@ -614,6 +638,16 @@ impl TurnMapper {
     }
 
     fn on_result(&mut self, result: &ResultMessage, out: &mut Vec<Event>) {
+        if self.continuations > 0 && !result.is_aborted() {
+            // A part of the turn ended; a steered line's part follows.
+            self.continuations -= 1;
+            self.finalize_streamed(out);
+            if let Some(usage) = &result.usage {
+                self.usage_so_far = add_usage(self.usage_so_far, normalized_usage(usage));
+                self.push(out, Event::Usage(self.usage_so_far));
+            }
+            return;
+        }
         self.complete = true;
         if let Some(id) = result.session_id.as_deref().filter(|id| !id.is_empty()) {
             self.session_id = Some(id.to_owned());
@@ -640,7 +674,7 @@ impl TurnMapper {
         let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
         if let Some(usage) = &result.usage {
-            self.push(out, Event::Usage(normalized_usage(usage)));
+            self.push(out, Event::Usage(add_usage(self.usage_so_far, normalized_usage(usage))));
         }
         self.terminate(kind, message, out);
     }
@@ -680,7 +714,6 @@ pub fn normalized_usage(usage: &ApiUsage) -> Usage {
     }
 }
 
-/// Output text bounded like every tool output (events::CappedText defaults).
 /// The images of a `tool_result`'s content: Messages API `image` blocks (`source` base64), as
 /// Claude passes an MCP tool's images on, or MCP's own `{type:"image", data, mimeType}`.
 pub(crate) fn result_images(content: &Value) -> Vec<ToolImage> {
@@ -700,6 +733,17 @@ pub(crate) fn result_images(content: &Value) -> Vec<ToolImage> {
         .collect()
 }
 
+/// Two parts' usage together.
+fn add_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+        cached_input_tokens: a.cached_input_tokens.saturating_add(b.cached_input_tokens),
+        reasoning_tokens: a.reasoning_tokens.saturating_add(b.reasoning_tokens),
+    }
+}
+
+/// Output text bounded like every tool output (events::CappedText defaults).
 fn capped(text: &str) -> CappedOutput {
     let mut capped = CappedText::default();
     capped.push(text);

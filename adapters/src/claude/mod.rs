@@ -18,6 +18,7 @@ pub mod mapping;
 pub mod pool;
 pub mod resume;
 pub mod session;
+pub mod steering;
 
 pub use backend::{CLAUDE_BIN_ENV, ClaudeBackend};
 pub use config::{ClaudeConfig, Secret};

@@ -52,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
+use super::steering::SteerGate;
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
@@ -143,6 +144,8 @@ pub struct ClaudeSession {
     /// Prefix of the turn ids used when the CLI names no turn (`system/init`'s `uuid`): unique per
     /// session object, so ids never repeat across restarts.
     fallback_turn_base: String,
+    /// Lets steered user lines into the running turn (docs/peers/claude.md#steering).
+    steer_gate: Arc<SteerGate>,
 }
 
 impl std::fmt::Debug for ClaudeSession {
@@ -171,6 +174,7 @@ impl ClaudeSession {
             spawns: 0,
             turns: 0,
             fallback_turn_base: fallback_turn_base(),
+            steer_gate: Arc::new(SteerGate::default()),
         };
         session.spawn(resume.as_deref()).await?;
         Ok(session)
@@ -189,6 +193,11 @@ impl ClaudeSession {
     /// How many CLI processes this session has spawned (1 while the first stays warm).
     pub fn spawn_count(&self) -> usize {
         self.spawns
+    }
+
+    /// The gate a [`ClaudeSteering`](super::steering::ClaudeSteering) handle steers through.
+    pub fn steer_gate(&self) -> Arc<SteerGate> {
+        self.steer_gate.clone()
     }
 
     /// The native session id (the `--resume` handle), once the CLI named it.
@@ -389,8 +398,11 @@ impl ClaudeSession {
             let closing = mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"));
             (driver.close(closing).await, mapper)
         } else {
-            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false, on_native_id };
+            self.steer_gate.open(live.conn.peer().clone());
+            let gate = &self.steer_gate;
+            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false, on_native_id, gate };
             let driven = driver.run(&mut turn, limits, cancel).await;
+            self.steer_gate.close();
             (driven, turn.mapper)
         };
         if let Some(id) = mapper.session_id() {
@@ -457,6 +469,8 @@ struct ClaudeTurn<'a> {
     turn_begun: bool,
     /// Told the session id the moment `system/init` names it.
     on_native_id: Option<&'a NativeIdListener>,
+    /// Says whether a `result` ends the turn or a steered line's part follows.
+    gate: &'a SteerGate,
 }
 
 impl ClaudeTurn<'_> {
@@ -480,6 +494,9 @@ impl NativeTurn for ClaudeTurn<'_> {
                     Some(PeerEvent::Notification(line)) => {
                         self.turn_begun = true;
                         let message = CliMessage::from_value(line.params.unwrap_or_default());
+                        if matches!(message, CliMessage::Result(_)) && self.gate.on_result() {
+                            self.mapper.expect_continuation();
+                        }
                         if let CliMessage::System(SystemMessage::Init(init)) = &message {
                             if let (Some(listener), Some(id)) = (self.on_native_id, init.session_id.as_deref()) {
                                 listener(id);
@@ -517,10 +534,14 @@ impl NativeTurn for ClaudeTurn<'_> {
         if let Some(gone) = peer.gone() {
             return Err(format!("the claude process went away: {gone}"));
         }
+        // Steered lines still queued are dropped with the turn, so no `result` of theirs follows.
+        let dropped = self.gate.drop_pending() + self.mapper.pending_continuations();
+        self.mapper.drop_continuations();
+        let request = InterruptRequest { cancel_queued: (dropped > 0).then_some(true), ..InterruptRequest::default() };
         // The turn's `result` line ends the turn; the answer only says whether the CLI took the
         // interrupt, so nobody waits for it.
         tokio::spawn(async move {
-            match peer.request("interrupt", Some(&InterruptRequest::default())).await {
+            match peer.request("interrupt", Some(&request)).await {
                 Ok(_) => tracing::debug!("claude accepted the interrupt"),
                 Err(error) => tracing::debug!(%error, "claude did not confirm the interrupt"),
             }
