@@ -265,7 +265,7 @@ mod tests {
         let good = ToolImage { data: PIXEL.into(), mime_type: "image/png".into() };
         let bad = ToolImage { data: "%%".into(), mime_type: "image/png".into() };
         let (kept, note) = tool_images(vec![good.clone(), bad]);
-        assert_eq!(kept, [good.clone()]);
+        assert_eq!(kept, std::slice::from_ref(&good));
         assert!(note.unwrap_or_default().contains("1 image(s)"));
         let (kept, note) = tool_images(vec![good.clone(); MAX_IMAGES + 2]);
         assert_eq!(kept.len(), MAX_IMAGES);

@@ -329,18 +329,17 @@ impl Server {
         let fingerprints = harness.backend.fingerprints(&settings);
         if harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
-            // Saved the moment the backend knows it, not after the attempt: a bridge killed
-            // mid-turn must still resume the same native session next time.
-            let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
-            settings.on_native_id = Some(Arc::new(move |native_id: &str| {
-                server.bindings.save_if_changed(&session, native_id, &bound_under);
-            }));
         }
+        // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
+        // must still resume the same native session next time.
+        let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
+        settings.on_native_id = Some(Arc::new(move |native_id: &str| {
+            server.bindings.save_if_changed(&session, native_id, &bound_under);
+        }));
         let session_id = params.session_id.clone();
-        let harness_resumes = harness.backend.facts().supports.resume;
         let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
-        if let Some(native_id) = outcome.native_id.filter(|_| harness_resumes) {
+        if let Some(native_id) = outcome.native_id {
             self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
         }
         encode(outcome.response)
