@@ -22,6 +22,8 @@ import {
   appendSessionTranscriptMessagesByIdentity,
   publishSessionTranscriptUpdateByIdentity,
 } from "openclaw/plugin-sdk/session-transcript-runtime";
+// Optional helpers, read off the namespace so an SDK without one still loads the plugin.
+import * as harnessRuntime from "openclaw/plugin-sdk/agent-harness-runtime";
 
 import { createPlugin } from "./src/plugin.js";
 
@@ -45,4 +47,7 @@ export default createPlugin({
     extractToolResultMediaArtifact,
     filterToolResultMediaUrls,
   },
+  loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
+  setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,
+  clearActiveEmbeddedRun: harnessRuntime.clearActiveEmbeddedRun,
 });

@@ -15,6 +15,7 @@ use crate::attempt::driver::EventSink;
 use crate::attempt::hooks::{HostToolSpec, UserInputAsker};
 use crate::attempt::{AttemptResult, SessionHooks};
 use crate::binding::Fingerprints;
+pub use crate::input::{ImageData, ThinkLevel};
 use crate::probe::VersionProbe;
 use crate::supervisor::PidRegistry;
 
@@ -149,6 +150,17 @@ pub struct OpenSettings {
     /// How long a turn may go without progress before the idle watchdog ends it; the backend's
     /// default when `None`.
     pub turn_idle_timeout: Option<Duration>,
+    /// Told the native session id as soon as it is known (and again whenever it changes).
+    pub on_native_id: Option<NativeIdListener>,
+}
+
+impl OpenSettings {
+    /// Tells the listener, if any, that the native session is `native_id`.
+    pub fn announce_native_id(&self, native_id: &str) {
+        if let Some(listener) = &self.on_native_id {
+            listener(native_id);
+        }
+    }
 }
 
 impl OpenSettings {
@@ -193,14 +205,24 @@ impl std::fmt::Debug for OpenSettings {
 pub struct TurnInput {
     /// The prompt text.
     pub text: String,
+    /// Images attached to the prompt, already bounded ([`crate::input::images`]); only given to a
+    /// backend whose [`Supports::images`] is true.
+    pub images: Vec<ImageData>,
+    /// The host's thinking level; a backend whose [`Supports::reasoning_level`] is false ignores it.
+    pub think_level: Option<ThinkLevel>,
 }
 
 impl TurnInput {
     /// A text-only turn.
     pub fn text(text: impl Into<String>) -> Self {
-        TurnInput { text: text.into() }
+        TurnInput { text: text.into(), ..TurnInput::default() }
     }
 }
+
+/// Told the native session id (thread, session) as soon as the backend knows it — a Codex thread
+/// once `thread/start` answered, a Claude session once `system/init` named it — so the host's
+/// session is bound to it even when the bridge dies before the turn ends.
+pub type NativeIdListener = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Why a backend could not do what was asked. The source is the backend's own typed error.
 #[derive(Debug, thiserror::Error)]

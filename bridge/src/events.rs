@@ -7,7 +7,7 @@
 
 pub use clawbridge_protocol::event::{
     CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalCause, TerminalKind, ToolCall,
-    ToolFinish, ToolOutcome, TurnTerminal, Usage,
+    ToolFinish, ToolImage, ToolOutcome, TurnTerminal, Usage,
 };
 
 /// Default bytes kept from the start of a tool's output.
@@ -96,7 +96,7 @@ impl CappedText {
             text.push_str(&format!("\n[… {omitted} bytes omitted …]\n"));
         }
         text.push_str(tail);
-        CappedOutput { text, omitted_bytes: omitted }
+        CappedOutput { text, omitted_bytes: omitted, images: Vec::new() }
     }
 
     /// Consumes the accumulator, returning what [`snapshot`](Self::snapshot) would.
@@ -138,7 +138,7 @@ mod tests {
         text.push("hello ");
         text.push("world");
         let out = text.snapshot();
-        assert_eq!(out, CappedOutput { text: "hello world".into(), omitted_bytes: 0 });
+        assert_eq!(out, CappedOutput { text: "hello world".into(), omitted_bytes: 0, images: Vec::new() });
     }
 
     #[test]

@@ -9,7 +9,9 @@ import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
 import { runWithHostEffects } from "./effects.js";
 import { AttemptFacts, observeEvent } from "./facts.js";
+import { promptImages } from "./inputs.js";
 import { routeAuth } from "./route-auth.js";
+import { registerActiveRun } from "./steering.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
@@ -28,6 +30,8 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {string} [options.hostVersion]
  * @param {Function} [options.appendTranscriptMessage] `appendSessionTranscriptMessageByIdentity`
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
+ * @param {Function} [options.loadPromptImages] `detectAndLoadAgentHarnessPromptImages`, when the SDK has it
+ * @param {Function} [options.setActiveEmbeddedRun] with `clearActiveEmbeddedRun`: active-run injection
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -177,6 +181,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   supervisor.hold();
   let conn;
   let onAbort;
+  let unregisterRun = () => {};
   try {
     conn = await supervisor.connection();
     const hostTools = bindTools(runtime, attempt, params);
@@ -204,7 +209,9 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
-      const run = runParams(harnessId, attemptId, params, hostTools);
+      const images = await promptImages(params, runtime.options.loadPromptImages, logger);
+      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
+      const run = runParams(harnessId, attemptId, params, hostTools, images);
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
@@ -244,6 +251,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     if (attempt.modelRetries > 0) result.providerRetryMaxRetries = 0;
     return result;
   } finally {
+    unregisterRun();
     params.abortSignal?.removeEventListener?.("abort", onAbort);
     abort.abort();
     attempts.delete(attemptId);
@@ -292,7 +300,7 @@ function bindTools(runtime, attempt, params) {
 }
 
 /** The `attempt/run` params from OpenClaw's attempt params. */
-function runParams(harnessId, attemptId, params, hostTools) {
+function runParams(harnessId, attemptId, params, hostTools, images) {
   const out = {
     attemptId,
     harnessId,
@@ -318,11 +326,6 @@ function runParams(harnessId, attemptId, params, hostTools) {
   if (Number.isFinite(params.timeoutMs) && params.timeoutMs > 0) out.timeoutMs = Math.floor(params.timeoutMs);
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
-  const images = Array.isArray(params.images)
-    ? params.images
-        .filter((i) => typeof i?.data === "string" && typeof i?.mimeType === "string")
-        .map((i) => ({ data: i.data, mimeType: i.mimeType }))
-    : [];
   if (images.length > 0) out.images = images;
   return out;
 }

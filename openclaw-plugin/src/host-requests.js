@@ -7,6 +7,10 @@ import { appendTranscriptGroup } from "./transcript.js";
 
 /** The most text a host tool result may send back to the bridge (bounded like every buffer). */
 const MAX_TOOL_TEXT = 4 * 1024 * 1024;
+/** The most images one host tool result sends back (the bridge bounds them again, in bytes). */
+const MAX_TOOL_IMAGES = 16;
+/** The most base64 characters of all images of one host tool result. */
+const MAX_TOOL_IMAGE_CHARS = 44 * 1024 * 1024;
 
 /** `host/tool/execute`: run one tool of the attempt's bound tool surface. */
 export async function executeTool(attempt, params) {
@@ -22,7 +26,8 @@ export async function executeTool(attempt, params) {
     if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
     const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
     attempt.hostToolRuns?.add({ toolName: tool.name, args, result: output, isError: false });
-    return { text: cap(toolText(output)), isError: false };
+    const images = toolImages(output);
+    return { text: cap(toolText(output, images.length > 0)), isError: false, ...(images.length > 0 ? { images } : {}) };
   } catch (error) {
     attempt.hostToolRuns?.add({ toolName: tool.name, args, result: error, isError: true });
     // Tools throw on failure (the AgentTool contract); the model sees the message as the error.
@@ -96,18 +101,35 @@ export async function appendTranscript(attempt, params, api) {
   return appendTranscriptGroup(attempt, params, typeof api === "function" ? { appendMessage: api } : (api ?? {}));
 }
 
-/** The text of an AgentToolResult: its text blocks joined, else its JSON. */
-function toolText(output) {
+/**
+ * The text of an AgentToolResult: its text blocks joined; nothing more when its images go as images
+ * (`withImages`); else its JSON.
+ */
+function toolText(output, withImages) {
   if (typeof output === "string") return output;
   const blocks = Array.isArray(output?.content) ? output.content : [];
   const texts = blocks.filter((b) => b?.type === "text" && typeof b.text === "string").map((b) => b.text);
   if (texts.length > 0) return texts.join("\n");
-  if (blocks.some((b) => b?.type === "image")) return "[image]";
+  if (withImages) return "";
   try {
     return JSON.stringify(output?.details ?? output ?? null);
   } catch {
     return String(output);
   }
+}
+
+/** The image blocks of an AgentToolResult (`{type:"image", data, mimeType}`), bounded. */
+function toolImages(output) {
+  const blocks = Array.isArray(output?.content) ? output.content : [];
+  const images = [];
+  let chars = 0;
+  for (const block of blocks) {
+    if (block?.type !== "image" || typeof block.data !== "string" || typeof block.mimeType !== "string") continue;
+    if (images.length === MAX_TOOL_IMAGES || chars + block.data.length > MAX_TOOL_IMAGE_CHARS) break;
+    chars += block.data.length;
+    images.push({ data: block.data, mimeType: block.mimeType });
+  }
+  return images;
 }
 
 function cap(text) {

@@ -10,7 +10,8 @@ import { createHarness, createRuntime } from "./harness.js";
 /**
  * @param {object} [deps] what the OpenClaw SDK provides (injected so tests can run without it):
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
- *   (`AgentHarnessPreflightError`), and for tests `protocolVersion` and `tap`.
+ *   (`AgentHarnessPreflightError`), `loadPromptImages` (`detectAndLoadAgentHarnessPromptImages`),
+ *   `setActiveEmbeddedRun` / `clearActiveEmbeddedRun` (active-run injection), and for tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -34,6 +35,9 @@ export function createPlugin(deps = {}) {
           appendTranscriptMessage: deps.appendTranscriptMessage,
           sdk: deps.sdk,
           PreflightError: deps.PreflightError,
+          loadPromptImages: deps.loadPromptImages,
+          setActiveEmbeddedRun: deps.setActiveEmbeddedRun,
+          clearActiveEmbeddedRun: deps.clearActiveEmbeddedRun,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

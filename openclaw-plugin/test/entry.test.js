@@ -21,6 +21,8 @@ const sdk = {
       "inferToolMetaFromArgs", "isDeliveredMessagingToolResult", "isMessagingTool", "isMessagingToolSendAction",
       "readEmbeddedMessageDeliveryFact", "runAgentEndSideEffects", "runAgentHarnessBeforeMessageWriteHook",
     ].map((name) => `export function ${name}() {}`),
+    "export async function detectAndLoadAgentHarnessPromptImages() { return { images: [] }; }",
+    "export function setActiveEmbeddedRun() {} export function clearActiveEmbeddedRun() {}",
   ].join("\n"),
 };
 
@@ -52,6 +54,9 @@ test("index.js default-exports the plugin object and registers the configured ha
     assert.equal(typeof plugin.runtime.options.sdk[name], "function", `the SDK's ${name} is wired`);
   }
   assert.equal(registered[0].dispose, undefined, "no harness dispose: OpenClaw calls it through a retired instance");
+  assert.equal(plugin.runtime.options.loadPromptImages.name, "detectAndLoadAgentHarnessPromptImages");
+  assert.equal(plugin.runtime.options.setActiveEmbeddedRun.name, "setActiveEmbeddedRun");
+  assert.equal(plugin.runtime.options.clearActiveEmbeddedRun.name, "clearActiveEmbeddedRun");
 });
 
 test("the manifest and package.json agree with the code", async () => {

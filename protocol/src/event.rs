@@ -206,9 +206,10 @@ pub struct ToolFinish {
 }
 
 impl ToolFinish {
-    /// Whether the call failed in any way (failure, declined, cancelled).
+    /// Whether the call failed in any way (failure, declined, cancelled); a command still running
+    /// in the background has not failed.
     pub fn is_error(&self) -> bool {
-        !matches!(self.outcome, ToolOutcome::Success)
+        !matches!(self.outcome, ToolOutcome::Success | ToolOutcome::Backgrounded { .. })
     }
 }
 
@@ -242,6 +243,13 @@ pub enum ToolOutcome {
         /// Why, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// It started and keeps running in the background after the turn ended (a Codex unified-exec
+    /// command past its yield time): not a failure, and its end is not part of this turn.
+    Backgrounded {
+        /// What the native side said about it, when it said something.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
     },
 }
 
@@ -282,11 +290,13 @@ impl ToolOutcome {
             ToolOutcome::Declined { reason: None } => "declined".to_string(),
             ToolOutcome::Cancelled { reason: Some(r) } => format!("cancelled: {r}"),
             ToolOutcome::Cancelled { reason: None } => "cancelled".to_string(),
+            ToolOutcome::Backgrounded { detail: Some(d) } => format!("running in the background: {d}"),
+            ToolOutcome::Backgrounded { detail: None } => "running in the background".to_string(),
         }
     }
 }
 
-/// Text kept from a tool's output: head, an omission marker, tail.
+/// Text kept from a tool's output: head, an omission marker, tail; and the images it returned.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CappedOutput {
@@ -295,6 +305,19 @@ pub struct CappedOutput {
     /// Bytes dropped from the middle; 0 when `text` is complete.
     #[serde(default)]
     pub omitted_bytes: u64,
+    /// Images the tool returned (a host tool's screenshot, say), kept as images.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+}
+
+/// An image a tool returned, in OpenClaw's `ImageContent` shape minus `type`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolImage {
+    /// Standard base64 of the image bytes.
+    pub data: String,
+    /// E.g. `image/png`.
+    pub mime_type: String,
 }
 
 /// Token usage, OpenAI convention (cached and reasoning tokens are parts of the totals).
@@ -415,7 +438,7 @@ mod tests {
             outcome: ToolOutcome::Failure { error: Some("boom".into()), error_code: None, timed_out: false },
             exit_code: Some(2),
             execution_started: true,
-            output: Some(CappedOutput { text: "hi".into(), omitted_bytes: 0 }),
+            output: Some(CappedOutput { text: "hi".into(), omitted_bytes: 0, images: Vec::new() }),
         });
         let value = serde_json::to_value(&event).unwrap();
         assert_eq!(

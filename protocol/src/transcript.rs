@@ -128,6 +128,13 @@ pub enum ContentBlock {
         /// The arguments as JSON.
         arguments: Value,
     },
+    /// An image (in a `toolResult`: what the tool returned), OpenClaw's `ImageContent`.
+    Image {
+        /// Standard base64 of the image bytes.
+        data: String,
+        /// E.g. `image/png`.
+        mime_type: String,
+    },
 }
 
 /// Why an assistant message ended.

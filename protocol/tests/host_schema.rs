@@ -89,6 +89,7 @@ fn check_params(method: &str, params: &Value) -> Result<String, String> {
         methods::HARNESS_SUPPORTS => round_trip::<host::SupportsParams>(params),
         methods::ATTEMPT_RUN => round_trip::<host::AttemptRunParams>(params),
         methods::ATTEMPT_CANCEL => round_trip::<host::AttemptCancelParams>(params),
+        methods::ATTEMPT_STEER => round_trip::<host::AttemptSteerParams>(params),
         methods::SESSION_RESET => round_trip::<host::SessionResetParams>(params),
         methods::SHUTDOWN => round_trip::<host::ShutdownParams>(params),
         methods::ATTEMPT_EVENT => {
@@ -115,6 +116,7 @@ fn check_result(method: &str, result: &Value) -> Result<String, String> {
         methods::HARNESS_SUPPORTS => round_trip::<host::SupportsResponse>(result),
         methods::ATTEMPT_RUN => round_trip::<host::AttemptRunResponse>(result),
         methods::ATTEMPT_CANCEL => round_trip::<host::AttemptCancelResponse>(result),
+        methods::ATTEMPT_STEER => round_trip::<host::AttemptSteerResponse>(result),
         methods::SESSION_RESET => round_trip::<host::SessionResetResponse>(result),
         methods::SHUTDOWN => round_trip::<host::ShutdownResponse>(result),
         methods::HOST_TOOL_EXECUTE => round_trip::<host::HostToolExecuteResponse>(result),

@@ -47,6 +47,8 @@ pub struct AttemptJob {
     pub settings: OpenSettings,
     /// Cancelled by `attempt/cancel`, `shutdown` or the host going away.
     pub cancel: CancellationToken,
+    /// Filled with the native session's steering handle and running turn, for `attempt/steer`.
+    pub steer: Arc<super::steer::SteerSlot>,
 }
 
 /// What an attempt produced: the response, and the native session to bind to the host session.
@@ -116,6 +118,7 @@ pub fn open_settings(
         interrupt_grace: Some(INTERRUPT_GRACE),
         route_auth: params.auth.clone(),
         turn_idle_timeout: turn_idle_timeout(),
+        on_native_id: None,
     }
 }
 
@@ -161,6 +164,12 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
     let attempt_id = params.attempt_id.clone();
     let backend = job.harness.backend.clone();
     let facts = backend.facts();
+    let input = super::inputs::turn_input(params, facts).map_err(|error| {
+        preflight(
+            format!("{}: {error}", facts.id),
+            format!("{} cannot run this prompt: {error}.", job.harness.info.label),
+        )
+    })?;
     let hooks = host_hooks(&job, job.settings.host_tools.clone());
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,
@@ -171,6 +180,10 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             ));
         }
     };
+    // Bound before the turn runs, so a bridge that dies mid-turn still resumes this native session.
+    if let Some(native_id) = native.native_id() {
+        job.settings.announce_native_id(&native_id);
+    }
     if let Some(why) = native.resume_failure() {
         tracing::warn!(attempt = %attempt_id, "could not resume the session's {} ({why}); started a new one", facts.native_session);
     }
@@ -185,11 +198,17 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         model: params.model_id.clone(),
     };
     let pipeline = host_pipeline_for(&job, label);
-    let input = TurnInput::text(params.prompt.clone());
+    job.steer.opened(native.steering());
     let turn = {
-        let mut sink = |event: &Event| pipeline.push(event);
+        let mut sink = |event: &Event| {
+            if let Event::TurnStarted { turn_id } = event {
+                job.steer.turn_started(turn_id);
+            }
+            pipeline.push(event);
+        };
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
+    job.steer.turn_ended();
     let native_id = native.native_id();
     let result = match turn {
         Ok(result) => result,

@@ -71,6 +71,20 @@ impl Bindings {
         self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(session_id.to_string(), binding);
     }
 
+    /// [`save`](Self::save), unless `session_id` is already bound to `thread_id` under `current`
+    /// (backends announce their id more than once; the file is written once).
+    pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
+        let same = self
+            .memory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(session_id)
+            .is_some_and(|b| b.native_session_id == thread_id && b.check(current).is_ok());
+        if !same {
+            self.save(session_id, thread_id, current);
+        }
+    }
+
     /// Drops the binding of `session_id`; whether there was one.
     pub fn reset(&self, session_id: &str) -> bool {
         let in_memory =

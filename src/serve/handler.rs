@@ -9,9 +9,10 @@ use clawbridge_bridge::rpc::{HandlerError, RequestHandler, RpcPeer};
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, BridgeCapabilities, CancelStatus,
-    HarnessListResponse, HostCapabilities, InitializeParams, InitializeResponse, PeerInfo, SessionResetParams,
-    SessionResetResponse, ShutdownParams, ShutdownResponse, SupportsParams, VersionRange, methods, negotiate,
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptSteerParams, AttemptSteerResponse,
+    BridgeCapabilities, CancelStatus, HarnessListResponse, HostCapabilities, InitializeParams, InitializeResponse,
+    PeerInfo, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse, SteerStatus, SupportsParams,
+    VersionRange, methods, negotiate,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
 use super::harness::Catalog;
+use super::steer::SteerSlot;
 
 /// The most attempts that run at once on the connection.
 pub const MAX_CONCURRENT_ATTEMPTS: u32 = 64;
@@ -34,6 +36,8 @@ struct Running {
     session_id: String,
     /// Interrupts its turn.
     cancel: CancellationToken,
+    /// Where `attempt/steer` finds its running turn.
+    steer: Arc<SteerSlot>,
 }
 
 /// Connection state, behind one lock (never held across an await).
@@ -162,6 +166,7 @@ impl Server {
             methods::HARNESS_SUPPORTS,
             methods::ATTEMPT_RUN,
             methods::ATTEMPT_CANCEL,
+            methods::ATTEMPT_STEER,
             methods::SESSION_RESET,
             methods::SHUTDOWN,
         ];
@@ -187,6 +192,15 @@ impl Server {
                     None => CancelStatus::NotRunning,
                 };
                 encode(AttemptCancelResponse { status })
+            }
+            methods::ATTEMPT_STEER => {
+                let params: AttemptSteerParams = decode(params)?;
+                let slot = self.lock().attempts.get(&params.attempt_id).map(|running| running.steer.clone());
+                let Some(slot) = slot else {
+                    return encode(AttemptSteerResponse { status: SteerStatus::NotRunning, message: None })
+                        .map(Admitted::Answer);
+                };
+                return Ok(Admitted::Later(Box::pin(async move { encode(slot.steer(&params.text).await) })));
             }
             methods::SESSION_RESET => {
                 let params: SessionResetParams = decode(params)?;
@@ -265,6 +279,7 @@ impl Server {
         }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
+        let steer = Arc::new(SteerSlot::default());
         {
             let mut state = self.lock();
             if state.shutting_down {
@@ -290,12 +305,12 @@ impl Server {
             }
             state.attempts.insert(
                 params.attempt_id.clone(),
-                Running { session_id: params.session_id.clone(), cancel: cancel.clone() },
+                Running { session_id: params.session_id.clone(), cancel: cancel.clone(), steer: steer.clone() },
             );
         }
         // Whatever happens below, the attempt leaves the registry.
         let guard = Deregister { server: self.clone(), attempt_id: params.attempt_id.clone() };
-        Ok(Box::pin(self.clone().run_attempt(caps, params, harness, workdir, cancel, guard)))
+        Ok(Box::pin(self.clone().run_attempt(caps, params, harness, workdir, (cancel, steer), guard)))
     }
 
     /// Runs an admitted attempt to its result and binds its native session.
@@ -305,7 +320,7 @@ impl Server {
         params: AttemptRunParams,
         harness: super::harness::Harness,
         workdir: std::path::PathBuf,
-        cancel: CancellationToken,
+        (cancel, steer): (CancellationToken, Arc<SteerSlot>),
         _guard: Deregister,
     ) -> Result<Value, HandlerError> {
         let Some(peer) = self.peer().await else {
@@ -316,11 +331,17 @@ impl Server {
         if harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
         }
+        // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
+        // must still resume the same native session next time.
+        let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
+        settings.on_native_id = Some(Arc::new(move |native_id: &str| {
+            server.bindings.save_if_changed(&session, native_id, &bound_under);
+        }));
         let session_id = params.session_id.clone();
-        let job = AttemptJob { peer, caps, params, harness, settings, cancel };
+        let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(native_id) = outcome.native_id {
-            self.bindings.save(&session_id, &native_id, &fingerprints);
+            self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
         }
         encode(outcome.response)
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clawbridge_bridge::backend::{Backend, Registry, locate_and_probe};
 use clawbridge_bridge::probe::VersionProbe;
-use clawbridge_protocol::host::{BackendInfo, HarnessInfo, SupportsParams, SupportsResponse};
+use clawbridge_protocol::host::{BackendInfo, HarnessInfo, HarnessInputs, SupportsParams, SupportsResponse};
 
 /// One harness and what runs it.
 #[derive(Clone)]
@@ -53,6 +53,11 @@ impl Catalog {
                     available: report.available,
                     unavailable_reason: report.detail,
                     provider_ids: Vec::new(),
+                    inputs: HarnessInputs {
+                        images: facts.supports.images,
+                        think_level: facts.supports.reasoning_level,
+                        steering: facts.supports.steering,
+                    },
                 },
                 backend,
                 program: report.program,

@@ -88,7 +88,12 @@ impl HostTools for HostToolsClient {
                 .request_with_timeout(methods::HOST_TOOL_EXECUTE, Some(&params), TOOL_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
-            let output: HostToolExecuteResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
+            let mut output: HostToolExecuteResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
+            let (images, note) = clawbridge_bridge::input::tool_images(std::mem::take(&mut output.images));
+            output.images = images;
+            if let Some(note) = note {
+                output.text = if output.text.is_empty() { note } else { format!("{}\n{note}", output.text) };
+            }
             Ok(output)
         })
     }

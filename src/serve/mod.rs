@@ -17,6 +17,8 @@ mod bindings;
 mod handler;
 mod harness;
 mod hooks;
+mod inputs;
+mod steer;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport, ProgramNotFound,
-    Supports, TurnFuture, TurnRequest, locate_program,
+    Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::probe::VersionProbe;
@@ -62,7 +62,14 @@ impl ClaudeBackend {
                 process: "claude",
                 native_session: "claude session",
                 transcript_api: "claude-code-cli",
-                supports: Supports { host_tools: true, resume: true, ..Supports::default() },
+                supports: Supports {
+                    images: true,
+                    reasoning_level: true,
+                    steering: true,
+                    host_tools: true,
+                    resume: true,
+                    ..Supports::default()
+                },
                 notice: None,
                 fixed_approval: None,
             },
@@ -137,7 +144,9 @@ impl Backend for ClaudeBackend {
                 let retryable = error.is_retryable();
                 BackendError::Start { source: Box::new(error), retryable }
             })?;
-            let native = ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key };
+            let on_native_id = settings.on_native_id.clone();
+            let native =
+                ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key, on_native_id };
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
     }
@@ -155,6 +164,8 @@ struct ClaudeNative {
     pool: Arc<SessionPool>,
     /// The host session it serves.
     key: String,
+    /// Told the Claude session id as soon as the CLI names it.
+    on_native_id: Option<NativeIdListener>,
 }
 
 impl NativeSession for ClaudeNative {
@@ -166,10 +177,15 @@ impl NativeSession for ClaudeNative {
                 return Err(BackendError::Turn { source });
             };
             warm.session()
-                .run_turn(&input.text, sink, cancel)
+                .run_turn_with(input, self.on_native_id.as_ref(), sink, cancel)
                 .await
                 .map_err(|error| BackendError::Turn { source: Box::new(error) })
         })
+    }
+
+    fn steering(&self) -> Option<Arc<dyn Steering>> {
+        let gate = self.warm.as_ref()?.session_ref().steer_gate();
+        Some(Arc::new(super::steering::ClaudeSteering { gate }))
     }
 
     fn native_id(&self) -> Option<String> {

@@ -250,12 +250,17 @@ impl ClaudeControlHandler {
                     .to_owned();
                 let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
                 let call = HostToolCall { call_id, tool_name: name.clone(), arguments };
-                let (text, is_error) = match tokio::time::timeout(self.tool_timeout, self.tools.call(call)).await {
-                    Ok(Ok(output)) => (output.text, output.is_error),
-                    Ok(Err(error)) => (error, true),
-                    Err(_) => (format!("`{name}` gave no result within {:?}", self.tool_timeout), true),
-                };
-                json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+                let (text, is_error, images) =
+                    match tokio::time::timeout(self.tool_timeout, self.tools.call(call)).await {
+                        Ok(Ok(output)) => (output.text, output.is_error, output.images),
+                        Ok(Err(error)) => (error, true, Vec::new()),
+                        Err(_) => (format!("`{name}` gave no result within {:?}", self.tool_timeout), true, Vec::new()),
+                    };
+                // MCP's own image content: Claude hands it to the model as an image block.
+                let mut content = vec![json!({"type": "text", "text": text})];
+                content
+                    .extend(images.iter().map(|i| json!({"type": "image", "data": i.data, "mimeType": i.mime_type})));
+                json!({"content": content, "isError": is_error})
             }
             "ping" => json!({}),
             other => {
@@ -381,7 +386,11 @@ mod tests {
             }
             fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
                 Box::pin(async move {
-                    Ok(HostToolOutput { text: format!("{} {}", call.call_id, call.arguments), is_error: false })
+                    Ok(HostToolOutput {
+                        text: format!("{} {}", call.call_id, call.arguments),
+                        is_error: false,
+                        images: Vec::new(),
+                    })
                 })
             }
         }

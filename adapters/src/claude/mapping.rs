@@ -46,8 +46,8 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedOutput, CappedText, Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal,
-    Usage,
+    CappedOutput, CappedText, Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolImage, ToolOutcome,
+    TurnTerminal, Usage,
 };
 use clawbridge_protocol::claude::{
     ApiUsage, AssistantMessage, BlockDelta, CliMessage, ContentBlock, ResultMessage, ResultSubtype, StreamEvent,
@@ -216,6 +216,11 @@ pub struct TurnMapper {
     /// The model last named by `system/init` or an assistant message (each change is one
     /// `ModelInUse`).
     model: Option<String>,
+    /// `result`s still to come for user lines steered into this turn: the CLI answers each queued
+    /// line with its own `system/init` … `result`, which continue this turn.
+    continuations: usize,
+    /// Usage of the `result`s already absorbed as continuations, added to the last one.
+    usage_so_far: Usage,
 }
 
 impl TurnMapper {
@@ -242,7 +247,26 @@ impl TurnMapper {
             anonymous: 0,
             last_retry: None,
             model: None,
+            continuations: 0,
+            usage_so_far: Usage::default(),
         }
+    }
+
+    /// A user line was steered into this turn: its own `result` comes after the current one, and
+    /// only that one ends the turn (docs/peers/claude.md#steering).
+    pub fn expect_continuation(&mut self) {
+        self.continuations += 1;
+    }
+
+    /// How many steered lines' `result`s are still to come.
+    pub fn pending_continuations(&self) -> usize {
+        self.continuations
+    }
+
+    /// The CLI dropped the steered lines it had queued (an interrupt with `cancel_queued`): the
+    /// next `result` ends the turn.
+    pub fn drop_continuations(&mut self) {
+        self.continuations = 0;
     }
 
     /// Names the host's SDK MCP server (`--mcp-config … {"type":"sdk","name":…}`): its tools
@@ -608,7 +632,12 @@ impl TurnMapper {
             .and_then(|s| s.get("exitCode").or_else(|| s.get("exit_code")))
             .and_then(Value::as_i64)
             .and_then(|c| i32::try_from(c).ok());
-        let output = (!text.is_empty()).then(|| capped(&text));
+        let images = result_images(&result.content);
+        let output = (!text.is_empty() || !images.is_empty()).then(|| {
+            let mut output = capped(&text);
+            output.images = images;
+            output
+        });
         self.finished_tools.insert(call.call_id.clone());
         let finish = ToolFinish { call, outcome, exit_code, execution_started: !(declined || not_run), output };
         self.push(out, Event::ToolFinished(finish));
@@ -640,6 +669,16 @@ impl TurnMapper {
     }
 
     fn on_result(&mut self, result: &ResultMessage, out: &mut Vec<Event>) {
+        if self.continuations > 0 && !result.is_aborted() {
+            // A part of the turn ended; a steered line's part follows.
+            self.continuations -= 1;
+            self.finalize_streamed(out);
+            if let Some(usage) = &result.usage {
+                self.usage_so_far = add_usage(self.usage_so_far, normalized_usage(usage));
+                self.push(out, Event::Usage(self.usage_so_far));
+            }
+            return;
+        }
         self.complete = true;
         if let Some(id) = result.session_id.as_deref().filter(|id| !id.is_empty()) {
             self.session_id = Some(id.to_owned());
@@ -666,7 +705,7 @@ impl TurnMapper {
         let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
         if let Some(usage) = &result.usage {
-            self.push(out, Event::Usage(normalized_usage(usage)));
+            self.push(out, Event::Usage(add_usage(self.usage_so_far, normalized_usage(usage))));
         }
         self.terminate(kind, message, out);
     }
@@ -703,6 +742,35 @@ pub fn normalized_usage(usage: &ApiUsage) -> Usage {
         output_tokens: usage.output_tokens.unwrap_or(0),
         cached_input_tokens: cache_read,
         reasoning_tokens: usage.output_tokens_details.as_ref().and_then(|d| d.thinking_tokens).unwrap_or(0),
+    }
+}
+
+/// The images of a `tool_result`'s content: Messages API `image` blocks (`source` base64), as
+/// Claude passes an MCP tool's images on, or MCP's own `{type:"image", data, mimeType}`.
+pub(crate) fn result_images(content: &Value) -> Vec<ToolImage> {
+    content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("image"))
+        .filter_map(|block| {
+            let source = block.get("source").filter(|s| s.get("type").and_then(Value::as_str) == Some("base64"));
+            let (data, mime_type) = match source {
+                Some(source) => (source.get("data")?, source.get("media_type")?),
+                None => (block.get("data")?, block.get("mimeType")?),
+            };
+            Some(ToolImage { data: data.as_str()?.to_owned(), mime_type: mime_type.as_str()?.to_owned() })
+        })
+        .collect()
+}
+
+/// Two parts' usage together.
+fn add_usage(a: Usage, b: Usage) -> Usage {
+    Usage {
+        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+        cached_input_tokens: a.cached_input_tokens.saturating_add(b.cached_input_tokens),
+        reasoning_tokens: a.reasoning_tokens.saturating_add(b.reasoning_tokens),
     }
 }
 

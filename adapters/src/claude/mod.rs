@@ -15,10 +15,12 @@ pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod handler;
+pub mod input;
 pub mod mapping;
 pub mod pool;
 pub mod resume;
 pub mod session;
+pub mod steering;
 
 pub use backend::{CLAUDE_BIN_ENV, ClaudeBackend};
 pub use config::{ClaudeConfig, Secret};

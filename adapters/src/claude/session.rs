@@ -34,6 +34,7 @@ pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::backend::{NativeIdListener, TurnInput};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
@@ -42,7 +43,7 @@ use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
-    CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, UserLine, VersionRejected,
+    CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, VersionRejected,
 };
 use clawbridge_protocol::jsonrpc::Dialect;
 use tokio::sync::mpsc;
@@ -51,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
+use super::steering::SteerGate;
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
@@ -142,6 +144,8 @@ pub struct ClaudeSession {
     /// Prefix of the turn ids used when the CLI names no turn (`system/init`'s `uuid`): unique per
     /// session object, so ids never repeat across restarts.
     fallback_turn_base: String,
+    /// Lets steered user lines into the running turn (docs/peers/claude.md#steering).
+    steer_gate: Arc<SteerGate>,
 }
 
 impl std::fmt::Debug for ClaudeSession {
@@ -170,6 +174,7 @@ impl ClaudeSession {
             spawns: 0,
             turns: 0,
             fallback_turn_base: fallback_turn_base(),
+            steer_gate: Arc::new(SteerGate::default()),
         };
         session.spawn(resume.as_deref()).await?;
         Ok(session)
@@ -188,6 +193,11 @@ impl ClaudeSession {
     /// How many CLI processes this session has spawned (1 while the first stays warm).
     pub fn spawn_count(&self) -> usize {
         self.spawns
+    }
+
+    /// The gate a [`ClaudeSteering`](super::steering::ClaudeSteering) handle steers through.
+    pub fn steer_gate(&self) -> Arc<SteerGate> {
+        self.steer_gate.clone()
     }
 
     /// The native session id (the `--resume` handle), once the CLI named it.
@@ -346,6 +356,19 @@ impl ClaudeSession {
         sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, ClaudeError> {
+        self.run_turn_with(&TurnInput::text(prompt), None, sink, cancel).await
+    }
+
+    /// [`run_turn`](Self::run_turn) with a whole turn input (images as `image` blocks of the user
+    /// line, the thinking level as the budget set just before it) and a listener told the session
+    /// id as soon as `system/init` names it (docs/peers/claude.md#turn-input).
+    pub async fn run_turn_with(
+        &mut self,
+        input: &TurnInput,
+        on_native_id: Option<&NativeIdListener>,
+        sink: &mut (dyn FnMut(&Event) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AttemptResult, ClaudeError> {
         self.ensure_live().await?;
         self.turns += 1;
         let mut mapper = TurnMapper::new(format!("{}-turn-{}", self.fallback_turn_base, self.turns));
@@ -361,13 +384,25 @@ impl ClaudeSession {
         let Some(live) = self.live.as_mut() else {
             return Err(ClaudeError::Handshake("no process".into()));
         };
-        let prompt_sent = live.conn.peer().notify("user", Some(&UserLine::text(prompt))).await;
+        if let Some((level, (subtype, request))) =
+            input.think_level.and_then(|level| Some((level, super::input::thinking_request(level)?)))
+        {
+            let answer =
+                live.conn.peer().request_with_timeout(subtype, Some(&request), self.config.handshake_timeout).await;
+            if let Err(error) = answer {
+                tracing::warn!(%error, ?level, "claude did not take the thinking level; the turn runs at its default");
+            }
+        }
+        let prompt_sent = live.conn.peer().notify("user", Some(&super::input::user_line(input))).await;
         let (driven, mapper) = if let Err(error) = prompt_sent {
             let closing = mapper.abandon(TerminalKind::Failed, format!("cannot write the prompt to claude: {error}"));
             (driver.close(closing).await, mapper)
         } else {
-            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false };
+            self.steer_gate.open(live.conn.peer().clone());
+            let gate = &self.steer_gate;
+            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false, on_native_id, gate };
             let driven = driver.run(&mut turn, limits, cancel).await;
+            self.steer_gate.close();
             (driven, turn.mapper)
         };
         if let Some(id) = mapper.session_id() {
@@ -432,6 +467,10 @@ struct ClaudeTurn<'a> {
     /// An interrupt sent before the turn began is accepted but does nothing, so it waits for the
     /// turn's first line (docs/peers/claude.md#interrupt-before-the-turn-began).
     turn_begun: bool,
+    /// Told the session id the moment `system/init` names it.
+    on_native_id: Option<&'a NativeIdListener>,
+    /// Says whether a `result` ends the turn or a steered line's part follows.
+    gate: &'a SteerGate,
 }
 
 impl ClaudeTurn<'_> {
@@ -455,7 +494,13 @@ impl NativeTurn for ClaudeTurn<'_> {
                     Some(PeerEvent::Notification(line)) => {
                         self.turn_begun = true;
                         let message = CliMessage::from_value(line.params.unwrap_or_default());
+                        if matches!(message, CliMessage::Result(_)) && self.gate.on_result() {
+                            self.mapper.expect_continuation();
+                        }
                         if let CliMessage::System(SystemMessage::Init(init)) = &message {
+                            if let (Some(listener), Some(id)) = (self.on_native_id, init.session_id.as_deref()) {
+                                listener(id);
+                            }
                             match &init.claude_code_version {
                                 Some(reported) if !same_version(self.version, reported) => tracing::warn!(
                                     expected = %self.version, %reported,
@@ -489,10 +534,14 @@ impl NativeTurn for ClaudeTurn<'_> {
         if let Some(gone) = peer.gone() {
             return Err(format!("the claude process went away: {gone}"));
         }
+        // Steered lines still queued are dropped with the turn, so no `result` of theirs follows.
+        let dropped = self.gate.drop_pending() + self.mapper.pending_continuations();
+        self.mapper.drop_continuations();
+        let request = InterruptRequest { cancel_queued: (dropped > 0).then_some(true), ..InterruptRequest::default() };
         // The turn's `result` line ends the turn; the answer only says whether the CLI took the
         // interrupt, so nobody waits for it.
         tokio::spawn(async move {
-            match peer.request("interrupt", Some(&InterruptRequest::default())).await {
+            match peer.request("interrupt", Some(&request)).await {
                 Ok(_) => tracing::debug!("claude accepted the interrupt"),
                 Err(error) => tracing::debug!(%error, "claude did not confirm the interrupt"),
             }

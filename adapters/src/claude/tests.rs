@@ -753,3 +753,17 @@ fn the_model_the_cli_names_is_reported_once_per_change() {
     assert_eq!(models, ["claude-sonnet-4-5", "claude-opus-4-1"], "{events:#?}");
     assert!(matches!(events[0], Event::TurnStarted { .. }), "the turn is announced first: {events:#?}");
 }
+
+#[test]
+fn a_tool_result_s_images_are_read_in_both_shapes() {
+    let content = serde_json::json!([
+        {"type": "text", "text": "shot"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+        {"type": "image", "data": "BBBB", "mimeType": "image/jpeg"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}}
+    ]);
+    let images = super::mapping::result_images(&content);
+    let pairs: Vec<(&str, &str)> = images.iter().map(|i| (i.mime_type.as_str(), i.data.as_str())).collect();
+    assert_eq!(pairs, [("image/png", "AAAA"), ("image/jpeg", "BBBB")]);
+    assert!(super::mapping::result_images(&serde_json::json!("text only")).is_empty());
+}

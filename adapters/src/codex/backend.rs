@@ -62,6 +62,8 @@ impl CodexBackend {
                 native_session: "thread",
                 transcript_api: "codex-app-server",
                 supports: Supports {
+                    images: true,
+                    reasoning_level: true,
                     steering: true,
                     user_input: true,
                     host_tools: true,
@@ -145,7 +147,10 @@ impl CodexBackend {
             None => session.start_thread(&options).await,
         };
         match thread {
-            Ok(thread) => Ok(CodexNative { session, thread }),
+            Ok(thread) => {
+                settings.announce_native_id(&thread.thread_id);
+                Ok(CodexNative { session, thread })
+            }
             Err(error) => {
                 session.shutdown().await;
                 Err(BackendError::Conversation { source: Box::new(error) })
@@ -250,7 +255,7 @@ impl NativeSession for CodexNative {
                 }
             };
             self.session
-                .run_turn(&self.thread.thread_id, &input.text, &mut named, cancel)
+                .run_turn_with(&self.thread.thread_id, input, &mut named, cancel)
                 .await
                 .map_err(|error| BackendError::Turn { source: Box::new(error) })
         })

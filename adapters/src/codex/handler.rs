@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{
-    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostTools, NoUserInput, UserInputAsker,
-    UserInputRequest, UserQuestion,
+    ApprovalDecision, ApprovalKind, ApprovalRequest, Approver, HostToolCall, HostToolOutput, HostTools, NoUserInput,
+    UserInputAsker, UserInputRequest, UserQuestion,
 };
 use clawbridge_bridge::attempt::{TurnActivity, decide_approval};
 use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
+use clawbridge_protocol::codex::DynamicToolContentItem;
 use clawbridge_protocol::codex::server_requests::{
     CommandExecutionApprovalDecision, CommandExecutionRequestApprovalResponse, DynamicToolCallResponse,
     FileChangeApprovalDecision, FileChangeRequestApprovalResponse, PermissionGrantScope,
@@ -219,8 +220,7 @@ impl CodexRequestHandler {
                     Box::pin(async move {
                         let name = call.tool_name.clone();
                         let reply = match tokio::time::timeout(limit, tools.call(call)).await {
-                            Ok(Ok(output)) if !output.is_error => DynamicToolCallResponse::success(output.text),
-                            Ok(Ok(output)) => DynamicToolCallResponse::failure(output.text),
+                            Ok(Ok(output)) => dynamic_tool_reply(output),
                             Ok(Err(error)) => DynamicToolCallResponse::failure(error),
                             Err(_) => {
                                 DynamicToolCallResponse::failure(format!("`{name}` gave no result within {limit:?}"))
@@ -264,6 +264,23 @@ fn to_value<T: Serialize>(value: T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// The `item/tool/call` reply for a host tool's output: its text, then each image as an
+/// `inputImage` data URL (Codex hands both to the model).
+fn dynamic_tool_reply(output: HostToolOutput) -> DynamicToolCallResponse {
+    let mut reply = if output.is_error {
+        DynamicToolCallResponse::failure(output.text)
+    } else {
+        DynamicToolCallResponse::success(output.text)
+    };
+    reply.content_items.extend(
+        output
+            .images
+            .iter()
+            .map(|image| DynamicToolContentItem::InputImage { image_url: clawbridge_bridge::input::data_url(image) }),
+    );
+    reply
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +288,20 @@ mod tests {
 
     use clawbridge_bridge::attempt::hooks::{FixedApprover, HostToolOutput, HostToolSpec};
     use clawbridge_protocol::jsonrpc::RequestId;
+
+    #[test]
+    fn a_host_tool_s_images_go_back_to_codex_as_input_images_after_its_text() {
+        let image = clawbridge_bridge::events::ToolImage { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() };
+        let reply = dynamic_tool_reply(HostToolOutput { text: "shot".into(), is_error: false, images: vec![image] });
+        assert_eq!(
+            serde_json::to_value(&reply).unwrap(),
+            json!({"contentItems": [{"type": "inputText", "text": "shot"},
+                                    {"type": "inputImage", "imageUrl": "data:image/png;base64,iVBORw0KGgo="}],
+                   "success": true})
+        );
+        let failed = dynamic_tool_reply(HostToolOutput { text: "no".into(), is_error: true, images: Vec::new() });
+        assert!(!failed.success);
+    }
 
     /// Counts calls; answers after a short pause so duplicates overlap the first call.
     #[derive(Default)]
@@ -285,7 +316,7 @@ mod tests {
             let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
             Box::pin(async move {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                Ok(HostToolOutput { text: format!("{} run {n}", call.tool_name), is_error: false })
+                Ok(HostToolOutput { text: format!("{} run {n}", call.tool_name), is_error: false, images: Vec::new() })
             })
         }
     }

@@ -17,9 +17,10 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedText, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolOutcome,
-    TurnTerminal, Usage,
+    CappedText, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolImage,
+    ToolOutcome, TurnTerminal, Usage,
 };
+use clawbridge_bridge::input::image_from_data_url;
 use clawbridge_protocol::codex::{
     CodexErrorInfo, CommandExecutionItem, DynamicToolCallItem, DynamicToolContentItem, ItemStatus, McpToolCallItem,
     PlanStepStatus as WirePlanStepStatus, ServerNotification, ThreadItem, TokenUsageBreakdown, Turn, TurnError,
@@ -434,6 +435,20 @@ impl TurnMapper {
         }
     }
 
+    /// Finishes every open shell command as running in the background.
+    fn background_open_commands(&mut self, out: &mut Vec<Event>) {
+        let (commands, others): (Vec<ToolCall>, Vec<ToolCall>) =
+            std::mem::take(&mut self.open_tools).into_iter().partition(|c| c.native && c.tool_name == SHELL_TOOL_NAME);
+        self.open_tools = others;
+        for call in commands {
+            self.finished_tools.insert(call.call_id.clone());
+            // Its output so far went out as deltas; the rest is the process's, not this turn's.
+            let outcome = ToolOutcome::Backgrounded { detail: None };
+            let finish = ToolFinish { call, outcome, exit_code: None, execution_started: true, output: None };
+            self.push(out, Event::ToolFinished(finish));
+        }
+    }
+
     fn on_turn_completed(&mut self, turn: &Turn, out: &mut Vec<Event>) {
         self.turn_id.get_or_insert_with(|| turn.id.clone());
         self.complete = true;
@@ -461,6 +476,12 @@ impl TurnMapper {
             Some(other) => (TerminalKind::Failed, Some(format!("turn ended with status {}", other.as_str()))),
             None => (TerminalKind::Failed, Some("turn ended without a status".to_owned())),
         };
+        // A command still open when the turn completed was backgrounded: Codex's unified exec
+        // returns "Process running with session ID …" to the model past the command's yield time
+        // and ends the turn while the process runs on (docs/peers/codex.md#backgrounded-commands).
+        if kind == TerminalKind::Ok {
+            self.background_open_commands(out);
+        }
         // Tools the turn ended on without ever reporting their end.
         let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
@@ -548,8 +569,20 @@ fn dynamic_finish(item: &DynamicToolCallItem, status: Option<&ItemStatus>, finis
             _ => None,
         })
         .collect();
-    if !texts.is_empty() {
-        finish.output = Some(capped(&texts.join("\n")));
+    // Images our reply carried (a host tool's screenshot) stay images in the transcript.
+    let images: Vec<ToolImage> = item
+        .content_items
+        .iter()
+        .flatten()
+        .filter_map(|c| match c {
+            DynamicToolContentItem::InputImage { image_url } => image_from_data_url(image_url),
+            _ => None,
+        })
+        .collect();
+    if !texts.is_empty() || !images.is_empty() {
+        let mut output = capped(&texts.join("\n"));
+        output.images = images;
+        finish.output = Some(output);
     }
     finish.outcome = match (status, item.success) {
         // Our own reply said it failed (or the request errored), whatever the status says.

@@ -8,6 +8,7 @@ pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{HostTools, ToolTerminalObserver, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
@@ -366,6 +367,18 @@ impl CodexSession {
         sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, CodexError> {
+        self.run_turn_with(thread_id, &TurnInput::text(prompt), sink, cancel).await
+    }
+
+    /// [`run_turn`](Self::run_turn) with a whole turn input: the prompt's images as `image` input
+    /// items and the thinking level as the turn's `effort` (docs/peers/codex.md#turn-input).
+    pub async fn run_turn_with(
+        &mut self,
+        thread_id: &str,
+        input: &TurnInput,
+        sink: &mut (dyn FnMut(&Event) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<AttemptResult, CodexError> {
         let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);
         // Whatever is still queued belongs to an earlier turn (one abandoned by the watchdog, say):
         // it must neither count as progress nor lend this turn its turn id.
@@ -377,7 +390,8 @@ impl CodexSession {
             }
         }
         let peer = self.conn.peer().clone();
-        let params = TurnStartParams::new(thread_id, vec![UserInput::text(prompt)]);
+        let mut params = TurnStartParams::new(thread_id, super::input::user_inputs(input));
+        params.effort = input.think_level.and_then(super::input::effort).map(str::to_owned);
         // The answer may come after the notifications it causes: keep reading while it is pending.
         let policy = self.config.overload_retry;
         let start =

@@ -411,7 +411,11 @@ fn tools_left_open_get_a_terminal_when_the_turn_ends() {
     assert!(finish.execution_started);
     assert_eq!(terminal(&interrupted), &TurnTerminal { kind: TerminalKind::Aborted, message: None, cause: None });
 
-    let (_, completed) = run(&[turn_started(), open(), turn_completed("completed", json!([]))]);
+    // A completed turn left a tool other than a shell command open: it never reported its end.
+    // (A shell command left open is backgrounded: see the test after this one.)
+    let open_mcp = item_started(json!({"type": "mcpToolCall", "id": "call_2", "server": "s", "tool": "t",
+                                       "status": "inProgress", "arguments": {}}));
+    let (_, completed) = run(&[turn_started(), open_mcp, turn_completed("completed", json!([]))]);
     assert_well_formed(&completed);
     assert!(matches!(finishes(&completed)[0].outcome, ToolOutcome::Failure { .. }));
     assert!(finishes(&completed)[0].execution_started);
@@ -716,4 +720,55 @@ fn recorded_codex_sessions_map_to_well_formed_turns() {
         }
         eprintln!("{scenario}: {} turn(s), {} events in the last", turns.len(), events.len());
     }
+}
+
+#[test]
+fn a_command_still_running_when_the_turn_completes_is_backgrounded_not_failed() {
+    let notes = [
+        turn_started(),
+        item_started(command("call_1", "inProgress", Value::Null, Value::Null)),
+        delta("item/commandExecution/outputDelta", "call_1", "Process running with session ID 7"),
+        turn_completed("completed", json!([])),
+    ];
+    let (_, events) = run(&notes);
+    let finished: Vec<&clawbridge_bridge::events::ToolFinish> =
+        events.iter().filter_map(|e| if let Event::ToolFinished(f) = e { Some(f) } else { None }).collect();
+    assert_eq!(finished.len(), 1, "{events:?}");
+    assert_eq!(finished[0].outcome, ToolOutcome::Backgrounded { detail: None });
+    assert!(!finished[0].is_error());
+    let report = clawbridge_bridge::attempt::hooks::ToolTerminalReport::from_finish(finished[0]);
+    assert_eq!(report.outcome, clawbridge_bridge::attempt::hooks::TerminalOutcome::Success);
+    assert_eq!(report.meta.as_deref(), Some("running in the background"));
+
+    // The same open command on an interrupted or failed turn did not survive it.
+    for (status, backgrounded) in [("interrupted", false), ("failed", false)] {
+        let notes = [
+            turn_started(),
+            item_started(command("call_1", "inProgress", Value::Null, Value::Null)),
+            turn_completed(status, json!([])),
+        ];
+        let (_, events) = run(&notes);
+        let outcome =
+            events.iter().find_map(|e| if let Event::ToolFinished(f) = e { Some(f.outcome.clone()) } else { None });
+        assert_eq!(matches!(outcome, Some(ToolOutcome::Backgrounded { .. })), backgrounded, "{status}: {outcome:?}");
+    }
+}
+
+#[test]
+fn a_dynamic_tool_s_images_stay_in_its_output() {
+    let item = |status: &str| {
+        json!({"type": "dynamicToolCall", "id": "call_9", "tool": "screenshot", "arguments": {}, "status": status,
+               "success": true,
+               "contentItems": [{"type": "inputText", "text": "shot"},
+                                {"type": "inputImage", "imageUrl": "data:image/png;base64,iVBORw0KGgo="},
+                                {"type": "inputImage", "imageUrl": "https://example.com/remote.png"}]})
+    };
+    let (_, events) = run(&[turn_started(), item_started(item("inProgress")), item_completed(item("completed"))]);
+    let output = finishes(&events)[0].output.clone().expect("an output");
+    assert_eq!(output.text, "shot");
+    assert_eq!(
+        output.images,
+        [clawbridge_bridge::events::ToolImage { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() }],
+        "only inline images: a remote URL is no image bytes"
+    );
 }

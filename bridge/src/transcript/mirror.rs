@@ -13,7 +13,7 @@ pub use clawbridge_protocol::transcript::ModelLabel;
 use super::entry::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, TranscriptUsage, UserMessage, now_ms,
 };
-use crate::events::{CappedText, Event, TerminalKind, ToolCall, ToolFinish, TurnTerminal, Usage};
+use crate::events::{CappedText, Event, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal, Usage};
 
 /// Most streamed assistant or reasoning text kept per item (head and tail each) until its final
 /// text arrives; a final text replaces it.
@@ -309,13 +309,18 @@ impl TranscriptMirror {
             Some(output) => output.clone(),
             None => call.output.snapshot(),
         };
-        let text = if output.text.is_empty() && finish.is_error() {
+        let backgrounded = matches!(finish.outcome, ToolOutcome::Backgrounded { .. });
+        let text = if backgrounded {
+            // Said in the row: a reader must not take the output so far for the command's end.
+            let note = format!("[{}]", finish.outcome.describe());
+            if output.text.is_empty() { note } else { format!("{}\n{note}", output.text) }
+        } else if output.text.is_empty() && finish.is_error() {
             format!("Tool call {}.", finish.outcome.describe())
         } else {
             output.text
         };
         let mut details = Map::new();
-        if finish.is_error() {
+        if finish.is_error() || backgrounded {
             details.insert("outcome".into(), serde_json::to_value(&finish.outcome).unwrap_or(Value::Null));
             details.insert("executionStarted".into(), Value::Bool(finish.execution_started));
         }
@@ -325,10 +330,15 @@ impl TranscriptMirror {
         if output.omitted_bytes > 0 {
             details.insert("omittedBytes".into(), output.omitted_bytes.into());
         }
+        // The tool's images stay images (OpenClaw's `ImageContent` blocks after the text).
+        let mut content = vec![ContentBlock::Text { text }];
+        content.extend(
+            output.images.into_iter().map(|image| ContentBlock::Image { data: image.data, mime_type: image.mime_type }),
+        );
         out.push(Message::ToolResult(ToolResultMessage {
             tool_call_id: finish.call.call_id.clone(),
             tool_name: finish.call.tool_name.clone(),
-            content: vec![ContentBlock::Text { text }],
+            content,
             details: (!details.is_empty()).then_some(Value::Object(details)),
             is_error: finish.is_error(),
             timestamp: now_ms(),

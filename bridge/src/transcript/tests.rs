@@ -177,7 +177,7 @@ fn replays_late_finals_and_events_after_the_end_are_ignored() {
         outcome: ToolOutcome::Success,
         exit_code: None,
         execution_started: true,
-        output: Some(CappedOutput { text: "out".into(), omitted_bytes: 10 }),
+        output: Some(CappedOutput { text: "out".into(), omitted_bytes: 10, images: Vec::new() }),
     };
     let out = mirror.on_event(&Event::ToolFinished(finish.clone()));
     assert_eq!(out.len(), 2);
@@ -362,4 +362,45 @@ fn rows_name_the_model_the_native_runtime_reported() {
         assert_eq!(row["model"], "gpt-5-codex", "a blank name changes nothing: {row:#}");
         assert_eq!((&row["api"], &row["provider"]), (&json!("openai-completions"), &json!("mock")));
     }
+}
+
+#[test]
+fn a_tool_s_images_stay_images_in_its_result_row_and_a_backgrounded_command_says_it_runs_on() {
+    let mut mirror = TranscriptMirror::new("", "t", model());
+    let image = crate::events::ToolImage { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() };
+    let finish = ToolFinish {
+        call: exec_call("shot"),
+        outcome: ToolOutcome::Success,
+        exit_code: None,
+        execution_started: true,
+        output: Some(CappedOutput { text: String::new(), omitted_bytes: 0, images: vec![image] }),
+    };
+    let out = mirror.on_event(&Event::ToolFinished(finish));
+    let Message::ToolResult(result) = &out[1] else { panic!("{out:?}") };
+    assert_eq!(
+        result.content,
+        vec![
+            ContentBlock::Text { text: String::new() },
+            ContentBlock::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() }
+        ]
+    );
+    assert_eq!(
+        serde_json::to_value(&result.content[1]).unwrap(),
+        json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}),
+        "OpenClaw's ImageContent shape"
+    );
+    assert!(!result.is_error);
+
+    let running = ToolFinish {
+        call: exec_call("bg"),
+        outcome: ToolOutcome::Backgrounded { detail: None },
+        exit_code: None,
+        execution_started: true,
+        output: None,
+    };
+    let out = mirror.on_event(&Event::ToolFinished(running));
+    let Message::ToolResult(result) = &out[1] else { panic!("{out:?}") };
+    assert!(!result.is_error, "a command running on has not failed");
+    assert_eq!(result.content, vec![ContentBlock::Text { text: "[running in the background]".into() }]);
+    assert_eq!(result.details.as_ref().map(|d| d["outcome"]["kind"].clone()), Some(json!("backgrounded")));
 }

@@ -83,6 +83,8 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
     ];
   } else if (mode === "untilInterrupted") {
     after["turn/start"] = [{ send: started }];
+    // Input steered into the running turn is taken (the answer names the active turn).
+    answers["turn/steer"] = { turnId: turn.id };
     answers["turn/interrupt"] = {};
     after["turn/interrupt"] = [
       {

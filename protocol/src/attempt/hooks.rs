@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{NativeMutation, ToolFinish, ToolOutcome};
+use crate::event::{NativeMutation, ToolFinish, ToolImage, ToolOutcome};
 
 /// What kind of permission the agent asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -120,6 +120,10 @@ pub struct HostToolOutput {
     /// at all may answer with a JSON-RPC error instead; the bridge turns either into a failed call.
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned, given to the model as images (bounded by the bridge: at most 16,
+    /// 10 MiB each, 32 MiB together; one it cannot use is replaced by a note in `text`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
 }
 
 /// A tool's terminal outcome, in the host's `observeToolTerminal` input shape.
@@ -143,14 +147,19 @@ pub struct ToolTerminalReport {
     /// Side-effect facts for native tools the host has no definition of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_mutation: Option<NativeMutation>,
+    /// What the outcome alone does not say (`running in the background`: a command that started and
+    /// outlives the turn is a success whose end is not known yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<String>,
 }
 
 impl ToolTerminalReport {
     /// The report for a finished call. A declined call is reported as never started and, being
     /// blocked, as harmless to replay: the host must not count it as a possible side effect.
     pub fn from_finish(finish: &ToolFinish) -> ToolTerminalReport {
+        let meta = matches!(finish.outcome, ToolOutcome::Backgrounded { .. }).then(|| finish.outcome.describe());
         let (outcome, failure) = match &finish.outcome {
-            ToolOutcome::Success => (TerminalOutcome::Success, None),
+            ToolOutcome::Success | ToolOutcome::Backgrounded { .. } => (TerminalOutcome::Success, None),
             ToolOutcome::Failure { error, error_code, timed_out } => (
                 TerminalOutcome::Failure,
                 Some(ToolFailure { error: error.clone(), error_code: error_code.clone(), timed_out: *timed_out }),
@@ -184,6 +193,7 @@ impl ToolTerminalReport {
             outcome,
             failure,
             native_mutation,
+            meta,
         }
     }
 }

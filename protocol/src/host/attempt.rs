@@ -174,3 +174,50 @@ pub enum CancelStatus {
     #[schemars(skip)]
     Unknown,
 }
+
+/// `attempt/steer` params: more user input for a running attempt's native turn (the host's active-run
+/// injection, `messageInjectionV2.queueMessage`). Codex takes it into the running turn
+/// (`turn/steer`); a harness without steering answers `unsupported`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptSteerParams {
+    /// The running attempt.
+    pub attempt_id: String,
+    /// The text to add (at most 1 MiB).
+    pub text: String,
+}
+
+/// `attempt/steer` result. Like a cancel it is never an error for a normal race: the attempt may
+/// have ended, or its turn not yet started, while the request was on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptSteerResponse {
+    /// What became of the input.
+    pub status: SteerStatus,
+    /// Why it was not taken, for logs and the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What an `attempt/steer` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SteerStatus {
+    /// The running native turn took the input.
+    Accepted,
+    /// No attempt with that id is running; nothing was done.
+    NotRunning,
+    /// The attempt runs but its native turn has not started (or already ended); try again or queue
+    /// the input for the next turn.
+    NotReady,
+    /// The harness cannot add input to a running turn.
+    Unsupported,
+    /// The native side refused it (its turn moved on, the input was too large); `message` says why.
+    Rejected,
+    /// A status this build does not know.
+    // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
+    #[serde(other)]
+    #[schemars(skip)]
+    Unknown,
+}

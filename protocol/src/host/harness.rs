@@ -38,6 +38,33 @@ pub struct HarnessInfo {
     /// `compatibleIds`) rather than with a round trip; `harness/supports` is the reference answer.
     #[serde(default)]
     pub provider_ids: Vec<String>,
+    /// What the harness takes besides the prompt's text; a plugin offers the matching host
+    /// capabilities (active-run injection only where `steering`). Left out when it takes none.
+    #[serde(default, skip_serializing_if = "HarnessInputs::is_none")]
+    pub inputs: HarnessInputs,
+}
+
+/// What a harness takes besides the prompt's text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HarnessInputs {
+    /// Images attached to the prompt reach the model (`attempt/run` `images`); without it an attempt
+    /// with images fails preflight.
+    #[serde(default)]
+    pub images: bool,
+    /// `thinkLevel` is applied to the native reasoning setting (otherwise it is ignored).
+    #[serde(default)]
+    pub think_level: bool,
+    /// `attempt/steer` adds input to a running turn.
+    #[serde(default)]
+    pub steering: bool,
+}
+
+impl HarnessInputs {
+    /// Whether the harness takes nothing but text.
+    pub fn is_none(&self) -> bool {
+        *self == HarnessInputs::default()
+    }
 }
 
 /// `harness/supports` params: the host's `supports(ctx)` facts for one harness.

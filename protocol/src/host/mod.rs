@@ -29,13 +29,13 @@ pub mod transcript;
 mod tests;
 
 pub use attempt::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, CancelStatus, ImageInput,
-    RouteAuth,
+    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, AttemptSteerParams,
+    AttemptSteerResponse, CancelStatus, ImageInput, RouteAuth, SteerStatus,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
-    HarnessInfo, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimePolicy, SupportsParams,
-    SupportsResponse,
+    HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimePolicy,
+    SupportsParams, SupportsResponse,
 };
 pub use host_requests::{
     ApprovalDecideParams, ApprovalDecideResponse, HostToolExecuteParams, HostToolExecuteResponse,
@@ -78,6 +78,8 @@ pub mod methods {
     pub const ATTEMPT_RUN: &str = "attempt/run";
     /// Host → bridge request: interrupt a running attempt.
     pub const ATTEMPT_CANCEL: &str = "attempt/cancel";
+    /// Host → bridge request: add user input to a running attempt's native turn.
+    pub const ATTEMPT_STEER: &str = "attempt/steer";
     /// Host → bridge request: drop a session's native thread binding.
     pub const SESSION_RESET: &str = "session/reset";
     /// Host → bridge request: cancel everything, stop every native process.

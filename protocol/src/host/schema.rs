@@ -50,6 +50,7 @@ pub const METHODS: &[MethodInfo] = &[
     request(methods::HARNESS_SUPPORTS, Sender::Host, "Whether a harness fits a provider/model route."),
     request(methods::ATTEMPT_RUN, Sender::Host, "Run one attempt; the result is the attempt result."),
     request(methods::ATTEMPT_CANCEL, Sender::Host, "Interrupt a running attempt (idempotent)."),
+    request(methods::ATTEMPT_STEER, Sender::Host, "Add user input to a running attempt's native turn."),
     request(methods::SESSION_RESET, Sender::Host, "Drop a session's native thread binding."),
     request(methods::SHUTDOWN, Sender::Host, "Cancel all attempts and stop every native process."),
     MethodInfo {
@@ -76,6 +77,7 @@ fn method_schemas(generator: &mut SchemaGenerator, name: &str) -> (Value, Option
         methods::HARNESS_SUPPORTS => (of::<SupportsParams>(generator), Some(of::<SupportsResponse>(generator))),
         methods::ATTEMPT_RUN => (of::<AttemptRunParams>(generator), Some(of::<AttemptRunResponse>(generator))),
         methods::ATTEMPT_CANCEL => (of::<AttemptCancelParams>(generator), Some(of::<AttemptCancelResponse>(generator))),
+        methods::ATTEMPT_STEER => (of::<AttemptSteerParams>(generator), Some(of::<AttemptSteerResponse>(generator))),
         methods::SESSION_RESET => (of::<SessionResetParams>(generator), Some(of::<SessionResetResponse>(generator))),
         methods::SHUTDOWN => (of::<ShutdownParams>(generator), Some(of::<ShutdownResponse>(generator))),
         methods::ATTEMPT_EVENT => (of::<AttemptEventParams>(generator), None),

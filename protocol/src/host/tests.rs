@@ -82,6 +82,7 @@ fn handshake_lines_are_the_documented_bytes() {
             available: true,
             unavailable_reason: None,
             provider_ids: vec![],
+            inputs: HarnessInputs::default(),
         }],
         backends: vec![
             BackendInfo { id: "codex".into(), available: true, version: Some("0.169.0".into()), detail: None },
@@ -124,6 +125,7 @@ fn events_and_tool_terminals_are_the_documented_bytes() {
             timed_out: false,
         }),
         native_mutation: Some(NativeMutation { mutating_action: true, replay_safe: false }),
+        meta: None,
     };
     let observe = ToolTerminalObserveParams { attempt_id: "run-a:1".into(), report };
     assert_eq!(encode(&observe), OBSERVE_PARAMS);
