@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
+use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind, TurnTerminal};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};

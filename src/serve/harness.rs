@@ -158,6 +158,7 @@ mod tests {
                     available: true,
                     unavailable_reason: None,
                     provider_ids: Vec::new(),
+                    inputs: HarnessInputs::default(),
                 },
                 backend: backend.clone(),
                 program: PathBuf::from(facts.backend),
