@@ -5,7 +5,9 @@
 //!
 //! - An image the prompt names (`openclaw agent exec` has no image flag: OpenClaw's own
 //!   `detectAndLoadAgentHarnessPromptImages` finds a local image path in the prompt when the model
-//!   takes images, and the plugin calls it) and `--thinking low` reach the model in one turn.
+//!   takes images, and the plugin calls it), an image a host tool returns (OpenClaw's `read` on a
+//!   picture: to the model as an image, in the `toolResult` row as an `image` block) and
+//!   `--thinking low` reach the model, in one turn.
 //! - A command the native agent leaves running in the background (Codex unified exec past its
 //!   yield time; Claude's Bash `run_in_background`) is a success that says so, not a failure.
 //! - A bridge SIGKILLed while the model stalls: the binding was already on disk, and the next turn
@@ -120,35 +122,59 @@ fn vision_model(config: &mut Value) {
     model["reasoning"] = json!(true);
 }
 
-async fn an_image_and_a_thinking_level_reach_the_model(peer: Peer) {
+async fn images_and_a_thinking_level_reach_the_model(peer: Peer) {
     let Some((binary, node, openclaw)) = peers(peer) else { return };
     let sandbox = Sandbox::new().unwrap();
-    std::fs::write(sandbox.work().join("pixel.png"), decode_base64(PIXEL_PNG)).unwrap();
-    let mock = start_mock(&json!({"default": {"text": IMAGE_ANSWER}})).await.unwrap();
+    let picture = sandbox.work().join("pixel.png");
+    std::fs::write(&picture, decode_base64(PIXEL_PNG)).unwrap();
+    // The model reads the picture again with OpenClaw's own `read` tool, which answers an image
+    // file with an image block: one turn checks the prompt's image, the tool's image and the level.
+    let read = match peer {
+        Peer::Codex => "read",
+        Peer::Claude => "mcp__openclaw__read",
+    };
+    let scenario = json!({
+        "rules": [
+            {"when": {"last_input_is_tool_result": true}, "reply": {"text": IMAGE_ANSWER}},
+            {"when": {"last_user_text_contains": "What colour", "tool_offered": read},
+             "reply": {"tool_call": {"name": read, "arguments": {"path": picture}}}}
+        ],
+        "default": {"text": "the read tool was not offered"}
+    });
+    let mock = start_mock(&scenario).await.unwrap();
     let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
     let mut config = run.config();
     vision_model(&mut config);
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
-    let prompt = format!("What colour is the picture {}?", sandbox.work().join("pixel.png").display());
+    let prompt = format!("What colour is the picture {}?", picture.display());
     // Not the peers' default level, so only the host's setting can have chosen it.
     let exec = run.exec(&prompt, &["--thinking", "low"]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
+    let session_id = exec["sessionId"].as_str().unwrap_or_default().to_string();
+    let messages = run.messages(&session_id).await;
+    let describe = || {
+        format!(
+            "exec: {exec:#}\ntranscript: {}\nmock saw:\n{}",
+            serde_json::to_string_pretty(&messages).unwrap(),
+            describe_requests(&mock.requests())
+        )
+    };
     assert_eq!(exec["ok"], true, "{}", describe());
     assert!(exec["final"].as_str().unwrap_or("").contains(IMAGE_ANSWER), "{}", describe());
 
-    let bodies = model_requests(&mock);
-    let asked: Vec<&Value> = bodies.iter().filter(|b| mentions(b, "What colour is the picture")).collect();
-    assert!(!asked.is_empty(), "{}", describe());
-    for body in &asked {
+    let asked: Vec<Value> =
+        model_requests(&mock).into_iter().filter(|b| mentions(b, "What colour is the picture")).collect();
+    assert_eq!(asked.len(), 2, "the prompt, then the tool's result: {}", describe());
+    for (body, expected_images) in asked.iter().zip([1, 2]) {
+        // The prompt's image, then also the tool's.
         let images = images_in(body);
-        assert_eq!(images.len(), 1, "the prompt's one image reached the model: {}", describe());
-        let (mime, data) = &images[0];
-        assert!(mime.starts_with("image/"), "{mime}");
-        // OpenClaw may re-encode an image within its limits; what arrives is still a picture.
-        let bytes = decode_base64(data);
-        assert!(bytes.len() > 8, "{}", describe());
+        assert_eq!(images.len(), expected_images, "{}", describe());
+        for (mime, data) in &images {
+            assert!(mime.starts_with("image/"), "{mime}");
+            // OpenClaw may re-encode an image within its limits; what arrives is still a picture.
+            assert!(decode_base64(data).len() > 8, "{}", describe());
+        }
         match peer {
             // Responses API: the turn's effort.
             Peer::Codex => assert_eq!(body["reasoning"]["effort"], "low", "{}", describe()),
@@ -156,17 +182,25 @@ async fn an_image_and_a_thinking_level_reach_the_model(peer: Peer) {
             Peer::Claude => assert_eq!(body["output_config"]["effort"], "low", "{}", describe()),
         }
     }
+    // The transcript's toolResult row holds the tool's image as an image block, not "[image]".
+    let results: Vec<&Value> = messages.iter().filter(|m| m["role"] == "toolResult").collect();
+    assert_eq!(results.len(), 1, "{}", describe());
+    let blocks = results[0]["content"].as_array().cloned().unwrap_or_default();
+    let images: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "image").collect();
+    assert_eq!(images.len(), 1, "{}", describe());
+    assert!(images[0]["mimeType"].as_str().unwrap_or("").starts_with("image/"), "{}", describe());
+    assert!(!clawbridge_fixtures::peers::openclaw::text_of(results[0]).contains("[image]"), "{}", describe());
     run.wait_until_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_an_image_and_a_thinking_level_reach_the_model() {
-    an_image_and_a_thinking_level_reach_the_model(Peer::Codex).await;
+async fn codex_images_and_a_thinking_level_reach_the_model() {
+    images_and_a_thinking_level_reach_the_model(Peer::Codex).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn claude_an_image_and_a_thinking_level_reach_the_model() {
-    an_image_and_a_thinking_level_reach_the_model(Peer::Claude).await;
+async fn claude_images_and_a_thinking_level_reach_the_model() {
+    images_and_a_thinking_level_reach_the_model(Peer::Claude).await;
 }
 
 /// The native session id of the bridge's only binding.

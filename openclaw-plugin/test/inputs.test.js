@@ -136,3 +136,26 @@ test("a harness that cannot steer is never offered as the active run", async (t)
   assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
   assert.deepEqual(active, []);
 });
+
+test("images for a harness that cannot take them fail preflight with the reason; harness/list says who takes what", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "untilInterrupted" }) });
+  t.after(env.cleanup);
+  const { params } = attemptParams({ prompt: "What is in this picture?" });
+  // A real 4x4 PNG: the refusal is about the harness, not the image.
+  params.images = [{ type: "image", data: "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAIAAAAmkwkpAAAAEElEQVR4nGP4z8AARwzEcQCukw/x0F8jngAAAABJRU5ErkJggg==", mimeType: "image/png" }];
+  await assert.rejects(env.harness("clawbridge-demo").runAttempt(params), (error) => {
+    assert.match(error.message, /cannot take images/);
+    assert.match(error.message, /-32034/);
+    return true;
+  });
+  const run = env.protocol.sent.find((m) => m.method === "attempt/run");
+  assert.equal(run.params.images.length, 1, "the attached image went on the wire");
+  const inputs = (id) => env.plugin.runtime.supervisor.harnessInfo(id)?.inputs;
+  assert.deepEqual(inputs(CODEX), { images: true, thinkLevel: true, steering: true });
+  assert.equal(inputs("clawbridge-demo"), undefined, "the demo takes text only");
+  const conn = await env.plugin.runtime.supervisor.connection();
+  assert.deepEqual(await conn.client.request("attempt/steer", { attemptId: "nothing", text: "hi" }), { status: "notRunning" });
+  assert.deepEqual(env.protocol.problems, []);
+});
