@@ -15,6 +15,7 @@ use crate::attempt::driver::EventSink;
 use crate::attempt::hooks::{HostToolSpec, UserInputAsker};
 use crate::attempt::{AttemptResult, SessionHooks};
 use crate::binding::Fingerprints;
+use crate::native_tools::{NativeToolPolicy, Unenforceable};
 use crate::probe::VersionProbe;
 use crate::supervisor::PidRegistry;
 
@@ -144,6 +145,9 @@ pub struct OpenSettings {
     pub tool_timeout: Option<Duration>,
     /// How long an interrupted turn gets to confirm; the backend's default when `None`.
     pub interrupt_grace: Option<Duration>,
+    /// Which of the agent's own tools the host allows; a backend that cannot remove a denied class
+    /// (no [`Supports::native_tool_policy`]) must not be opened under a restricted policy.
+    pub native_tools: NativeToolPolicy,
 }
 
 impl OpenSettings {
@@ -169,6 +173,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("host_tools", &self.host_tools.len())
             .field("resume", &self.resume)
             .field("session_key", &self.session_key)
+            .field("native_tools", &self.native_tools)
             .finish_non_exhaustive()
     }
 }
@@ -221,12 +226,15 @@ pub enum BackendError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The host's native tool policy denies what this backend cannot take away; nothing started.
+    #[error(transparent)]
+    ToolPolicy(#[from] Unenforceable),
 }
 
 impl BackendError {
     /// Whether trying again could help.
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, BackendError::Start { retryable: false, .. })
+        !matches!(self, BackendError::Start { retryable: false, .. } | BackendError::ToolPolicy(_))
     }
 }
 

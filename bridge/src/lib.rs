@@ -9,6 +9,7 @@ pub mod binding;
 pub mod connection;
 pub mod events;
 pub mod exit;
+pub mod native_tools;
 pub mod probe;
 pub mod replay;
 pub mod rpc;

@@ -4,6 +4,7 @@
 
 import { BridgeSupervisor, RpcRemoteError } from "./bridge.js";
 import { appendTranscript, decideApproval, executeTool, observeToolTerminal } from "./host-requests.js";
+import { askUser, captureContext, questionPromptFor } from "./people.js";
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
@@ -24,6 +25,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {string} [options.hostVersion]
  * @param {Function} [options.appendTranscriptMessage] `appendSessionTranscriptMessageByIdentity`
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
+ * @param {Function} [options.askGatewayQuestion] `runAgentHarnessGatewayQuestion`, when the SDK has it
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -40,10 +42,12 @@ export function createRuntime(options) {
     hostVersion: options.hostVersion,
     protocolVersion: options.protocolVersion,
     tap: options.tap,
+    userInput: typeof options.askGatewayQuestion === "function",
     onRequest: (method, params) => route(method, params),
     onNotification: (method, params) => {
       if (method !== "attempt/event") return;
-      attempts.get(params?.attemptId)?.onEvent(params);
+      const attempt = attempts.get(params?.attemptId);
+      attempt?.inContext(() => attempt.onEvent(params));
     },
   });
 
@@ -55,6 +59,11 @@ export function createRuntime(options) {
     if (!attempt) {
       throw new RpcReplyError(ErrorCodes.unknownAttempt, `no attempt ${params?.attemptId}`);
     }
+    return attempt.inContext(() => handle(attempt, method, params));
+  }
+
+  /** One `host/*` request of `attempt`, run in that attempt's own async context. */
+  function handle(attempt, method, params) {
     switch (method) {
       case "host/tool/execute":
         return executeTool(attempt, params);
@@ -65,9 +74,7 @@ export function createRuntime(options) {
       case "host/transcript/append":
         return appendTranscript(attempt, params, options.appendTranscriptMessage);
       case "host/userInput/request":
-        // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
-        // should never ask; if it does, "no answer" is the safe reply.
-        return { answers: {} };
+        return askUser(attempt, params, options.askGatewayQuestion);
       default:
         throw new RpcReplyError(ErrorCodes.methodNotFound, `the host does not serve \`${method}\``);
     }
@@ -137,6 +144,8 @@ async function runAttempt(runtime, harnessId, params) {
     lastToolError: undefined,
     partialText: "",
     onEvent: (note) => forwardEvent(attempt, note),
+    // This attempt's async context: its host requests and events run in it (people.js).
+    inContext: captureContext(),
   };
   supervisor.hold();
   let conn;
@@ -215,6 +224,7 @@ function bindTools(runtime, attempt, params) {
         agentId: params.agentId,
         modelProvider: params.provider,
         modelId: params.modelId,
+        ...questionPromptOption(params),
       },
       { cwd: params.cwd ?? params.workspaceDir },
     );
@@ -236,6 +246,12 @@ function bindTools(runtime, attempt, params) {
     });
   }
   return specs;
+}
+
+/** `questionPrompt` for the tool surface, when the run can show one (people.js). */
+function questionPromptOption(params) {
+  const questionPrompt = questionPromptFor(params);
+  return questionPrompt ? { questionPrompt } : {};
 }
 
 /** The `attempt/run` params from OpenClaw's attempt params. */

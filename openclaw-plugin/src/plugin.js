@@ -10,7 +10,8 @@ import { createHarness, createRuntime } from "./harness.js";
 /**
  * @param {object} [deps] what the OpenClaw SDK provides (injected so tests can run without it):
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
- *   (`AgentHarnessPreflightError`), and for tests `protocolVersion` and `tap`.
+ *   (`AgentHarnessPreflightError`), `askGatewayQuestion` (`runAgentHarnessGatewayQuestion`), and
+ *   for tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -33,6 +34,7 @@ export function createPlugin(deps = {}) {
           hostVersion: typeof api.runtime?.version === "string" ? api.runtime.version : undefined,
           appendTranscriptMessage: deps.appendTranscriptMessage,
           PreflightError: deps.PreflightError,
+          askGatewayQuestion: deps.askGatewayQuestion,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

@@ -11,7 +11,8 @@ const sdk = {
   "openclaw/plugin-sdk/session-transcript-runtime":
     "export const calls = []; export async function appendSessionTranscriptMessageByIdentity(p) { calls.push(p); return { appended: true, messageId: 'm1' }; }",
   "openclaw/plugin-sdk/agent-harness-runtime":
-    "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",
+    "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }" +
+    " export async function runAgentHarnessGatewayQuestion() { return { status: 'cancelled' }; }",
 };
 
 registerHooks({
@@ -38,6 +39,7 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.deepEqual(registered.map((h) => [h.id, h.label, h.pluginId]), [["clawbridge-codex", "Codex (clawbridge)", "clawbridge"]]);
   assert.equal(typeof plugin.runtime.options.appendTranscriptMessage, "function", "the SDK's append is wired");
   assert.equal(plugin.runtime.options.PreflightError.name, "AgentHarnessPreflightError");
+  assert.equal(plugin.runtime.options.askGatewayQuestion.name, "runAgentHarnessGatewayQuestion", "the SDK's question helper is wired");
 });
 
 test("the manifest and package.json agree with the code", async () => {

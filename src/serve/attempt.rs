@@ -11,6 +11,7 @@ use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
 use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
+use clawbridge_bridge::native_tools::NativeToolPolicy;
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
@@ -112,6 +113,7 @@ pub fn open_settings(
         approval_timeout: Some(super::hooks::APPROVAL_TIMEOUT),
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
+        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref()),
     }
 }
 
@@ -143,6 +145,12 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
     let attempt_id = params.attempt_id.clone();
     let backend = job.harness.backend.clone();
     let facts = backend.facts();
+    if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {
+        return Err(preflight(
+            format!("{} cannot take {denied} away from its agent, which the host's tool policy denies", facts.process),
+            format!("{} cannot run with this chat's tool restrictions.", job.harness.info.label),
+        ));
+    }
     let hooks = host_hooks(&job, job.settings.host_tools.clone());
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,

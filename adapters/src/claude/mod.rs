@@ -8,7 +8,8 @@
 //! - [`pool`]: warm sessions parked between turns (a cap with LRU eviction, an idle timeout), with
 //!   hooks swapped per turn;
 //! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
-//!   Claude session's binding.
+//!   Claude session's binding;
+//! - [`tool_policy`]: the host's native tool policy as `--disallowedTools`.
 
 pub mod backend;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod mapping;
 pub mod pool;
 pub mod resume;
 pub mod session;
+pub mod tool_policy;
 
 pub use backend::{CLAUDE_BIN_ENV, ClaudeBackend};
 pub use config::{ClaudeConfig, Secret};

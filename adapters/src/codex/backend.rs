@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 
 use super::config::CodexConfig;
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
+use super::tool_policy::{self, CodexToolPolicy};
 
 /// The environment variable that names the `codex` executable.
 pub const CODEX_BIN_ENV: &str = "CLAWBRIDGE_CODEX_BIN";
@@ -64,6 +65,7 @@ impl CodexBackend {
                     steering: true,
                     user_input: true,
                     host_tools: true,
+                    native_tool_policy: true,
                     resume: true,
                     ..Supports::default()
                 },
@@ -97,8 +99,9 @@ impl CodexBackend {
     }
 
     /// How a session of this backend is launched under `settings`.
-    fn config(&self, settings: &OpenSettings) -> CodexConfig {
+    fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());
+        config.config_overrides.extend(tools.config_overrides.iter().cloned());
         match &self.flavour {
             Flavour::Native => {
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
@@ -114,12 +117,13 @@ impl CodexBackend {
     }
 
     /// The thread settings under `settings` (a replay asks for nothing it did not record).
-    fn thread_options(&self, settings: &OpenSettings) -> ThreadOptions {
+    fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
         let replay = matches!(self.flavour, Flavour::Replay { .. });
         ThreadOptions {
             cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
             model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
             developer_instructions: settings.system_prompt.clone(),
+            sandbox: tools.sandbox.clone(),
             ..ThreadOptions::default()
         }
     }
@@ -128,12 +132,13 @@ impl CodexBackend {
         if !self.facts.supports.host_tools {
             hooks.tools = Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools);
         }
-        let config = self.config(&settings);
+        let tools = tool_policy::apply(&settings.native_tools)?;
+        let config = self.config(&settings, &tools);
         let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
         if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
             session.answer_user_input_with(asker);
         }
-        let options = self.thread_options(&settings);
+        let options = self.thread_options(&settings, &tools);
         let resume = settings.resume.as_deref().filter(|_| self.facts.supports.resume);
         let thread = match resume {
             Some(previous) => session.resume_or_start(previous, &options).await,

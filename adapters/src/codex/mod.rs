@@ -5,6 +5,7 @@
 //! - [`handler`]: Codex's requests (approvals, dynamic tools, user input) → the attempt's hooks.
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
+//! - [`tool_policy`]: the host's native tool policy as `-c` overrides and a sandbox.
 
 pub mod backend;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod handler;
 pub mod mapping;
 pub mod retry;
 pub mod session;
+pub mod tool_policy;
 
 pub use backend::{CODEX_BIN_ENV, CodexBackend};
 pub use config::CodexConfig;
