@@ -726,3 +726,26 @@ async fn codex_questions_reach_a_host_that_takes_user_input() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_tool_policy_a_backend_cannot_enforce_is_refused_up_front() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    // The demo replays a recorded shell command as recorded: it cannot take the shell away.
+    for (i, (disable, allow)) in [(true, None), (false, Some(json!(["read"])))].into_iter().enumerate() {
+        let mut params = attempt_params(&format!("tp-{i}"), &format!("tp-s-{i}"));
+        params["disableTools"] = json!(disable);
+        if let Some(allow) = allow {
+            params["toolsAllow"] = allow;
+        }
+        let (code, message, data) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+        assert_eq!(code, -32034, "{message}");
+        assert!(message.contains("shell commands") && message.contains("tool policy"), "{message}");
+        assert!(data.is_some_and(|d| d["userMessage"].as_str().is_some_and(|m| m.contains("tool restrictions"))));
+    }
+    // An allow list that grants every class is no restriction: the demo runs.
+    let mut params = attempt_params("tp-ok", "tp-s-ok");
+    params["toolsAllow"] = json!(["*"]);
+    let ok = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
+}
