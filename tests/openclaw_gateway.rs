@@ -13,35 +13,36 @@ use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard}
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Approver, Gateway, agent_turn, free_port, reply_text, with_gateway,
 };
-use clawbridge_fixtures::peers::{Sandbox, codex, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, claude, codex, describe_requests, peer_or_skip, start_mock};
 use serde_json::{Value, json};
 
 const HELLO: &str = "Hello from the mock.";
 /// The answer the person gives to the `ask_user` question.
 const ANSWER: &str = "teal";
 
-/// The mock: a plain answer, an escalated shell command (Codex asks for approval), or an
-/// `ask_user` call, then a reply quoting the tool's result.
-fn scenario() -> Value {
-    let mut scenario = codex::command_mock(true);
+/// The mock for `harness`: a plain answer, a shell command the harness asks approval for, or an
+/// `ask_user` call (`ask_user_tool`: the name the harness offers OpenClaw's tool under), then a
+/// reply quoting the tool's result.
+fn scenario(mut scenario: Value, ask_user_tool: &str) -> Value {
     let rules = scenario["rules"].as_array_mut().expect("rules");
-    rules.push(json!({"when": {"last_user_text_contains": "ask me", "tool_offered": "ask_user"},
-        "reply": {"tool_call": {"name": "ask_user", "arguments": {"questions": [
+    rules.push(json!({"when": {"last_user_text_contains": "ask me", "tool_offered": ask_user_tool},
+        "reply": {"tool_call": {"name": ask_user_tool, "arguments": {"questions": [
             {"id": "colour", "header": "Colour", "question": "Which colour should it be?",
              "options": [{"label": "blue"}, {"label": "teal"}]}], "timeoutSeconds": 120}}}}));
     scenario["default"] = json!({"text": HELLO});
     scenario
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
-    let Some(codex_bin) = peer_or_skip("codex") else { return };
+/// Client 1 runs a plain turn and leaves; client 2's command is approved at the gateway and runs
+/// (`command` is what the person is shown, `marker` what only the running command prints);
+/// client 3's `ask_user` question is answered at the gateway.
+async fn people_answer_through_the_gateway(harness: Harness, mock: Value, command: &str, marker: &str) {
     let Some(node) = peer_or_skip("node") else { return };
     let Some(openclaw) = peer_or_skip("openclaw") else { return };
     let sandbox = Sandbox::new().unwrap();
-    let mock = start_mock(&scenario()).await.unwrap();
+    let mock = start_mock(&mock).await.unwrap();
     let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
-    let home = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, Harness::Codex(codex_bin), &mock);
+    let home = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, harness, &mock);
     let port = free_port();
     home.write_config(&with_gateway(home.config(), port));
     let _temp_root = TempRootGuard::snapshot();
@@ -63,12 +64,12 @@ async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_th
     // Client 2: the native command needs an approval; the person allows it at the gateway.
     let second = agent_turn(&home, "gateway-client-2", "Please run the live test command.").await;
     let text = reply_text(&second);
-    assert!(text.contains(codex::MARKER), "the approved command ran: {}", describe(&second));
+    assert!(text.contains(marker), "the approved command ran: {}", describe(&second));
     let approvals: Vec<Value> = approver.lines().into_iter().filter(|l| l.get("approval").is_some()).collect();
     assert_eq!(approvals.len(), 1, "one approval, asked through the gateway: {}", describe(&second));
     assert_eq!(approvals[0]["resolved"]["ok"], true, "{}", describe(&second));
     assert!(
-        approvals[0]["description"].as_str().unwrap_or_default().contains("echo live-$((6*7))"),
+        approvals[0]["description"].as_str().unwrap_or_default().contains(command),
         "the person saw the command: {}",
         describe(&second)
     );
@@ -85,4 +86,19 @@ async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_th
     approver.stop().await;
     gateway.stop().await;
     home.wait_until_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
+    let Some(codex_bin) = peer_or_skip("codex") else { return };
+    let mock = scenario(codex::command_mock(true), "ask_user");
+    people_answer_through_the_gateway(Harness::Codex(codex_bin), mock, "echo live-$((6*7))", codex::MARKER).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
+    let Some(claude_bin) = peer_or_skip("claude") else { return };
+    // Claude Code offers the host's tools as the SDK MCP server `openclaw`.
+    let mock = scenario(claude::bash_mock(), "mcp__openclaw__ask_user");
+    people_answer_through_the_gateway(Harness::Claude(claude_bin), mock, "echo live-$((6*7))", claude::MARKER).await;
 }
