@@ -22,7 +22,7 @@ async fn refused_without_a_shell(harness: Harness, scenario: serde_json::Value, 
     let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
     let run = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, harness, &mock);
     let mut config = run.config();
-    config["tools"] = json!({"deny": ["exec"]});
+    config["tools"]["deny"] = json!(["exec"]);
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
     let (config_path, state, cwd) =

@@ -123,6 +123,9 @@ export function createHarness(runtime, id) {
     label: KNOWN_HARNESSES[id] ?? id,
     pluginId: "clawbridge",
     autoSelection: { providerIds: [...providerIds] },
+    // The native agent runs on the gateway host (its own sandbox is not OpenClaw's): OpenClaw must
+    // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
+    executionEnvironment: "host-only",
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) => runAttempt(runtime, id, params),
     reset: (params) => reset(runtime, params),

@@ -12,6 +12,7 @@ import { test } from "node:test";
 
 import { decideApproval } from "../src/host-requests.js";
 import { askUser, questionPromptFor } from "../src/people.js";
+import { createPlugin } from "../src/plugin.js";
 import { RpcReplyError } from "../src/rpc-client.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest, recordingLogger } from "./support/fakes.js";
@@ -189,3 +190,11 @@ function fakeAttempt(extra = {}) {
     ...extra,
   };
 }
+
+test("every harness declares that it runs on the host, outside OpenClaw's sandbox", () => {
+  const plugin = createPlugin({});
+  const registered = [];
+  plugin.register({ pluginConfig: { command: "/nonexistent/clawbridge" }, logger: recordingLogger(), registerAgentHarness: (h) => registered.push(h) });
+  assert.ok(registered.length > 0);
+  for (const harness of registered) assert.equal(harness.executionEnvironment, "host-only", harness.id);
+});
