@@ -22,6 +22,9 @@ use super::tool_policy::{self, CodexToolPolicy};
 
 /// The environment variable that names the `codex` executable.
 pub const CODEX_BIN_ENV: &str = "CLAWBRIDGE_CODEX_BIN";
+/// The override that lets Codex ask the user (`request_user_input`) in its default mode
+/// (docs/peers/codex.md#questions-for-the-user).
+const ASK_IN_DEFAULT_MODE: &str = "features.default_mode_request_user_input=true";
 /// How long `codex --version` may take.
 const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -133,7 +136,12 @@ impl CodexBackend {
             hooks.tools = Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools);
         }
         let tools = tool_policy::apply(&settings.native_tools)?;
-        let config = self.config(&settings, &tools);
+        let mut config = self.config(&settings, &tools);
+        if settings.user_input.is_some() && self.facts.supports.user_input {
+            // Codex 0.169 answers `request_user_input` itself outside plan mode ("unavailable in
+            // Default mode") unless this feature is on; with a person to ask, let it ask.
+            config.config_overrides.push(ASK_IN_DEFAULT_MODE.into());
+        }
         let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
         if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
             session.answer_user_input_with(asker);
