@@ -7,8 +7,9 @@
 //! disconnected every approval was denied with "Gateway client authority closed before
 //! dispatching plugin.approval.request". Here client 1 runs a turn and disconnects; client 2's
 //! native command needs an approval, answered through the gateway, and runs; client 3's turn calls
-//! OpenClaw's `ask_user`, whose question is answered through the gateway; on Codex, client 4's turn
-//! has Codex ask its own question (`request_user_input`), answered through the gateway as well.
+//! OpenClaw's `ask_user`, whose question is answered through the gateway; client 4's turn has the
+//! native agent ask its own question (Codex `request_user_input`, Claude Code `AskUserQuestion`),
+//! answered through the gateway as well.
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
@@ -20,7 +21,8 @@ use serde_json::{Value, json};
 const HELLO: &str = "Hello from the mock.";
 /// The answer the person gives to the `ask_user` question.
 const ANSWER: &str = "teal";
-/// The answer the person gives to the native agent's own question.
+/// The native agent's own question, and the answer the person gives to it.
+const QUESTION: &str = "Which size should it be?";
 const SIZE: &str = "large";
 
 /// The mock for `harness`: a plain answer, a shell command the harness asks approval for, or an
@@ -40,8 +42,8 @@ fn scenario(mut scenario: Value, ask_user_tool: &str) -> Value {
 /// (`command` is what the person is shown, `marker` what only the running command prints);
 /// client 3's `ask_user` question is answered at the gateway.
 ///
-/// With `native_question`, client 4's turn has the native agent ask its own question (Codex
-/// `request_user_input`), which goes to the person through OpenClaw's gateway question helper.
+/// With `native_question`, client 4's turn has the native agent ask its own question, which goes
+/// to the person through OpenClaw's gateway question helper.
 async fn people_answer_through_the_gateway(
     harness: Harness,
     mock: Value,
@@ -59,7 +61,7 @@ async fn people_answer_through_the_gateway(
     home.write_config(&with_gateway(home.config(), port));
     let _temp_root = TempRootGuard::snapshot();
     let gateway = Gateway::start(&home, port).await;
-    let approver = Approver::start(&home, port, "allow-once", &json!({"colour": [ANSWER], "size": [SIZE]})).await;
+    let approver = Approver::start(&home, port, "allow-once", &json!({"colour": [ANSWER], QUESTION: [SIZE]})).await;
     let describe = |what: &Value| {
         format!(
             "{what:#}\napprover:\n{:#?}\nmock saw:\n{}\ngateway:\n{}",
@@ -99,7 +101,7 @@ async fn people_answer_through_the_gateway(
         let fourth = agent_turn(&home, "gateway-client-4", "Please let me choose the size.").await;
         let questions: Vec<Value> = approver.lines().into_iter().filter(|l| l.get("question").is_some()).collect();
         assert_eq!(questions.len(), 2, "the native question went through the gateway: {}", describe(&fourth));
-        assert_eq!(questions[1]["questions"][0]["question"], "Which size should it be?", "{}", describe(&fourth));
+        assert_eq!(questions[1]["questions"][0]["question"], QUESTION, "{}", describe(&fourth));
         let text = reply_text(&fourth);
         assert!(text.contains(SIZE), "the native agent got the person's answer: {}", describe(&fourth));
     }
@@ -109,21 +111,26 @@ async fn people_answer_through_the_gateway(
     home.wait_until_gone().await;
 }
 
-/// The mock calls Codex's own `request_user_input` tool when asked to "let me choose".
-fn native_question(mut scenario: Value) -> Value {
+/// The mock calls the native agent's own question tool when asked to "let me choose": Codex's
+/// `request_user_input` (answers keyed by question id) or Claude Code's `AskUserQuestion` (keyed
+/// by the question's text).
+fn native_question(mut scenario: Value, tool: &str) -> Value {
+    let options =
+        json!([{"label": "small", "description": "Fits anywhere."}, {"label": "large", "description": "Needs room."}]);
+    let question = match tool {
+        "request_user_input" => json!({"id": "size", "header": "Size", "question": QUESTION, "options": options}),
+        _ => json!({"header": "Size", "question": QUESTION, "options": options, "multiSelect": false}),
+    };
     let rules = scenario["rules"].as_array_mut().expect("rules");
-    rules.push(json!({"when": {"last_user_text_contains": "let me choose", "tool_offered": "request_user_input"},
-        "reply": {"tool_call": {"name": "request_user_input", "arguments": {"questions": [
-            {"id": "size", "header": "Size", "question": "Which size should it be?",
-             "options": [{"label": "small", "description": "Fits anywhere."},
-                         {"label": "large", "description": "Needs room."}]}]}}}}));
+    rules.push(json!({"when": {"last_user_text_contains": "let me choose", "tool_offered": tool},
+        "reply": {"tool_call": {"name": tool, "arguments": {"questions": [question]}}}}));
     scenario
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
     let Some(codex_bin) = peer_or_skip("codex") else { return };
-    let mock = native_question(scenario(codex::command_mock(true), "ask_user"));
+    let mock = native_question(scenario(codex::command_mock(true), "ask_user"), "request_user_input");
     people_answer_through_the_gateway(Harness::Codex(codex_bin), mock, "echo live-$((6*7))", codex::MARKER, true).await;
 }
 
@@ -131,7 +138,7 @@ async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_th
 async fn claude_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
     let Some(claude_bin) = peer_or_skip("claude") else { return };
     // Claude Code offers the host's tools as the SDK MCP server `openclaw`.
-    let mock = scenario(claude::bash_mock(), "mcp__openclaw__ask_user");
-    people_answer_through_the_gateway(Harness::Claude(claude_bin), mock, "echo live-$((6*7))", claude::MARKER, false)
+    let mock = native_question(scenario(claude::bash_mock(), "mcp__openclaw__ask_user"), "AskUserQuestion");
+    people_answer_through_the_gateway(Harness::Claude(claude_bin), mock, "echo live-$((6*7))", claude::MARKER, true)
         .await;
 }

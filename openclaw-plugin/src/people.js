@@ -8,6 +8,8 @@ import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
 
 /** The most questions one gateway question record holds (OpenClaw's `question.request` schema). */
 const MAX_QUESTIONS = 3;
+/** The question ids a gateway question record accepts (OpenClaw's `question.request` schema). */
+const GATEWAY_QUESTION_ID = /^[a-z][a-z0-9_]*$/;
 /** How long a question may wait for a person when the bridge names no deadline. */
 const DEFAULT_QUESTION_TIMEOUT_MS = 300_000;
 
@@ -62,7 +64,7 @@ export async function askUser(attempt, params, askGatewayQuestion) {
   if (typeof sessionKey !== "string" || !sessionKey) {
     throw new RpcReplyError(ErrorCodes.capabilityUnavailable, "no person can be reached: the run has no session to ask in");
   }
-  const questions = gatewayQuestions(params?.questions);
+  const { questions, originalIds } = gatewayQuestions(params?.questions);
   if (questions.length === 0) return { answers: {} };
   if (questions.length > MAX_QUESTIONS) {
     throw new RpcReplyError(ErrorCodes.invalidParams, `at most ${MAX_QUESTIONS} questions can be asked at once, not ${questions.length}`);
@@ -96,24 +98,31 @@ export async function askUser(attempt, params, askGatewayQuestion) {
   }
   const answers = {};
   for (const [id, list] of Object.entries(outcome.answers?.answers ?? {})) {
-    if (Array.isArray(list)) answers[id] = { answers: list.filter((a) => typeof a === "string") };
+    if (Array.isArray(list)) answers[originalIds.get(id) ?? id] = { answers: list.filter((a) => typeof a === "string") };
   }
   return { answers };
 }
 
-/** The bridge's questions in the helper's shape (`AgentHarnessUserInputQuestion`). */
+/**
+ * The bridge's questions in the helper's shape (`AgentHarnessUserInputQuestion`), and the bridge's
+ * id of each by the id it is asked under: the gateway takes only snake_case ids (Claude Code keys
+ * its questions by their text), so other ids are asked as `question_<n>` and mapped back.
+ */
 function gatewayQuestions(questions) {
-  if (!Array.isArray(questions)) return [];
-  return questions
+  const originalIds = new Map();
+  if (!Array.isArray(questions)) return { questions: [], originalIds };
+  const asked = questions
     .filter((q) => q && typeof q.id === "string" && q.id)
-    .map((q) => {
+    .map((q, index) => {
+      const id = GATEWAY_QUESTION_ID.test(q.id) && q.id.length <= 64 ? q.id : `question_${index + 1}`;
+      originalIds.set(id, q.id);
       const options = Array.isArray(q.options)
         ? q.options
             .filter((o) => typeof o?.label === "string" && o.label)
             .map((o) => ({ label: o.label, ...(typeof o.description === "string" && o.description ? { description: o.description } : {}) }))
         : [];
       return {
-        id: q.id,
+        id,
         header: typeof q.header === "string" && q.header ? q.header : "Question",
         question: typeof q.question === "string" && q.question ? q.question : q.header ?? q.id,
         ...(q.isOther === true ? { isOther: true } : {}),
@@ -121,4 +130,5 @@ function gatewayQuestions(questions) {
         ...(options.length > 0 ? { options } : {}),
       };
     });
+  return { questions: asked, originalIds };
 }

@@ -96,6 +96,13 @@ test("questions: answers map back by id; no person, a cancel or a timeout is an 
     { id: "q1", header: "Deploy", question: "Deploy now?", options: [{ label: "yes" }, { label: "no" }] },
   ]);
 
+  const byText = { ...request, questions: [{ id: "Which size?", header: "Size", question: "Which size?" }] };
+  const textual = await askUser(attempt, byText, async (r) => {
+    assert.equal(r.questions[0].id, "question_1", "the gateway takes snake_case ids only");
+    return { status: "answered", answers: { answers: { question_1: ["large"] } } };
+  });
+  assert.deepEqual(textual, { answers: { "Which size?": { answers: ["large"] } } }, "answers come back under the bridge's id");
+
   const refused = (pattern) => (e) => e instanceof RpcReplyError && e.code === -32040 && pattern.test(e.message);
   await assert.rejects(askUser(attempt, request, async () => ({ status: "expired" })), refused(/no person answered: nobody answered in time/));
   await assert.rejects(askUser(attempt, request, async () => ({ status: "cancelled" })), refused(/cancelled/));

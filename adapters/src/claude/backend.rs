@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
     Backend, BackendError, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport, ProgramNotFound,
     Supports, TurnFuture, TurnRequest, locate_program,
@@ -64,7 +65,13 @@ impl ClaudeBackend {
                 process: "claude",
                 native_session: "claude session",
                 transcript_api: "claude-code-cli",
-                supports: Supports { host_tools: true, native_tool_policy: true, resume: true, ..Supports::default() },
+                supports: Supports {
+                    host_tools: true,
+                    native_tool_policy: true,
+                    user_input: true,
+                    resume: true,
+                    ..Supports::default()
+                },
                 notice: None,
                 fixed_approval: None,
             },
@@ -144,6 +151,8 @@ impl Backend for ClaudeBackend {
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
             let warm = self.lease(&settings, hooks).await?;
+            // Per turn, like the hooks: the asker names this attempt.
+            warm.answer_user_input_with(settings.user_input.clone().unwrap_or_else(|| Arc::new(NoUserInput)));
             let native = ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key };
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })

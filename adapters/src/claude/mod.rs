@@ -5,6 +5,7 @@
 //! - [`config`]: how the CLI is launched (flags, environment, credentials only via env, deadlines);
 //! - [`handler`]: answers to the CLI's control requests (`can_use_tool` through the host's approver);
 //! - [`session`]: the warm process, its version gate and handshake, the stdout reader, and turns;
+//! - [`questions`]: `AskUserQuestion` as a question for the user;
 //! - [`pool`]: warm sessions parked between turns (a cap with LRU eviction, an idle timeout), with
 //!   hooks swapped per turn;
 //! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
@@ -16,6 +17,7 @@ pub mod config;
 pub mod handler;
 pub mod mapping;
 pub mod pool;
+pub mod questions;
 pub mod resume;
 pub mod session;
 pub mod tool_policy;

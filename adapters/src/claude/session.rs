@@ -32,7 +32,7 @@ use std::time::Duration;
 
 pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
-use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::connection::AgentConnection;
@@ -51,6 +51,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
+use super::questions::{self, SharedAsker};
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
@@ -125,6 +126,8 @@ pub struct ClaudeSession {
     tools: Arc<dyn HostTools>,
     /// What the control handlers saw.
     activity: Arc<TurnActivity>,
+    /// Who answers the agent's questions (`AskUserQuestion`), for every process of the session.
+    user_input: SharedAsker,
     /// The CLI's version, from `claude --version`.
     version: Version,
     /// The SDK MCP server host tools are served as, when there are host tools.
@@ -162,6 +165,7 @@ impl ClaudeSession {
             approver: hooks.approver,
             tools: hooks.tools,
             activity: Arc::new(TurnActivity::default()),
+            user_input: questions::nobody(),
             version,
             host_server,
             live: None,
@@ -217,6 +221,12 @@ impl ClaudeSession {
             ),
             None => ClaudeControlHandler::new(approver, activity, approval_timeout, notes),
         }
+        .answering_questions_with(self.user_input.clone())
+    }
+
+    /// Who answers the agent's questions from now on (by default nobody: the model is told so).
+    pub fn answer_user_input_with(&self, asker: Arc<dyn UserInputAsker>) {
+        questions::set(&self.user_input, asker);
     }
 
     /// Spawns a process (continuing `resume` when its session file exists, else a fresh session) and
