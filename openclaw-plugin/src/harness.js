@@ -13,6 +13,8 @@ import { KNOWN_HARNESSES } from "./config.js";
 const PREFLIGHT_FAILED = -32034;
 /** How long past the attempt's own budget the result may take (the bridge's wind-down and stop). */
 const RESULT_GRACE_MS = 120_000;
+/** Harnesses that replay a recorded turn and run nothing on the host. */
+const REPLAY_ONLY_HARNESSES = new Set(["clawbridge-demo"]);
 /** How long `attempt/cancel` and `session/reset` may take; both are immediate in the bridge. */
 const CONTROL_TIMEOUT_MS = 30_000;
 
@@ -125,7 +127,8 @@ export function createHarness(runtime, id) {
     autoSelection: { providerIds: [...providerIds] },
     // The native agent runs on the gateway host (its own sandbox is not OpenClaw's): OpenClaw must
     // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
-    executionEnvironment: "host-only",
+    // The demo only replays a recording and runs nothing.
+    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: "host-only" }),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) => runAttempt(runtime, id, params),
     reset: (params) => reset(runtime, params),
