@@ -16,6 +16,7 @@ import {
   readEmbeddedMessageDeliveryFact,
   runAgentEndSideEffects,
   runAgentHarnessBeforeMessageWriteHook,
+  runAgentHarnessGatewayQuestion,
 } from "openclaw/plugin-sdk/agent-harness-runtime";
 import {
   appendSessionTranscriptMessageByIdentity,
@@ -50,4 +51,5 @@ export default createPlugin({
   loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
   setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,
   clearActiveEmbeddedRun: harnessRuntime.clearActiveEmbeddedRun,
+  askGatewayQuestion: runAgentHarnessGatewayQuestion,
 });

@@ -726,3 +726,95 @@ async fn codex_questions_reach_a_host_that_takes_user_input() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_tool_policy_a_backend_cannot_enforce_is_refused_up_front() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    // The demo replays a recorded shell command as recorded: it cannot take the shell away.
+    for (i, (disable, allow)) in [(true, None), (false, Some(json!(["read"])))].into_iter().enumerate() {
+        let mut params = attempt_params(&format!("tp-{i}"), &format!("tp-s-{i}"));
+        params["disableTools"] = json!(disable);
+        if let Some(allow) = allow {
+            params["toolsAllow"] = allow;
+        }
+        let (code, message, data) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+        assert_eq!(code, -32034, "{message}");
+        assert!(message.contains("shell commands") && message.contains("tool policy"), "{message}");
+        assert!(data.is_some_and(|d| d["userMessage"].as_str().is_some_and(|m| m.contains("tool restrictions"))));
+    }
+    // An allow list that grants every class is no restriction: the demo runs.
+    let mut params = attempt_params("tp-ok", "tp-s-ok");
+    params["toolsAllow"] = json!(["*"]);
+    let ok = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
+}
+
+/// `toolsAllow` without a shell tool on the real codex 0.169.0: the model is never offered Codex's
+/// shell (so the mock's scripted command cannot run) or its web search; the same attempt without
+/// the allow list gets the shell and runs the command, so the check can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_codex_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_native_shell() {
+    use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
+    use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&command_mock(false)).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut command = command(state.path());
+    command
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CODEX_HOME", sandbox.codex_home())
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .env("CLAWBRIDGE_CODEX_BIN", &codex);
+    let mut child = command.spawn().unwrap();
+    let log = Arc::new(HostLog::default());
+    let (peer, _events) = RpcPeer::start(
+        child.stdout.take().unwrap(),
+        child.stdin.take().unwrap(),
+        PeerConfig { dialect: Dialect::JsonRpc2, request_timeout: Duration::from_secs(120), ..PeerConfig::default() },
+        Arc::new(HostHandler(log.clone())),
+        Arc::new(NoProcess),
+    );
+    peer.request("initialize", Some(&init_params(1))).await.unwrap();
+    let params = |attempt: &str, session: &str| {
+        json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": session, "runId": attempt,
+               "prompt": "Please run the live test command.", "workspaceDir": sandbox.work().display().to_string(),
+               "provider": "mock", "modelId": "mock-model"})
+    };
+    let offered = |from: usize| -> Vec<String> {
+        mock.model_requests()[from..]
+            .iter()
+            .flat_map(|r| r.body["tools"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["name"].as_str().or(t["type"].as_str()).map(str::to_string))
+            .collect()
+    };
+
+    let mut restricted = params("np-1", "np-s-1");
+    restricted["toolsAllow"] = json!(["read"]);
+    let result = peer.request("attempt/run", Some(&restricted)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let tools = offered(0);
+    assert!(!tools.is_empty(), "the model was asked");
+    for gone in ["exec_command", "write_stdin", "web_search"] {
+        assert!(!tools.iter().any(|t| t == gone), "{gone} offered: {tools:?}");
+    }
+    assert!(tools.iter().any(|t| t == "view_image"), "`read` keeps Codex's file reader: {tools:?}");
+    assert!(!result.to_string().contains(MARKER), "no command ran: {result:#}");
+    assert!(log.requests_named("host/approval/decide").is_empty());
+    let asked = mock.model_requests().len();
+
+    let open = peer.request("attempt/run", Some(&params("np-2", "np-s-2"))).await.unwrap();
+    assert_eq!(open["terminal"]["kind"], "ok", "{open:#}");
+    assert!(offered(asked).iter().any(|t| t == "exec_command"), "{:?}", offered(asked));
+    assert!(open["assistantTexts"].to_string().contains(MARKER), "without the policy the command runs: {open:#}");
+    peer.request("shutdown", Some(&json!({}))).await.unwrap();
+    drop(peer);
+    let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
+}

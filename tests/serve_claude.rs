@@ -258,3 +258,57 @@ async fn a_claude_attempt_serves_host_tools_and_the_next_attempt_continues_the_c
     shut_down(peer, child).await;
     assert!(processes_with(&cli).is_empty(), "no CLI outlives the bridge");
 }
+
+/// `toolsAllow` without a shell tool on the real Claude Code 2.1.328: the model is never offered
+/// `Bash` (so the mock's scripted command cannot run) or the web tools, while `Read` stays; the same
+/// attempt without the allow list (a new session: the tool set is part of its fingerprint) gets
+/// `Bash` and runs the command, so the check can fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_native_shell() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&mock_scenario()).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let env = [
+        ("HOME", sandbox.home().into_os_string()),
+        ("TMPDIR", sandbox.tmp().into_os_string()),
+        ("CLAWBRIDGE_CLAUDE_BIN", claude.clone().into_os_string()),
+        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
+        ("ANTHROPIC_API_KEY", API_KEY.into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+    ];
+    let (child, peer, host) = serve(&sandbox.work(), state.path(), &env);
+    initialize(&peer).await;
+    let params = |attempt: &str, session: &str| {
+        json!({"attemptId": attempt, "harnessId": "clawbridge-claude", "sessionId": session, "runId": attempt,
+               "prompt": "Please run the live test command.", "workspaceDir": sandbox.work().display().to_string(),
+               "provider": "anthropic", "modelId": "claude-opus-5-5", "modelApi": "anthropic-messages"})
+    };
+    let offered = |from: usize| -> Vec<String> {
+        mock.model_requests()[from..]
+            .iter()
+            .flat_map(|r| r.body["tools"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect()
+    };
+
+    let mut restricted = params("cp-1", "cp-s-1");
+    restricted["toolsAllow"] = json!(["read"]);
+    let result = peer.request("attempt/run", Some(&restricted)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let tools = offered(0);
+    assert!(tools.iter().any(|t| t == "Read"), "`read` keeps Claude's Read: {tools:?}");
+    for gone in ["Bash", "Monitor", "Write", "Edit", "WebFetch", "WebSearch"] {
+        assert!(!tools.iter().any(|t| t == gone), "{gone} offered: {tools:?}");
+    }
+    assert!(!result.to_string().contains("live-42"), "no command ran: {result:#}");
+    assert!(!sandbox.work().join("out.txt").exists(), "nothing was written");
+    assert!(host.seen("host/approval/decide").is_empty());
+    let asked = mock.model_requests().len();
+
+    let open = peer.request("attempt/run", Some(&params("cp-2", "cp-s-2"))).await.unwrap();
+    assert_eq!(open["terminal"]["kind"], "ok", "{open:#}");
+    assert!(offered(asked).iter().any(|t| t == "Bash"), "{:?}", offered(asked));
+    assert!(open["assistantTexts"].to_string().contains("live-42"), "without the policy the command runs: {open:#}");
+    shut_down(peer, child).await;
+}

@@ -16,6 +16,7 @@ use crate::attempt::hooks::{HostToolSpec, UserInputAsker};
 use crate::attempt::{AttemptResult, SessionHooks};
 use crate::binding::Fingerprints;
 pub use crate::input::{ImageData, ThinkLevel};
+use crate::native_tools::{NativeToolPolicy, Unenforceable};
 use crate::probe::VersionProbe;
 use crate::supervisor::PidRegistry;
 
@@ -152,6 +153,9 @@ pub struct OpenSettings {
     pub turn_idle_timeout: Option<Duration>,
     /// Told the native session id as soon as it is known (and again whenever it changes).
     pub on_native_id: Option<NativeIdListener>,
+    /// Which of the agent's own tools the host allows; a backend that cannot remove a denied class
+    /// (no [`Supports::native_tool_policy`]) must not be opened under a restricted policy.
+    pub native_tools: NativeToolPolicy,
 }
 
 impl OpenSettings {
@@ -196,6 +200,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("resume", &self.resume)
             .field("session_key", &self.session_key)
             .field("route_auth", &self.route_auth)
+            .field("native_tools", &self.native_tools)
             .finish_non_exhaustive()
     }
 }
@@ -258,12 +263,15 @@ pub enum BackendError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The host's native tool policy denies what this backend cannot take away; nothing started.
+    #[error(transparent)]
+    ToolPolicy(#[from] Unenforceable),
 }
 
 impl BackendError {
     /// Whether trying again could help.
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, BackendError::Start { retryable: false, .. })
+        !matches!(self, BackendError::Start { retryable: false, .. } | BackendError::ToolPolicy(_))
     }
 }
 

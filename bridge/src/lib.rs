@@ -10,6 +10,7 @@ pub mod connection;
 pub mod events;
 pub mod exit;
 pub mod input;
+pub mod native_tools;
 pub mod probe;
 pub mod replay;
 pub mod rpc;

@@ -40,7 +40,8 @@ export class BridgeGoneError extends Error {
  * Starts and keeps the bridge.
  *
  * Options: `command`, `args` (before `serve`), `env` (added to the inherited environment), `cwd`,
- * `logger`, `hostVersion`, `protocolVersion` (tests only: speak another version),
+ * `logger`, `hostVersion`, `protocolVersion` (tests only: speak another version), `userInput`
+ * (whether the host can ask a person the agent's questions),
  * `onRequest(method, params)` and `onNotification(method, params)` for the bridge's messages,
  * `tap(direction, message)` to see every message (tests).
  */
@@ -184,7 +185,7 @@ export class BridgeSupervisor {
               approvals: true,
               toolTerminals: true,
               transcriptAppend: true,
-              userInput: false,
+              userInput: this.options.userInput === true,
             },
           },
           { timeoutMs: INITIALIZE_TIMEOUT_MS },

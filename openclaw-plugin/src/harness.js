@@ -4,6 +4,7 @@
 
 import { BridgeSupervisor, RpcRemoteError } from "./bridge.js";
 import { appendTranscript, decideApproval, executeTool, observeToolTerminal } from "./host-requests.js";
+import { askUser, captureContext, questionPromptFor } from "./people.js";
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
@@ -18,6 +19,8 @@ import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 const PREFLIGHT_FAILED = -32034;
 /** How long past the attempt's own budget the result may take (the bridge's wind-down and stop). */
 const RESULT_GRACE_MS = 120_000;
+/** Harnesses that replay a recorded turn and run nothing on the host. */
+const REPLAY_ONLY_HARNESSES = new Set(["clawbridge-demo"]);
 /** How long `attempt/cancel` and `session/reset` may take; both are immediate in the bridge. */
 const CONTROL_TIMEOUT_MS = 30_000;
 
@@ -32,6 +35,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
  * @param {Function} [options.loadPromptImages] `detectAndLoadAgentHarnessPromptImages`, when the SDK has it
  * @param {Function} [options.setActiveEmbeddedRun] with `clearActiveEmbeddedRun`: active-run injection
+ * @param {Function} [options.askGatewayQuestion] `runAgentHarnessGatewayQuestion`, when the SDK has it
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -48,10 +52,12 @@ export function createRuntime(options) {
     hostVersion: options.hostVersion,
     protocolVersion: options.protocolVersion,
     tap: options.tap,
+    userInput: typeof options.askGatewayQuestion === "function",
     onRequest: (method, params) => route(method, params),
     onNotification: (method, params) => {
       if (method !== "attempt/event") return;
-      attempts.get(params?.attemptId)?.onEvent(params);
+      const attempt = attempts.get(params?.attemptId);
+      attempt?.inContext(() => attempt.onEvent(params));
     },
   });
 
@@ -63,6 +69,11 @@ export function createRuntime(options) {
     if (!attempt) {
       throw new RpcReplyError(ErrorCodes.unknownAttempt, `no attempt ${params?.attemptId}`);
     }
+    return attempt.inContext(() => handle(attempt, method, params));
+  }
+
+  /** One `host/*` request of `attempt`, run in that attempt's own async context. */
+  function handle(attempt, method, params) {
     switch (method) {
       case "host/tool/execute":
         return executeTool(attempt, params);
@@ -73,9 +84,7 @@ export function createRuntime(options) {
       case "host/transcript/append":
         return appendTranscript(attempt, params, transcriptApiOf(options));
       case "host/userInput/request":
-        // Not declared in `initialize` (no blocking user-input surface is wired yet), so the bridge
-        // should never ask; if it does, "no answer" is the safe reply.
-        return { answers: {} };
+        return askUser(attempt, params, options.askGatewayQuestion);
       default:
         throw new RpcReplyError(ErrorCodes.methodNotFound, `the host does not serve \`${method}\``);
     }
@@ -146,6 +155,10 @@ export function createHarness(runtime, id) {
     autoSelection: { providerIds: [...providerIds] },
     // Static, per harness: a harness that only sometimes owns auth must not declare it.
     ...(authMode === "harness" ? { authBootstrap: "harness" } : {}),
+    // The native agent runs on the gateway host (its own sandbox is not OpenClaw's): OpenClaw must
+    // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
+    // The demo only replays a recording and runs nothing.
+    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: "host-only" }),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) =>
       runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>
@@ -177,6 +190,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     lastToolError: undefined,
     partialText: "",
     onEvent: (note) => forwardEvent(attempt, note),
+    // This attempt's async context: its host requests and events run in it (people.js).
+    inContext: captureContext(),
   };
   supervisor.hold();
   let conn;
@@ -276,6 +291,7 @@ function bindTools(runtime, attempt, params) {
         agentId: params.agentId,
         modelProvider: params.provider,
         modelId: params.modelId,
+        ...questionPromptOption(params),
       },
       { cwd: params.cwd ?? params.workspaceDir },
     );
@@ -297,6 +313,12 @@ function bindTools(runtime, attempt, params) {
     });
   }
   return specs;
+}
+
+/** `questionPrompt` for the tool surface, when the run can show one (people.js). */
+function questionPromptOption(params) {
+  const questionPrompt = questionPromptFor(params);
+  return questionPrompt ? { questionPrompt } : {};
 }
 
 /** The `attempt/run` params from OpenClaw's attempt params. */

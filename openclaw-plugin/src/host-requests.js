@@ -2,6 +2,7 @@
 // tool surface, the approval host capability, `observeToolTerminal` and the transcript API.
 // Every handler either returns a result or throws an `RpcReplyError`; approvals fail closed.
 
+import { checkNativeAction } from "./policy.js";
 import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
 import { appendTranscriptGroup } from "./transcript.js";
 
@@ -36,10 +37,13 @@ export async function executeTool(attempt, params) {
 }
 
 /**
- * `host/approval/decide` through `requestApproval` / `waitForApproval`. Anything but a clear allow
- * (an error, a timeout, no decision, an unknown decision) is a deny: approvals fail closed.
+ * `host/approval/decide`: OpenClaw's tool policy first (`runBeforeToolCall`, policy.js), then a
+ * person through `requestApproval` / `waitForApproval`. Anything but a clear allow (an error, a
+ * timeout, no decision, an unknown decision) is a deny: approvals fail closed.
  */
 export async function decideApproval(attempt, params) {
+  const settled = await checkNativeAction(attempt, params);
+  if (settled) return settled;
   const host = attempt.params.hostCapabilities;
   if (typeof host?.requestApproval !== "function") {
     return { decision: "deny", message: "OpenClaw offers no approval surface for this run" };

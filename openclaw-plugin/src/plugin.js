@@ -11,7 +11,8 @@ import { createHarness, createRuntime } from "./harness.js";
  * @param {object} [deps] what the OpenClaw SDK provides (injected so tests can run without it):
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
  *   (`AgentHarnessPreflightError`), `loadPromptImages` (`detectAndLoadAgentHarnessPromptImages`),
- *   `setActiveEmbeddedRun` / `clearActiveEmbeddedRun` (active-run injection), and for tests `protocolVersion` and `tap`.
+ *   `setActiveEmbeddedRun` / `clearActiveEmbeddedRun` (active-run injection), `askGatewayQuestion`
+ *   (`runAgentHarnessGatewayQuestion`), and for tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -38,6 +39,7 @@ export function createPlugin(deps = {}) {
           loadPromptImages: deps.loadPromptImages,
           setActiveEmbeddedRun: deps.setActiveEmbeddedRun,
           clearActiveEmbeddedRun: deps.clearActiveEmbeddedRun,
+          askGatewayQuestion: deps.askGatewayQuestion,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

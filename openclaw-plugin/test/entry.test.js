@@ -23,6 +23,7 @@ const sdk = {
     ].map((name) => `export function ${name}() {}`),
     "export async function detectAndLoadAgentHarnessPromptImages() { return { images: [] }; }",
     "export function setActiveEmbeddedRun() {} export function clearActiveEmbeddedRun() {}",
+    "export async function runAgentHarnessGatewayQuestion() { return { status: 'cancelled' }; }",
   ].join("\n"),
 };
 
@@ -57,6 +58,7 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.equal(plugin.runtime.options.loadPromptImages.name, "detectAndLoadAgentHarnessPromptImages");
   assert.equal(plugin.runtime.options.setActiveEmbeddedRun.name, "setActiveEmbeddedRun");
   assert.equal(plugin.runtime.options.clearActiveEmbeddedRun.name, "clearActiveEmbeddedRun");
+  assert.equal(plugin.runtime.options.askGatewayQuestion.name, "runAgentHarnessGatewayQuestion", "the SDK's question helper is wired");
 });
 
 test("the manifest and package.json agree with the code", async () => {

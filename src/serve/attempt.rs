@@ -11,6 +11,7 @@ use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
 use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind, TurnTerminal};
+use clawbridge_bridge::native_tools::NativeToolPolicy;
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
@@ -119,6 +120,7 @@ pub fn open_settings(
         route_auth: params.auth.clone(),
         turn_idle_timeout: turn_idle_timeout(),
         on_native_id: None,
+        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref()),
     }
 }
 
@@ -170,6 +172,12 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             format!("{} cannot run this prompt: {error}.", job.harness.info.label),
         )
     })?;
+    if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {
+        return Err(preflight(
+            format!("{} cannot take {denied} away from its agent, which the host's tool policy denies", facts.process),
+            format!("{} cannot run with this chat's tool restrictions.", job.harness.info.label),
+        ));
+    }
     let hooks = host_hooks(&job, job.settings.host_tools.clone());
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,

@@ -16,17 +16,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
     Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
     ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
+use clawbridge_bridge::native_tools::Unenforceable;
 use clawbridge_bridge::probe::VersionProbe;
 use futures::future::BoxFuture;
 
 use super::config::ClaudeConfig;
 use super::pool::{PoolConfig, SessionPool, WarmSession};
-use super::session::{ClaudeError, check_version};
+use super::session::check_version;
+use super::tool_policy;
 
 /// The environment variable that names the `claude` executable.
 pub const CLAUDE_BIN_ENV: &str = "CLAWBRIDGE_CLAUDE_BIN";
@@ -67,6 +70,8 @@ impl ClaudeBackend {
                     reasoning_level: true,
                     steering: true,
                     host_tools: true,
+                    native_tool_policy: true,
+                    user_input: true,
                     resume: true,
                     ..Supports::default()
                 },
@@ -78,7 +83,15 @@ impl ClaudeBackend {
     }
 
     /// How the session's CLI is launched under `settings`, and the auth profile it uses.
-    fn config(settings: &OpenSettings) -> (ClaudeConfig, String) {
+    fn config(settings: &OpenSettings) -> Result<(ClaudeConfig, String), Unenforceable> {
+        let denied = tool_policy::disallowed_tools(&settings.native_tools)?;
+        let (mut config, auth_profile) = Self::base_config(settings);
+        config.disallowed_tools.extend(denied);
+        Ok((config, auth_profile))
+    }
+
+    /// [`config`](Self::config) before the native tool policy.
+    fn base_config(settings: &OpenSettings) -> (ClaudeConfig, String) {
         let mut config = ClaudeConfig::new(settings.program.clone());
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
@@ -96,8 +109,8 @@ impl ClaudeBackend {
 
     /// The session's parked CLI when it may run this attempt (the same bound Claude session, the
     /// same settings), else a new one.
-    async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, ClaudeError> {
-        let (config, auth_profile) = Self::config(settings);
+    async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, BackendError> {
+        let (config, auth_profile) = Self::config(settings)?;
         let fingerprints = config.fingerprints(&settings.host_tools, &auth_profile);
         let key = &settings.session_key;
         if let Some(mut warm) = self.pool.take(key, &fingerprints) {
@@ -108,7 +121,10 @@ impl ClaudeBackend {
             tracing::info!(session = %key, "the session is no longer bound to the warm CLI's Claude session; starting another");
             tokio::spawn(warm.shutdown());
         }
-        WarmSession::connect(config, hooks, fingerprints).await
+        WarmSession::connect(config, hooks, fingerprints).await.map_err(|error| {
+            let retryable = error.is_retryable();
+            BackendError::Start { source: Box::new(error), retryable }
+        })
     }
 }
 
@@ -134,16 +150,16 @@ impl Backend for ClaudeBackend {
     }
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
-        let (config, auth_profile) = Self::config(settings);
+        // A policy this backend cannot enforce never opens a session, so its fingerprints do not matter.
+        let (config, auth_profile) = Self::config(settings).unwrap_or_else(|_| Self::base_config(settings));
         config.fingerprints(&settings.host_tools, &auth_profile)
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
-            let warm = self.lease(&settings, hooks).await.map_err(|error| {
-                let retryable = error.is_retryable();
-                BackendError::Start { source: Box::new(error), retryable }
-            })?;
+            let warm = self.lease(&settings, hooks).await?;
+            // Per turn, like the hooks: the asker names this attempt.
+            warm.answer_user_input_with(settings.user_input.clone().unwrap_or_else(|| Arc::new(NoUserInput)));
             let on_native_id = settings.on_native_id.clone();
             let native =
                 ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key, on_native_id };

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::mapping::{SHELL_TOOL_NAME, canonical_tool_name};
+use super::questions::{self, ASK_USER_QUESTION, SharedAsker};
 
 /// What the turn's mapper must learn from an answer, before the CLI can act on it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,6 +56,8 @@ pub struct ClaudeControlHandler {
     /// The turn loop's notes. A note is queued before the answer is returned, and the peer writes
     /// the answer only after that, so the note always precedes the lines the answer causes.
     notes: mpsc::Sender<ControlNote>,
+    /// Answers `AskUserQuestion` (nobody by default).
+    user_input: SharedAsker,
 }
 
 impl std::fmt::Debug for ClaudeControlHandler {
@@ -106,7 +109,13 @@ impl ClaudeControlHandler {
             host_server: None,
             tool_timeout: Duration::from_secs(600),
             notes,
+            user_input: questions::nobody(),
         }
+    }
+
+    /// This handler, with `AskUserQuestion` answered by whoever `asker` points at.
+    pub fn answering_questions_with(self: Arc<Self>, asker: SharedAsker) -> Arc<Self> {
+        Arc::new(Self { user_input: asker, ..(*self).clone() })
     }
 
     /// The answer to one control request (`body` is its `request`), and what the mapper must be told
@@ -140,6 +149,9 @@ impl ClaudeControlHandler {
     }
 
     async fn can_use_tool(&self, ask: CanUseToolRequest) -> (Result<Value, ErrorObject>, Vec<ControlNote>) {
+        if ask.tool_name == ASK_USER_QUESTION {
+            return self.ask_user_question(ask).await;
+        }
         let tool_name = canonical_tool_name(&ask.tool_name);
         let call_id = ask.tool_use_id.clone().unwrap_or_default();
         let request = ApprovalRequest {
@@ -174,6 +186,26 @@ impl ClaudeControlHandler {
             notes
         };
         (Ok(result.to_value()), notes)
+    }
+}
+
+impl ClaudeControlHandler {
+    /// `AskUserQuestion`: the person's answers as the tool's input, or a deny that says nobody answered.
+    async fn ask_user_question(&self, ask: CanUseToolRequest) -> (Result<Value, ErrorObject>, Vec<ControlNote>) {
+        match questions::answer(&ask, &self.user_input, &self.activity, self.approval_timeout).await {
+            Ok(allowed) => (Ok(allowed.to_value()), vec![]),
+            Err(why) => {
+                tracing::warn!(%why, "the user's questions got no answer; telling the model so");
+                let message = questions::unanswered_message(&why);
+                let notes = match &ask.tool_use_id {
+                    Some(id) if !id.is_empty() => {
+                        vec![ControlNote::Denied { tool_use_id: id.clone(), message: message.clone() }]
+                    }
+                    _ => vec![],
+                };
+                (Ok(PermissionResult::deny(message).to_value()), notes)
+            }
+        }
     }
 }
 

@@ -5,11 +5,13 @@
 //! - [`config`]: how the CLI is launched (flags, environment, credentials only via env, deadlines);
 //! - [`handler`]: answers to the CLI's control requests (`can_use_tool` through the host's approver);
 //! - [`session`]: the warm process, its version gate and handshake, the stdout reader, and turns;
+//! - [`questions`]: `AskUserQuestion` as a question for the user;
 //! - [`pool`]: warm sessions parked between turns (a cap with LRU eviction, an idle timeout), with
 //!   hooks swapped per turn;
 //! - [`resume`]: the CLI's session files (checked before every `--resume`) and the fingerprints of a
 //!   Claude session's binding;
 //! - [`auth`]: the host's prepared route auth as the CLI's endpoint and credential variables.
+//! - [`tool_policy`]: the host's native tool policy as `--disallowedTools`.
 
 pub mod auth;
 pub mod backend;
@@ -18,9 +20,11 @@ pub mod handler;
 pub mod input;
 pub mod mapping;
 pub mod pool;
+pub mod questions;
 pub mod resume;
 pub mod session;
 pub mod steering;
+pub mod tool_policy;
 
 pub use backend::{CLAUDE_BIN_ENV, ClaudeBackend};
 pub use config::{ClaudeConfig, Secret};

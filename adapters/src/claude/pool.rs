@@ -121,6 +121,11 @@ impl WarmSession {
         Ok(WarmSession { session, hooks, fingerprints })
     }
 
+    /// Who answers the agent's questions from the next request on.
+    pub fn answer_user_input_with(&self, asker: Arc<dyn clawbridge_bridge::attempt::hooks::UserInputAsker>) {
+        self.session.answer_user_input_with(asker);
+    }
+
     /// Gives the next turn's requests to `hooks`.
     pub fn set_hooks(&self, hooks: SessionHooks) {
         self.hooks.set(hooks);

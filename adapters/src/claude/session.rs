@@ -32,7 +32,7 @@ use std::time::Duration;
 
 pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
-use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver};
+use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::backend::{NativeIdListener, TurnInput};
 use clawbridge_bridge::binding::InvalidationReason;
@@ -53,6 +53,7 @@ use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
 use super::steering::SteerGate;
+use super::questions::{self, SharedAsker};
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
@@ -127,6 +128,8 @@ pub struct ClaudeSession {
     tools: Arc<dyn HostTools>,
     /// What the control handlers saw.
     activity: Arc<TurnActivity>,
+    /// Who answers the agent's questions (`AskUserQuestion`), for every process of the session.
+    user_input: SharedAsker,
     /// The CLI's version, from `claude --version`.
     version: Version,
     /// The SDK MCP server host tools are served as, when there are host tools.
@@ -166,6 +169,7 @@ impl ClaudeSession {
             approver: hooks.approver,
             tools: hooks.tools,
             activity: Arc::new(TurnActivity::default()),
+            user_input: questions::nobody(),
             version,
             host_server,
             live: None,
@@ -227,6 +231,12 @@ impl ClaudeSession {
             ),
             None => ClaudeControlHandler::new(approver, activity, approval_timeout, notes),
         }
+        .answering_questions_with(self.user_input.clone())
+    }
+
+    /// Who answers the agent's questions from now on (by default nobody: the model is told so).
+    pub fn answer_user_input_with(&self, asker: Arc<dyn UserInputAsker>) {
+        questions::set(&self.user_input, asker);
     }
 
     /// Spawns a process (continuing `resume` when its session file exists, else a fresh session) and

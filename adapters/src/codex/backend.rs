@@ -19,9 +19,13 @@ use futures::future::BoxFuture;
 
 use super::config::CodexConfig;
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
+use super::tool_policy::{self, CodexToolPolicy};
 
 /// The environment variable that names the `codex` executable.
 pub const CODEX_BIN_ENV: &str = "CLAWBRIDGE_CODEX_BIN";
+/// The override that lets Codex ask the user (`request_user_input`) in its default mode
+/// (docs/peers/codex.md#questions-for-the-user).
+const ASK_IN_DEFAULT_MODE: &str = "features.default_mode_request_user_input=true";
 /// How long `codex --version` may take.
 const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -67,6 +71,7 @@ impl CodexBackend {
                     steering: true,
                     user_input: true,
                     host_tools: true,
+                    native_tool_policy: true,
                     resume: true,
                     ..Supports::default()
                 },
@@ -100,8 +105,9 @@ impl CodexBackend {
     }
 
     /// How a session of this backend is launched under `settings`.
-    fn config(&self, settings: &OpenSettings) -> CodexConfig {
+    fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());
+        config.config_overrides.extend(tools.config_overrides.iter().cloned());
         match &self.flavour {
             Flavour::Native => {
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
@@ -121,12 +127,13 @@ impl CodexBackend {
     }
 
     /// The thread settings under `settings` (a replay asks for nothing it did not record).
-    fn thread_options(&self, settings: &OpenSettings) -> ThreadOptions {
+    fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
         let replay = matches!(self.flavour, Flavour::Replay { .. });
         ThreadOptions {
             cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
             model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
             developer_instructions: settings.system_prompt.clone(),
+            sandbox: tools.sandbox.clone(),
             ..ThreadOptions::default()
         }
     }
@@ -135,12 +142,18 @@ impl CodexBackend {
         if !self.facts.supports.host_tools {
             hooks.tools = Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools);
         }
-        let config = self.config(&settings);
+        let tools = tool_policy::apply(&settings.native_tools)?;
+        let mut config = self.config(&settings, &tools);
+        if settings.user_input.is_some() && self.facts.supports.user_input {
+            // Codex 0.169 answers `request_user_input` itself outside plan mode ("unavailable in
+            // Default mode") unless this feature is on; with a person to ask, let it ask.
+            config.config_overrides.push(ASK_IN_DEFAULT_MODE.into());
+        }
         let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
         if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
             session.answer_user_input_with(asker);
         }
-        let options = self.thread_options(&settings);
+        let options = self.thread_options(&settings, &tools);
         let resume = settings.resume.as_deref().filter(|_| self.facts.supports.resume);
         let thread = match resume {
             Some(previous) => session.resume_or_start(previous, &options).await,

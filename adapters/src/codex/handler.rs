@@ -100,18 +100,19 @@ impl CodexRequestHandler {
                 })
                 .collect(),
         };
+        let question_ids: Vec<String> = request.questions.iter().map(|q| q.id.clone()).collect();
         Box::pin(async move {
             // A person answering is not a stuck turn (docs/peers/codex.md#idle-watchdog).
             let _pending = activity.person_asked();
             let answers = match tokio::time::timeout(limit, asker.ask(request)).await {
                 Ok(Ok(answers)) => answers,
                 Ok(Err(error)) => {
-                    tracing::warn!(%error, "the user could not be asked; answering nothing");
-                    Default::default()
+                    tracing::warn!(%error, "the user could not be asked; telling the model so");
+                    unanswered(&question_ids, &error)
                 }
                 Err(_) => {
-                    tracing::warn!(?limit, "no answer from the user in time; answering nothing");
-                    Default::default()
+                    tracing::warn!(?limit, "no answer from the user in time; telling the model so");
+                    unanswered(&question_ids, &format!("nobody answered within {}s", limit.as_secs()))
                 }
             };
             let answers = answers.into_iter().map(|(id, answers)| (id, UserInputAnswer { answers })).collect();
@@ -281,6 +282,13 @@ fn dynamic_tool_reply(output: HostToolOutput) -> DynamicToolCallResponse {
     reply
 }
 
+/// The answer to every question when no person could answer (`why`): said as such, so the model
+/// does not wait or read an empty answer as the user's choice.
+fn unanswered(question_ids: &[String], why: &str) -> clawbridge_bridge::attempt::hooks::UserAnswers {
+    let note = format!("[no answer: no person could answer this question ({why}); carry on without it]");
+    question_ids.iter().map(|id| (id.clone(), vec![note.clone()])).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,17 +405,24 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn user_questions_go_to_the_asker_and_anything_but_answers_answers_nothing() {
+    async fn user_questions_go_to_the_asker_and_anything_but_answers_tells_the_model_nobody_answered() {
         let params = json!({"threadId": "t", "turnId": "u", "itemId": "ask_1", "questions": [
             {"id": "color", "header": "Colour", "question": "Which colour?", "isOther": false, "isSecret": false,
              "options": [{"label": "blue", "description": "calm"}, {"label": "red", "description": ""}]}]});
         let (unwired, activity) = handler(ApprovalDecision::Allow, Arc::new(Counting::default()));
         let unasked = unwired.handle(request(0, "item/tool/requestUserInput", params.clone())).await.unwrap();
-        assert_eq!(unasked, json!({"answers": {}}), "no asker: no answers");
+        let note = unasked["answers"]["color"]["answers"][0].as_str().unwrap_or_default().to_string();
+        assert!(
+            note.starts_with("[no answer:") && note.contains("no person can be asked"),
+            "no asker: the model is told: {unasked}"
+        );
 
-        for (fails, expected) in
-            [(false, json!({"answers": {"color": {"answers": ["blue"]}}})), (true, json!({"answers": {}}))]
-        {
+        let dismissed =
+            "[no answer: no person could answer this question (the prompt was dismissed); carry on without it]";
+        for (fails, expected) in [
+            (false, json!({"answers": {"color": {"answers": ["blue"]}}})),
+            (true, json!({"answers": {"color": {"answers": [dismissed]}}})),
+        ] {
             let (handler, activity) = handler(ApprovalDecision::Allow, Arc::new(Counting::default()));
             let person = Arc::new(Person { fails, asked: Mutex::default() });
             handler.set_user_input(person.clone());

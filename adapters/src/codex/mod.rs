@@ -6,6 +6,7 @@
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
 //! - [`auth`]: the host's prepared route auth as Codex model-provider overrides.
+//! - [`tool_policy`]: the host's native tool policy as `-c` overrides and a sandbox.
 
 pub mod auth;
 pub mod backend;
@@ -15,6 +16,7 @@ pub mod input;
 pub mod mapping;
 pub mod retry;
 pub mod session;
+pub mod tool_policy;
 
 pub use backend::{CODEX_BIN_ENV, CodexBackend};
 pub use config::CodexConfig;

@@ -67,16 +67,17 @@ impl ToolTerminalObserver for NoObserver {
 
 /// Asks the user the agent's questions.
 pub trait UserInputAsker: Send + Sync + 'static {
-    /// The user's answers, or why there are none (callers then answer the agent with nothing).
+    /// The user's answers, or why no person could answer (callers tell the agent so).
     fn ask(&self, request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>>;
 }
 
-/// No one to ask: every question goes unanswered, and the agent carries on without answers.
+/// No one to ask: every question is answered with the fact that no person can be reached, and the
+/// agent carries on without answers.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoUserInput;
 
 impl UserInputAsker for NoUserInput {
     fn ask(&self, _request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>> {
-        Box::pin(async { Ok(UserAnswers::new()) })
+        Box::pin(async { Err("no person can be asked in this run".to_string()) })
     }
 }

@@ -45,7 +45,9 @@ function recordedTurn() {
  * Writes a launcher for the bridge's `CLAWBRIDGE_CODEX_BIN` into `dir` and returns its path.
  * `mode`: `"toolCall"` (the turn calls the dynamic tool `toolName` with `args`, then completes) or
  * `"untilInterrupted"` (the turn starts and only completes, as interrupted, on `turn/interrupt`) or
- * `"retryThenAnswer"` (two `error` notifications with `willRetry`, then the recorded answer).
+ * `"retryThenAnswer"` (two `error` notifications with `willRetry`, then the recorded answer) or
+ * `"askUser"` (the turn asks the user one question through `item/tool/requestUserInput`, then
+ * completes).
  */
 export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { city: "Paris" } }) {
   const { answers, afterTurnStart } = recordedTurn();
@@ -79,6 +81,24 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
           contentItems: [{ type: "inputText", text: "tool answered" }],
         }),
       },
+      ...afterTurnStart.filter((m) => m !== started).map((m) => ({ send: m })),
+    ];
+  } else if (mode === "askUser") {
+    const question = {
+      id: "colour", header: "Colour", question: "Which colour?", isOther: false, isSecret: false,
+      options: [{ label: "blue", description: "calm" }, { label: "red", description: "" }],
+    };
+    after["turn/start"] = [
+      { send: started },
+      {
+        send: {
+          id: 901,
+          method: "item/tool/requestUserInput",
+          params: { threadId, turnId: turn.id, itemId: "ask_1", questions: [question] },
+        },
+      },
+      // Let the bridge ask the host before the turn completes.
+      { sleep_ms: 1500 },
       ...afterTurnStart.filter((m) => m !== started).map((m) => ({ send: m })),
     ];
   } else if (mode === "untilInterrupted") {
