@@ -7,6 +7,7 @@ import { appendTranscript, decideApproval, executeTool, observeToolTerminal } fr
 import { toAttemptResult } from "./result.js";
 import { ErrorCodes, RpcReplyError, RpcTimeoutError } from "./rpc-client.js";
 import { KNOWN_HARNESSES } from "./config.js";
+import { AttemptProgress } from "./progress.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -24,6 +25,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {string} [options.hostVersion]
  * @param {Function} [options.appendTranscriptMessage] `appendSessionTranscriptMessageByIdentity`
  * @param {Function} [options.PreflightError] `AgentHarnessPreflightError`, when the SDK has it
+ * @param {object} [options.progressSdk] the SDK helpers `progress.js` uses (`progressHelpers`)
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -127,6 +129,7 @@ async function runAttempt(runtime, harnessId, params) {
   const { supervisor, attempts, logger } = runtime;
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
+  const progress = new AttemptProgress({ params, harnessId, logger, sdk: runtime.options.progressSdk });
   const attempt = {
     attemptId,
     params,
@@ -135,8 +138,7 @@ async function runAttempt(runtime, harnessId, params) {
     signal: abort.signal,
     mirrored: [],
     lastToolError: undefined,
-    partialText: "",
-    onEvent: (note) => forwardEvent(attempt, note),
+    onEvent: (note) => progress.onEvent(note),
   };
   supervisor.hold();
   let conn;
@@ -159,6 +161,7 @@ async function runAttempt(runtime, harnessId, params) {
     let settled = false;
     onAbort = () => {
       attempt.externallyAborted = true;
+      progress.aborted();
       abort.abort(externalSignal?.reason);
       cancelUntilSeen(conn, attemptId, abortReason(externalSignal), () => settled, logger);
     };
@@ -168,17 +171,23 @@ async function runAttempt(runtime, harnessId, params) {
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
+      progress.start();
       response = await conn.client.request("attempt/run", runParams(harnessId, attemptId, params, hostTools), {
         timeoutMs: deadline,
       });
     } catch (error) {
       settled = true;
       // A stuck attempt must not keep running in the bridge after we give up on it.
-      if (error instanceof RpcTimeoutError) cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
+      if (error instanceof RpcTimeoutError) {
+        progress.timedOut(`clawbridge ${harnessId} gave no result within the attempt's budget`);
+        cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
+      }
+      await progress.finish({ kind: "failed", message: error?.message ?? String(error) });
       throw toAttemptError(runtime, harnessId, attemptId, error);
     } finally {
       settled = true;
     }
+    await progress.finish(response?.terminal);
     if (response?.transcriptOwned !== true) {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
@@ -328,70 +337,6 @@ async function reset(runtime, params) {
     runtime.logger.warn?.(`clawbridge: session/reset failed: ${error.message}`);
   } finally {
     runtime.supervisor.release();
-  }
-}
-
-/** Streams one bridge event to OpenClaw's progress callbacks; a failing callback is only logged. */
-function forwardEvent(attempt, note) {
-  const event = note?.event;
-  if (!event || typeof event.type !== "string") return;
-  const p = attempt.params;
-  const call = (fn, payload) => {
-    try {
-      const out = fn?.(payload);
-      if (out && typeof out.catch === "function") out.catch(() => {});
-    } catch (error) {
-      attempt.logger.debug?.(`clawbridge: a progress callback failed: ${error?.message ?? error}`);
-    }
-  };
-  switch (event.type) {
-    case "assistantDelta":
-      if (typeof event.delta === "string") {
-        attempt.partialText += event.delta;
-        call(p.onPartialReply, { text: attempt.partialText, delta: event.delta });
-      }
-      call(p.onAgentEvent, { stream: "assistant", data: { delta: event.delta, itemId: event.itemId } });
-      break;
-    case "assistantFinal":
-      attempt.partialText = "";
-      call(p.onAgentEvent, { stream: "assistant", data: { text: event.text, itemId: event.itemId } });
-      break;
-    case "reasoningDelta":
-    case "reasoningFinal":
-      call(p.onAgentEvent, { stream: "thinking", data: { ...event } });
-      break;
-    case "plan":
-      call(p.onAgentEvent, { stream: "plan", data: { ...event } });
-      break;
-    case "toolStarted":
-      call(p.onAgentEvent, {
-        stream: "tool",
-        data: { phase: "start", name: event.toolName, toolCallId: event.callId, args: event.arguments },
-      });
-      break;
-    case "toolFinished":
-      call(p.onAgentEvent, {
-        stream: "tool",
-        data: {
-          phase: "result",
-          name: event.call?.toolName,
-          toolCallId: event.call?.callId,
-          isError: event.outcome?.kind !== "success",
-        },
-      });
-      break;
-    case "usage":
-      call(p.onAgentEvent, { stream: "usage", data: { ...event } });
-      break;
-    case "turnStarted":
-      call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });
-      break;
-    case "turnTerminal":
-      call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "end", status: event.kind, message: event.message } });
-      break;
-    default:
-      // toolOutputDelta and types this plugin does not know: nothing to forward.
-      break;
   }
 }
 

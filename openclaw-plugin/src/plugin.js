@@ -10,7 +10,9 @@ import { createHarness, createRuntime } from "./harness.js";
 /**
  * @param {object} [deps] what the OpenClaw SDK provides (injected so tests can run without it):
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
- *   (`AgentHarnessPreflightError`), and for tests `protocolVersion` and `tap`.
+ *   (`AgentHarnessPreflightError`), `progressSdk` (the helpers `progress.js` uses: the block reply
+ *   chunker, tool meta/summary/activity projections, sanitizers, the agent event bus), and for
+ *   tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -33,6 +35,7 @@ export function createPlugin(deps = {}) {
           hostVersion: typeof api.runtime?.version === "string" ? api.runtime.version : undefined,
           appendTranscriptMessage: deps.appendTranscriptMessage,
           PreflightError: deps.PreflightError,
+          progressSdk: deps.progressSdk,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

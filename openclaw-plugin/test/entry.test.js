@@ -10,8 +10,13 @@ import { test } from "node:test";
 const sdk = {
   "openclaw/plugin-sdk/session-transcript-runtime":
     "export const calls = []; export async function appendSessionTranscriptMessageByIdentity(p) { calls.push(p); return { appended: true, messageId: 'm1' }; }",
-  "openclaw/plugin-sdk/agent-harness-runtime":
+  "openclaw/plugin-sdk/agent-harness-runtime": [
     "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",
+    ...["emitAgentEvent", "formatToolAggregate", "inferToolMetaFromArgs", "projectAgentToolActivity", "sanitizeToolArgs", "sanitizeToolResult"].map(
+      (name) => `export function ${name}() {}`,
+    ),
+  ].join("\n"),
+  "openclaw/plugin-sdk/agent-runtime": "export class EmbeddedBlockChunker {}",
 };
 
 registerHooks({
@@ -38,6 +43,11 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.deepEqual(registered.map((h) => [h.id, h.label, h.pluginId]), [["clawbridge-codex", "Codex (clawbridge)", "clawbridge"]]);
   assert.equal(typeof plugin.runtime.options.appendTranscriptMessage, "function", "the SDK's append is wired");
   assert.equal(plugin.runtime.options.PreflightError.name, "AgentHarnessPreflightError");
+  const progressSdk = plugin.runtime.options.progressSdk;
+  assert.equal(progressSdk.EmbeddedBlockChunker.name, "EmbeddedBlockChunker", "the SDK's block reply chunker is wired");
+  for (const name of ["emitAgentEvent", "formatToolAggregate", "inferToolMetaFromArgs", "projectAgentToolActivity", "sanitizeToolArgs", "sanitizeToolResult"]) {
+    assert.equal(progressSdk[name].name, name, `the SDK's ${name} is wired`);
+  }
 });
 
 test("the manifest and package.json agree with the code", async () => {
