@@ -3,9 +3,14 @@
 // helpers: what a block-streaming, verbose channel sees of a turn.
 
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { before, test } from "node:test";
 
-import { attemptParams, pluginUnderTest } from "./support/fakes.js";
+import { fakeCodex } from "./support/fake-codex.js";
+import { attemptParams, pluginUnderTest, protocolSchema } from "./support/fakes.js";
+import { createProtocolChecker } from "./support/schema.js";
 import { loadRealSdk } from "./support/sdk.js";
 
 const DEMO = "clawbridge-demo";
@@ -82,4 +87,39 @@ test("a demo turn drives block replies, tool summaries and output, phases, the d
   assert.ok(events.some((e) => e.stream === "item" && e.data.toolCallId === tool.toolCallId && e.data.phase === "end"));
   assert.ok(bus.length > 0 && bus.every((e) => e.runId === params.runId));
   assert.ok(bus.some((e) => e.stream === "command_output" && e.data.phase === "end"));
+});
+
+test("a turn past its budget: the streamed terminal already says timeout, onAttemptTimeout fires before the result", async (t) => {
+  if (real.skip) return t.skip(real.skip);
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const protocol = createProtocolChecker(protocolSchema());
+  const seen = [];
+  const checker = {
+    ...protocol,
+    tap: (direction, message) => {
+      seen.push(message);
+      protocol.tap(direction, message);
+    },
+  };
+  const env = pluginUnderTest({ checker, codexBin: fakeCodex(dir, { mode: "untilInterrupted" }), deps: { progressSdk: real.sdk } });
+  t.after(env.cleanup);
+  const { params, events } = attemptParams();
+  params.timeoutMs = 1500;
+  const log = [];
+  params.onAttemptTimeout = (reason) => log.push(["timeout", reason, seen.some((m) => m.result?.terminal)]);
+  const result = await env.harness("clawbridge-codex").runAttempt(params);
+  assert.equal(result.terminal.kind, "timeout", JSON.stringify(result.terminal));
+
+  const terminal = seen.find((m) => m.method === "attempt/event" && m.params.event.type === "turnTerminal").params.event;
+  // The bridge's budget cancels the native turn; its streamed terminal names the timeout like the
+  // result does (it used to say "aborted" until the result corrected it).
+  assert.equal(terminal.kind, "timeout");
+  assert.match(terminal.message, /budget of 1500 ms/);
+  assert.equal(log.length, 1, "once");
+  const [[, reason, resultSeen]] = log;
+  assert.equal(reason.name, "TimeoutError");
+  assert.equal(reason.message, terminal.message);
+  assert.equal(resultSeen, false, "signalled from the event, before the result arrived");
+  assert.deepEqual(events.filter((e) => e.stream === "lifecycle").at(-1).data, { phase: "end", timeoutPhase: "prompt", aborted: true });
 });

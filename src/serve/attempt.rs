@@ -169,7 +169,10 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
     let pipeline = host_pipeline_for(&job, label);
     let input = TurnInput::text(params.prompt.clone());
     let turn = {
-        let mut sink = |event: &Event| pipeline.push(event);
+        let mut sink = |event: &Event| match budget_terminal(event, timed_out, params.timeout_ms) {
+            Some(timeout) => pipeline.push(&timeout),
+            None => pipeline.push(event),
+        };
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
     let native_id = native.native_id();
@@ -256,14 +259,27 @@ fn outcome(
     native: Option<String>,
 ) -> AttemptOutcome {
     if timed_out.load(Ordering::Relaxed) && result.terminal.kind == TerminalKind::Aborted {
-        let ms = job.params.timeout_ms.unwrap_or_default();
-        result.terminal = TurnTerminal {
-            kind: TerminalKind::Timeout,
-            message: Some(format!("the attempt's budget of {ms} ms ran out")),
-        };
+        result.terminal = budget_timeout(job.params.timeout_ms);
     }
     let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
     AttemptOutcome { response, native_id: native }
+}
+
+/// The terminal of a turn the attempt's budget cut short.
+fn budget_timeout(timeout_ms: Option<u64>) -> TurnTerminal {
+    let ms = timeout_ms.unwrap_or_default();
+    TurnTerminal { kind: TerminalKind::Timeout, message: Some(format!("the attempt's budget of {ms} ms ran out")) }
+}
+
+/// The streamed `turnTerminal` of a turn the budget cancelled says `timeout`, as the result will:
+/// the host learns that its deadline fired when it happens, not only from the result.
+fn budget_terminal(event: &Event, timed_out: &AtomicBool, timeout_ms: Option<u64>) -> Option<Event> {
+    match event {
+        Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Aborted, .. }) if timed_out.load(Ordering::Relaxed) => {
+            Some(Event::TurnTerminal(budget_timeout(timeout_ms)))
+        }
+        _ => None,
+    }
 }
 
 /// Streams each event to the host as `attempt/event`, numbered.
