@@ -138,6 +138,7 @@ async function runAttempt(runtime, harnessId, params) {
     signal: abort.signal,
     mirrored: [],
     lastToolError: undefined,
+    progress,
     onEvent: (note) => progress.onEvent(note),
   };
   supervisor.hold();
