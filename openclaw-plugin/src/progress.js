@@ -112,6 +112,10 @@ export class AttemptProgress {
       canShowReasoning &&
       typeof p.onReasoningStream === "function";
     this.shouldEmitPartialReplies = !(this.reasoningMode === "on" && !p.onBlockReply);
+    // A caller expecting a silent reply (heartbeats) gets no visible text, reasoning or blocks; one
+    // with no live consumer gets messages whole, at their end.
+    this.silent = p.silentExpected === true;
+    this.liveText = p.suppressLiveStreamOutput !== true;
     this.blockReplyBreak = p.blockReplyBreak ?? "text_end";
     this.markdown = (p.toolResultFormat ?? "markdown") === "markdown";
     this.chunker = new this.sdk.EmbeddedBlockChunker(p.blockReplyChunking);
@@ -294,7 +298,7 @@ export class AttemptProgress {
     this.endReasoning();
     this.beginAssistantItem(String(itemId ?? ""));
     const item = this.assistant;
-    if (item.finalized) return;
+    if (item.finalized || this.silent || !this.liveText) return;
     item.text += delta;
     this.partialReply({ text: item.text, delta });
     this.publish("assistant", { text: item.text, delta, itemId: item.itemId });
@@ -314,12 +318,13 @@ export class AttemptProgress {
     const streamed = item.text;
     item.finalized = true;
     item.text = text;
+    if (this.silent) return;
     if (text !== streamed) {
       // The final replaces the deltas (some may have been merged away): a continuation is a delta,
       // anything else replaces what the channel shows.
       const replace = !text.startsWith(streamed);
       const delta = replace ? "" : text.slice(streamed.length);
-      this.partialReply(replace ? { text, delta: "", replace: true } : { text, delta });
+      if (this.liveText) this.partialReply(replace ? { text, delta: "", replace: true } : { text, delta });
       this.publish("assistant", { text, delta, ...(replace ? { replace: true } : {}), itemId: item.itemId });
     }
     if (!this.params.onBlockReply) return;
@@ -394,7 +399,7 @@ export class AttemptProgress {
     this.reasoningOpen = true;
     this.streamReasoningText(item, text);
     const trimmed = text.trim();
-    if (this.includeReasoning && this.params.onBlockReply && trimmed && trimmed !== this.lastReasoningSent) {
+    if (!this.silent && this.includeReasoning && this.params.onBlockReply && trimmed && trimmed !== this.lastReasoningSent) {
       this.lastReasoningSent = trimmed;
       this.blockReply(trimmed, { isReasoning: true });
     }
@@ -407,6 +412,7 @@ export class AttemptProgress {
   }
 
   streamReasoningText(item, text) {
+    if (this.silent) return;
     const trimmed = text.trim();
     if (!trimmed || trimmed === item.lastStreamed) return;
     const prior = item.lastStreamed;

@@ -239,6 +239,34 @@ test("a new assistant item is a new message: onAssistantMessageStart, fresh part
   assert.deepEqual(phases.filter((p) => p === "assistant_output_started"), ["assistant_output_started"]);
 });
 
+test("silentExpected shows nothing of the text or reasoning; suppressLiveStreamOutput sends each message whole at its end", async (t) => {
+  const sdk = sdkOrSkip(t);
+  if (!sdk) return;
+  const turn = [
+    { type: "reasoningDelta", itemId: "r1", delta: "Hmm" },
+    { type: "reasoningFinal", itemId: "r1", text: "Hmm." },
+    delta("m1", "HEARTBEAT"),
+    final("m1", "HEARTBEAT_OK"),
+  ];
+  const silent = progressFor(sdk, { silentExpected: true, reasoningLevel: "stream", blockReplyBreak: "message_end" });
+  silent.feed(...turn);
+  await silent.progress.finish({ kind: "ok" });
+  // The runner drops every visible emission of a run that is expected to be silent.
+  for (const name of ["onPartialReply", "onBlockReply", "onReasoningStream"]) assert.equal(calls(silent.log, name).length, 0, name);
+  assert.equal(agentEvents(silent.log, "assistant").length, 0);
+  assert.equal(silent.bus.filter((e) => e.stream === "thinking").length, 0);
+  assert.deepEqual(calls(silent.log, "onBlockReplyFlush"), [[{ reason: "terminal" }]], "no message_end flush either");
+
+  const whole = progressFor(sdk, { suppressLiveStreamOutput: true });
+  whole.feed(delta("m1", "Hel"), delta("m1", "lo"), final("m1", "Hello"));
+  await whole.progress.finish({ kind: "ok" });
+  // Without a live consumer the runner skips the per-delta stream; the message end still
+  // publishes the text and delivers it as a block reply.
+  assert.equal(calls(whole.log, "onPartialReply").length, 0);
+  assert.deepEqual(agentEvents(whole.log, "assistant").map((e) => e.data), [{ text: "Hello", delta: "Hello", itemId: "m1" }]);
+  assert.deepEqual(calls(whole.log, "onBlockReply").map(([p]) => p.text), ["Hello"]);
+});
+
 test("reasoning: streamed to onReasoningStream when the reasoning level is stream, ended once, on the bus as thinking", async (t) => {
   const sdk = sdkOrSkip(t);
   if (!sdk) return;
