@@ -20,6 +20,7 @@ export async function executeTool(attempt, params) {
   try {
     if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
     const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
+    attempt.progress?.noteHostToolResult(params.callId, output);
     return { text: cap(toolText(output)), isError: false };
   } catch (error) {
     // Tools throw on failure (the AgentTool contract); the model sees the message as the error.

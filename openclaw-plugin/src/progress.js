@@ -20,6 +20,8 @@ const LIVE_OUTPUT_MIN_INTERVAL_MS = 250;
 const MAX_QUEUED_EVENTS = 4096;
 /** The most text one merged delta may hold while waiting (the bridge's own bound). */
 const MAX_QUEUED_DELTA_CHARS = 1024 * 1024;
+/** Host tool results kept for their `toolFinished` (more in flight at once is not plausible). */
+const MAX_HOST_RESULTS = 256;
 /** A budget at or above this is "no deadline" for OpenClaw's lane (the runner's threshold). */
 const UNLIMITED_TIMEOUT_MS = 2_147_000_000;
 
@@ -133,6 +135,7 @@ export class AttemptProgress {
     this.reasoningOpen = false;
     this.lastReasoningSent = undefined;
     this.tools = new Map();
+    this.hostResults = new Map();
     this.summarized = new Set();
     this.assistantOutputStarted = false;
     this.lifecycleStarted = false;
@@ -450,6 +453,16 @@ export class AttemptProgress {
 
   // --- tools -----------------------------------------------------------------------------------
 
+  /**
+   * The result an OpenClaw tool returned for a host tool call: its observers get that (with its
+   * `details`) rather than the text the bridge reports.
+   */
+  noteHostToolResult(callId, result) {
+    if (typeof callId !== "string" || !callId || !result || typeof result !== "object") return;
+    if (this.hostResults.size >= MAX_HOST_RESULTS) this.hostResults.delete(this.hostResults.keys().next().value);
+    this.hostResults.set(callId, result);
+  }
+
   async toolStarted(call) {
     const toolCallId = String(call.callId ?? "");
     const name = String(call.toolName ?? "tool");
@@ -522,14 +535,20 @@ export class AttemptProgress {
     const output = typeof finish.output?.text === "string" ? finish.output.text : tool.output;
     const errorText = isError ? outcomeError(outcome) : undefined;
     const status = isError ? (finish.executionStarted === false ? "blocked" : "failed") : "completed";
-    const result = this.sdk.sanitizeToolResult({
-      content: [{ type: "text", text: output || errorText || "" }],
-      details: {
-        status,
-        ...(Number.isInteger(finish.exitCode) ? { exitCode: finish.exitCode } : {}),
-        ...(errorText ? { error: errorText } : {}),
-      },
-    });
+    const hostResult = this.hostResults.get(toolCallId);
+    this.hostResults.delete(toolCallId);
+    const result = this.sdk.sanitizeToolResult(
+      hostResult && call.native !== true
+        ? hostResult
+        : {
+            content: [{ type: "text", text: output || errorText || "" }],
+            details: {
+              status,
+              ...(Number.isInteger(finish.exitCode) ? { exitCode: finish.exitCode } : {}),
+              ...(errorText ? { error: errorText } : {}),
+            },
+          },
+    );
     try {
       this.scope.runInAsyncScope(() => this.params.onAgentToolResult?.({ toolName: name, result, isError }));
     } catch (error) {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { before, test } from "node:test";
 
 import { fakeCodex } from "./support/fake-codex.js";
-import { attemptParams, pluginUnderTest, protocolSchema } from "./support/fakes.js";
+import { attemptParams, fakeHost, pluginUnderTest, protocolSchema } from "./support/fakes.js";
 import { createProtocolChecker } from "./support/schema.js";
 import { loadRealSdk } from "./support/sdk.js";
 
@@ -122,4 +122,33 @@ test("a turn past its budget: the streamed terminal already says timeout, onAtte
   assert.equal(reason.message, terminal.message);
   assert.equal(resultSeen, false, "signalled from the event, before the result arrived");
   assert.deepEqual(events.filter((e) => e.stream === "lifecycle").at(-1).data, { phase: "end", timeoutPhase: "prompt", aborted: true });
+});
+
+test("an OpenClaw tool's own result (with its details) reaches onAgentToolResult and the bus, not only the text", async (t) => {
+  if (real.skip) return t.skip(real.skip);
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const bus = [];
+  const env = pluginUnderTest({
+    codexBin: fakeCodex(dir, { mode: "toolCall", toolName: "lookup_weather" }),
+    deps: { progressSdk: { ...real.sdk, emitAgentEvent: (e) => bus.push(e) } },
+  });
+  t.after(env.cleanup);
+  const returned = { content: [{ type: "text", text: "sunny in Paris" }], details: { city: "Paris", celsius: 21 } };
+  const weather = {
+    name: "lookup_weather",
+    description: "Looks up the weather in a city.",
+    parameters: { type: "object", properties: { city: { type: "string" } } },
+    execute: async () => returned,
+  };
+  const { params } = attemptParams({ host: fakeHost({ tools: [weather] }) });
+  const observed = [];
+  params.onAgentToolResult = (event) => observed.push(event);
+  const result = await env.harness("clawbridge-codex").runAttempt(params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  // The runner hands its observers the sanitized tool result itself (memory recall reads the
+  // details of memory tools this way).
+  const expected = real.sdk.sanitizeToolResult(returned);
+  assert.deepEqual(observed, [{ toolName: "lookup_weather", result: expected, isError: false }]);
+  assert.deepEqual(bus.filter((e) => e.stream === "tool" && e.data.phase === "result").map((e) => e.data.result), [expected]);
 });
