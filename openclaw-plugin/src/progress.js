@@ -26,6 +26,21 @@ const MAX_HOST_RESULTS = 256;
 const UNLIMITED_TIMEOUT_MS = 2_147_000_000;
 
 const DELTA_TYPES = new Set(["assistantDelta", "reasoningDelta", "toolOutputDelta"]);
+/** Events whose loss a later one repairs (a final, the next plan), so a full queue drops them. */
+const DROPPABLE_TYPES = new Set([...DELTA_TYPES, "plan"]);
+/**
+ * The events with a callback. `usage`: the host publishes usage itself (from reportOutputTokens),
+ * a second event would double it. `turnTerminal`: the lifecycle ends with the result (`finish`).
+ */
+const HANDLED_TYPES = new Set([
+  ...DELTA_TYPES,
+  "turnStarted",
+  "assistantFinal",
+  "reasoningFinal",
+  "plan",
+  "toolStarted",
+  "toolFinished",
+]);
 
 /**
  * Stand-ins for the SDK helpers on hosts that lack them (and for tests without OpenClaw). They keep
@@ -165,7 +180,7 @@ export class AttemptProgress {
       this.lastSeq = note.seq;
     }
     if (event.type === "turnTerminal" && event.kind === "timeout") this.timedOut(event.message);
-    this.enqueue(event);
+    if (HANDLED_TYPES.has(event.type)) this.enqueue(event);
   }
 
   /** The attempt is being cancelled explicitly (the host's abort, or the run handle's). */
@@ -215,7 +230,7 @@ export class AttemptProgress {
       if (last.delta.length + event.delta.length <= MAX_QUEUED_DELTA_CHARS) last.delta += event.delta;
       return;
     }
-    if (this.queue.length >= MAX_QUEUED_EVENTS && DELTA_TYPES.has(event.type)) return; // its final follows
+    if (this.queue.length >= MAX_QUEUED_EVENTS && DROPPABLE_TYPES.has(event.type)) return;
     this.queue.push(DELTA_TYPES.has(event.type) ? { ...event } : event);
     if (!this.draining) this.draining = this.scope.runInAsyncScope(() => this.drain());
   }
@@ -260,8 +275,6 @@ export class AttemptProgress {
       case "toolFinished":
         return this.toolFinished(event);
       default:
-        // `usage`: the host publishes usage itself (from reportOutputTokens), a second event would
-        // double it. `turnTerminal`: the lifecycle ends with the result (finish). Unknown: skipped.
         return undefined;
     }
   }
