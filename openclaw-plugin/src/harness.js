@@ -14,6 +14,7 @@ import { promptImages } from "./inputs.js";
 import { routeAuth } from "./route-auth.js";
 import { registerActiveRun } from "./steering.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
+import { AttemptProgress } from "./progress.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -36,6 +37,7 @@ const CONTROL_TIMEOUT_MS = 30_000;
  * @param {Function} [options.loadPromptImages] `detectAndLoadAgentHarnessPromptImages`, when the SDK has it
  * @param {Function} [options.setActiveEmbeddedRun] with `clearActiveEmbeddedRun`: active-run injection
  * @param {Function} [options.askGatewayQuestion] `runAgentHarnessGatewayQuestion`, when the SDK has it
+ * @param {object} [options.progressSdk] the SDK helpers `progress.js` uses (`progressHelpers`)
  * @param {number} [options.protocolVersion] tests only
  * @param {Function} [options.tap] tests only: sees every message
  */
@@ -178,6 +180,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
   const facts = new AttemptFacts(params.hostCapabilities);
+  const progress = new AttemptProgress({ params, harnessId, logger, sdk: runtime.options.progressSdk });
   const attempt = {
     facts,
     hostToolRuns: facts.hostToolRuns,
@@ -188,8 +191,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     signal: abort.signal,
     mirrored: [],
     lastToolError: undefined,
-    partialText: "",
-    onEvent: (note) => forwardEvent(attempt, note),
+    progress,
+    onEvent: (note) => onBridgeEvent(attempt, note),
     // This attempt's async context: its host requests and events run in it (people.js).
     inContext: captureContext(),
   };
@@ -215,6 +218,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     let settled = false;
     onAbort = () => {
       attempt.externallyAborted = true;
+      progress.aborted();
       abort.abort(externalSignal?.reason);
       cancelUntilSeen(conn, attemptId, abortReason(externalSignal), () => settled, logger);
     };
@@ -230,19 +234,25 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
+      progress.start();
       response = await conn.client.request("attempt/run", run, {
         timeoutMs: deadline,
       });
     } catch (error) {
       settled = true;
       // A stuck attempt must not keep running in the bridge after we give up on it.
-      if (error instanceof RpcTimeoutError) cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
+      if (error instanceof RpcTimeoutError) {
+        progress.timedOut(`clawbridge ${harnessId} gave no result within the attempt's budget`);
+        cancelUntilSeen(conn, attemptId, "no result in time", () => false, logger);
+      }
       const failure = toAttemptError(runtime, harnessId, attemptId, error);
+      await progress.finish({ kind: "failed", message: error?.message ?? String(error) });
       await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), `the turn ended without a result (${failure.message})`);
       throw failure;
     } finally {
       settled = true;
     }
+    await progress.finish(response?.terminal);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true) {
@@ -409,84 +419,35 @@ async function reset(runtime, params) {
   }
 }
 
-/** Streams one bridge event to OpenClaw's progress callbacks; a failing callback is only logged. */
-function forwardEvent(attempt, note) {
+/**
+ * One bridge event of the attempt: the facts the result is built from (facts.js), native retries
+ * (counted and logged here, shown live as an `error` agent event), then OpenClaw's streaming and
+ * lifecycle callbacks (progress.js).
+ */
+function onBridgeEvent(attempt, note) {
   const event = note?.event;
-  if (!event || typeof event.type !== "string") return;
-  if (attempt.facts) observeEvent(attempt.facts, event, attempt.logger);
-  const p = attempt.params;
-  const call = (fn, payload) => {
-    try {
-      const out = fn?.(payload);
-      if (out && typeof out.catch === "function") out.catch(() => {});
-    } catch (error) {
-      attempt.logger.debug?.(`clawbridge: a progress callback failed: ${error?.message ?? error}`);
-    }
-  };
-  switch (event.type) {
-    case "assistantDelta":
-      if (typeof event.delta === "string") {
-        attempt.partialText += event.delta;
-        call(p.onPartialReply, { text: attempt.partialText, delta: event.delta });
-      }
-      call(p.onAgentEvent, { stream: "assistant", data: { delta: event.delta, itemId: event.itemId } });
-      break;
-    case "assistantFinal":
-      attempt.partialText = "";
-      call(p.onAgentEvent, { stream: "assistant", data: { text: event.text, itemId: event.itemId } });
-      break;
-    case "reasoningDelta":
-    case "reasoningFinal":
-      call(p.onAgentEvent, { stream: "thinking", data: { ...event } });
-      break;
-    case "plan":
-      call(p.onAgentEvent, { stream: "plan", data: { ...event } });
-      break;
-    case "toolStarted":
-      call(p.onAgentEvent, {
-        stream: "tool",
-        data: { phase: "start", name: event.toolName, toolCallId: event.callId, args: event.arguments },
-      });
-      break;
-    case "toolFinished":
-      call(p.onAgentEvent, {
-        stream: "tool",
-        data: {
-          phase: "result",
-          name: event.call?.toolName,
-          toolCallId: event.call?.callId,
-          isError: event.outcome?.kind !== "success",
-        },
-      });
-      break;
-    case "usage":
-      // With reportOutputTokens the host publishes the usage event itself (never a second one).
-      if (typeof p.hostCapabilities?.reportOutputTokens !== "function") {
-        call(p.onAgentEvent, { stream: "usage", data: { ...event } });
-      }
-      break;
-    case "turnStarted":
-      call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "start", turnId: event.turnId } });
-      break;
-    case "modelRetry":
-      attempt.modelRetries = (attempt.modelRetries ?? 0) + 1;
-      // The native runtime retries a failed model request itself; the host sees why the turn waits,
-      // live (onAgentEvent) and in its log.
-      attempt.logger.info?.(
-        `clawbridge: attempt ${attempt.attemptId}: the model request failed and is retried` +
-          `${event.attempt ? ` (retry ${event.attempt})` : ""}: ${event.message}`,
-      );
-      call(p.onAgentEvent, {
-        stream: "error",
-        data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },
-      });
-      break;
-    case "turnTerminal":
-      call(p.onAgentEvent, { stream: "lifecycle", data: { phase: "end", status: event.kind, message: event.message } });
-      break;
-    default:
-      // toolOutputDelta and types this plugin does not know: nothing to forward.
-      break;
+  if (event && typeof event.type === "string") {
+    observeEvent(attempt.facts, event, attempt.logger);
+    if (event.type === "modelRetry") noteModelRetry(attempt, event);
+  }
+  attempt.progress.onEvent(note);
+}
+
+/** The native runtime retries a failed model request itself; the host sees why the turn waits. */
+function noteModelRetry(attempt, event) {
+  attempt.modelRetries = (attempt.modelRetries ?? 0) + 1;
+  attempt.logger.info?.(
+    `clawbridge: attempt ${attempt.attemptId}: the model request failed and is retried` +
+      `${event.attempt ? ` (retry ${event.attempt})` : ""}: ${event.message}`,
+  );
+  try {
+    const out = attempt.params.onAgentEvent?.({
+      stream: "error",
+      data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },
+    });
+    if (out && typeof out.catch === "function") out.catch(() => {});
+  } catch (error) {
+    attempt.logger.debug?.(`clawbridge: a progress callback failed: ${error?.message ?? error}`);
   }
 }
 

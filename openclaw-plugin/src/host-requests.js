@@ -27,6 +27,7 @@ export async function executeTool(attempt, params) {
     if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
     const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
     attempt.hostToolRuns?.add({ toolName: tool.name, args, result: output, isError: false });
+    attempt.progress?.noteHostToolResult(params.callId, output);
     const images = toolImages(output);
     return { text: cap(toolText(output, images.length > 0)), isError: false, ...(images.length > 0 ? { images } : {}) };
   } catch (error) {

@@ -12,7 +12,9 @@ import { createHarness, createRuntime } from "./harness.js";
  *   `appendTranscriptMessage` (`appendSessionTranscriptMessageByIdentity`), `PreflightError`
  *   (`AgentHarnessPreflightError`), `loadPromptImages` (`detectAndLoadAgentHarnessPromptImages`),
  *   `setActiveEmbeddedRun` / `clearActiveEmbeddedRun` (active-run injection), `askGatewayQuestion`
- *   (`runAgentHarnessGatewayQuestion`), and for tests `protocolVersion` and `tap`.
+ *   (`runAgentHarnessGatewayQuestion`), `progressSdk` (the helpers `progress.js` uses: the block
+ *   reply chunker, tool meta/summary/activity projections, sanitizers, the agent event bus), and
+ *   for tests `protocolVersion` and `tap`.
  */
 export function createPlugin(deps = {}) {
   let runtime = null;
@@ -40,6 +42,7 @@ export function createPlugin(deps = {}) {
           setActiveEmbeddedRun: deps.setActiveEmbeddedRun,
           clearActiveEmbeddedRun: deps.clearActiveEmbeddedRun,
           askGatewayQuestion: deps.askGatewayQuestion,
+          progressSdk: deps.progressSdk,
           protocolVersion: deps.protocolVersion,
           tap: deps.tap,
         });

@@ -20,11 +20,13 @@ const sdk = {
       "extractMessagingToolSendResult", "extractToolResultMediaArtifact", "filterToolResultMediaUrls",
       "inferToolMetaFromArgs", "isDeliveredMessagingToolResult", "isMessagingTool", "isMessagingToolSendAction",
       "readEmbeddedMessageDeliveryFact", "runAgentEndSideEffects", "runAgentHarnessBeforeMessageWriteHook",
+      "emitAgentEvent", "formatToolAggregate", "projectAgentToolActivity", "sanitizeToolArgs", "sanitizeToolResult",
     ].map((name) => `export function ${name}() {}`),
     "export async function detectAndLoadAgentHarnessPromptImages() { return { images: [] }; }",
     "export function setActiveEmbeddedRun() {} export function clearActiveEmbeddedRun() {}",
     "export async function runAgentHarnessGatewayQuestion() { return { status: 'cancelled' }; }",
   ].join("\n"),
+  "openclaw/plugin-sdk/agent-runtime": "export class EmbeddedBlockChunker {}",
 };
 
 registerHooks({
@@ -59,6 +61,11 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.equal(plugin.runtime.options.setActiveEmbeddedRun.name, "setActiveEmbeddedRun");
   assert.equal(plugin.runtime.options.clearActiveEmbeddedRun.name, "clearActiveEmbeddedRun");
   assert.equal(plugin.runtime.options.askGatewayQuestion.name, "runAgentHarnessGatewayQuestion", "the SDK's question helper is wired");
+  const progressSdk = plugin.runtime.options.progressSdk;
+  assert.equal(progressSdk.EmbeddedBlockChunker.name, "EmbeddedBlockChunker", "the SDK's block reply chunker is wired");
+  for (const name of ["emitAgentEvent", "formatToolAggregate", "inferToolMetaFromArgs", "projectAgentToolActivity", "sanitizeToolArgs", "sanitizeToolResult"]) {
+    assert.equal(progressSdk[name].name, name, `the SDK's ${name} is wired`);
+  }
 });
 
 test("the manifest and package.json agree with the code", async () => {

@@ -212,7 +212,10 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             if let Event::TurnStarted { turn_id } = event {
                 job.steer.turn_started(turn_id);
             }
-            pipeline.push(event);
+            match budget_terminal(event, timed_out, params.timeout_ms) {
+                Some(timeout) => pipeline.push(&timeout),
+                None => pipeline.push(event),
+            }
         };
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
@@ -300,19 +303,38 @@ fn outcome(
     mirrored: Mirrored,
     native: Option<String>,
 ) -> AttemptOutcome {
-    // The budget cancels the turn: whatever did not complete after that cancel ran out of budget.
-    let stopped_for_budget = result.terminal.kind == TerminalKind::Aborted
-        || (result.terminal.kind != TerminalKind::Ok && result.terminal.cause == Some(TerminalCause::Cancelled));
-    if timed_out.load(Ordering::Relaxed) && stopped_for_budget {
-        let ms = job.params.timeout_ms.unwrap_or_default();
-        result.terminal = TurnTerminal {
-            kind: TerminalKind::Timeout,
-            message: Some(format!("the attempt's budget of {ms} ms ran out")),
-            cause: Some(TerminalCause::RunBudget),
-        };
+    if timed_out.load(Ordering::Relaxed) && stopped_for_budget(&result.terminal) {
+        result.terminal = budget_timeout(job.params.timeout_ms);
     }
     let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
     AttemptOutcome { response, native_id: native }
+}
+
+/// The terminal of a turn the attempt's budget cut short.
+fn budget_timeout(timeout_ms: Option<u64>) -> TurnTerminal {
+    let ms = timeout_ms.unwrap_or_default();
+    TurnTerminal {
+        kind: TerminalKind::Timeout,
+        message: Some(format!("the attempt's budget of {ms} ms ran out")),
+        cause: Some(TerminalCause::RunBudget),
+    }
+}
+
+/// The budget cancels the turn: whatever did not complete after that cancel ran out of budget.
+fn stopped_for_budget(terminal: &TurnTerminal) -> bool {
+    terminal.kind == TerminalKind::Aborted
+        || (terminal.kind != TerminalKind::Ok && terminal.cause == Some(TerminalCause::Cancelled))
+}
+
+/// The streamed `turnTerminal` of a turn the budget cancelled says `timeout`, as the result will:
+/// the host learns that its deadline fired when it happens, not only from the result.
+fn budget_terminal(event: &Event, timed_out: &AtomicBool, timeout_ms: Option<u64>) -> Option<Event> {
+    match event {
+        Event::TurnTerminal(terminal) if timed_out.load(Ordering::Relaxed) && stopped_for_budget(terminal) => {
+            Some(Event::TurnTerminal(budget_timeout(timeout_ms)))
+        }
+        _ => None,
+    }
 }
 
 /// Streams each event to the host as `attempt/event`, numbered.

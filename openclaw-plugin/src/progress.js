@@ -1,0 +1,291 @@
+// One attempt's streaming and lifecycle callbacks: the bridge's `attempt/event` notifications, in
+// order, become the calls OpenClaw's own embedded runner makes for the same moments (partial and
+// block replies, reasoning, tool summaries and output, item/tool/command/plan/lifecycle agent
+// events, execution phases, deadlines, timeout and abort). docs/peers/openclaw.md#streaming-and-lifecycle-callbacks
+// lists each callback, its payload and when the runner calls it; this module follows that page.
+//
+// Callbacks are best effort: one that throws or rejects is logged and never fails the attempt.
+// Only the calls the runner itself awaits are awaited (block replies before a tool starts, the
+// message-end and terminal flushes, the tool stream boundary), so a slow channel delays what it
+// must and nothing else. Every callback runs in the async context of the attempt that created
+// this object, not in that of whichever attempt's bridge connection delivered the event.
+//
+// This module keeps the order, the lifecycle, deadlines and delivery; the text side (replies,
+// reasoning) is progress-reply.js, the tool side progress-tools.js, the SDK stand-ins
+// progress-sdk.js.
+
+import { AsyncResource } from "node:async_hooks";
+
+import { ReplyProgress } from "./progress-reply.js";
+import { progressHelpers } from "./progress-sdk.js";
+import { ToolProgress } from "./progress-tools.js";
+
+export { progressHelpers };
+
+/** Events waiting behind a slow awaited callback; deltas merge first, then further deltas drop. */
+const MAX_QUEUED_EVENTS = 4096;
+/** The most text one merged delta may hold while waiting (the bridge's own bound). */
+const MAX_QUEUED_DELTA_CHARS = 1024 * 1024;
+/** A budget at or above this is "no deadline" for OpenClaw's lane (the runner's threshold). */
+const UNLIMITED_TIMEOUT_MS = 2_147_000_000;
+
+const DELTA_TYPES = new Set(["assistantDelta", "reasoningDelta", "toolOutputDelta"]);
+/** Events whose loss a later one repairs (a final, the next plan), so a full queue drops them. */
+const DROPPABLE_TYPES = new Set([...DELTA_TYPES, "plan"]);
+/**
+ * The events with a callback. `usage`: the host publishes usage itself (from reportOutputTokens),
+ * a second event would double it. `turnTerminal`: the lifecycle ends with the result (`finish`).
+ */
+const HANDLED_TYPES = new Set([
+  ...DELTA_TYPES,
+  "turnStarted",
+  "assistantFinal",
+  "reasoningFinal",
+  "plan",
+  "toolStarted",
+  "toolFinished",
+]);
+
+/** OpenClaw's plan step statuses for the bridge's. */
+const PLAN_STATUS = { pending: "pending", inProgress: "in_progress", completed: "completed" };
+
+export class AttemptProgress {
+  /**
+   * @param {object} options
+   * @param {object} options.params the attempt params (the callbacks live there)
+   * @param {string} options.harnessId
+   * @param {object} [options.logger]
+   * @param {object} [options.sdk] SDK helpers (`progressHelpers`)
+   * @param {() => number} [options.now] tests only
+   */
+  constructor({ params, harnessId, logger, sdk, now }) {
+    this.params = params ?? {};
+    this.harnessId = harnessId;
+    this.logger = logger ?? console;
+    this.sdk = progressHelpers(sdk);
+    this.now = now ?? Date.now;
+    this.scope = new AsyncResource("clawbridge.AttemptProgress");
+
+    this.reply = new ReplyProgress(this);
+    this.tools = new ToolProgress(this, this.reply);
+    this.queue = [];
+    this.draining = null;
+    this.lastSeq = -1;
+    this.lifecycleStarted = false;
+    this.finished = false;
+    this.timeoutSignalled = false;
+    this.abortSignalled = false;
+  }
+
+  /** The attempt was handed to the bridge: its budget is the lane's authoritative deadline. */
+  start() {
+    const timeoutMs = this.params.timeoutMs;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return;
+    // The bridge enforces exactly this budget from now and does not pause it while a person is
+    // asked, so a fixed deadline is the truthful one (the runner pauses its own budget instead).
+    const deadline =
+      timeoutMs >= UNLIMITED_TIMEOUT_MS ? { kind: "unlimited" } : { kind: "bounded", deadlineAtMs: this.now() + timeoutMs };
+    this.call("attempt deadline", () => this.params.onAttemptDeadlineChanged?.(deadline));
+    this.call("attempt timeout armed", () => this.params.onAttemptTimeoutArmed?.());
+  }
+
+  /** One `attempt/event` notification's params; events are handled strictly in `seq` order. */
+  onEvent(note) {
+    const event = note?.event;
+    if (this.finished || !event || typeof event.type !== "string") return;
+    if (Number.isInteger(note.seq)) {
+      if (note.seq <= this.lastSeq) return;
+      this.lastSeq = note.seq;
+    }
+    if (event.type === "turnTerminal" && event.kind === "timeout") this.timedOut(event.message);
+    if (HANDLED_TYPES.has(event.type)) this.enqueue(event);
+  }
+
+  /** The attempt is being cancelled explicitly (the host's abort, or the run handle's). */
+  aborted() {
+    if (this.abortSignalled) return;
+    this.abortSignalled = true;
+    this.call("attempt abort", () => this.params.onAttemptAbort?.());
+  }
+
+  /** A deadline fired: the bridge's budget or idle watchdog, or the plugin's wait for the result. */
+  timedOut(message) {
+    if (this.timeoutSignalled) return;
+    this.timeoutSignalled = true;
+    const reason = new Error(message || "the attempt timed out");
+    reason.name = "TimeoutError";
+    this.call("attempt timeout", () => this.params.onAttemptTimeout?.(reason));
+  }
+
+  /**
+   * The attempt ended with `terminal` (the `attempt/run` result's, or a stand-in when it failed
+   * without one): handle every queued event, deliver what is buffered, close the lifecycle.
+   */
+  async finish(terminal) {
+    if (this.finished) return;
+    await this.idle();
+    this.finished = true;
+    if (terminal?.kind === "timeout") this.timedOut(terminal.message);
+    this.reply.endReasoning();
+    await this.reply.flushBlockReplies();
+    await this.awaitCall("block reply flush", () => this.params.onBlockReplyFlush?.({ reason: "terminal" }));
+    if (!this.lifecycleStarted) return;
+    const failed = terminal?.kind === "failed" || !terminal;
+    const data = {
+      phase: this.params.deferTerminalLifecycle || this.params.deferTerminalLifecycleEnd ? "finishing" : failed ? "error" : "end",
+      ...(failed ? { error: terminal?.message || "the attempt failed" } : {}),
+      ...(terminal?.kind === "timeout" ? { timeoutPhase: "prompt" } : {}),
+      aborted: terminal?.kind === "aborted" || terminal?.kind === "timeout",
+    };
+    this.publish("lifecycle", data, { global: { ...data, endedAt: this.now() } });
+  }
+
+  // --- the queue -------------------------------------------------------------------------------
+
+  enqueue(event) {
+    const last = this.queue.at(-1);
+    if (last && DELTA_TYPES.has(event.type) && mergeable(last, event)) {
+      if (last.delta.length + event.delta.length <= MAX_QUEUED_DELTA_CHARS) last.delta += event.delta;
+      return;
+    }
+    if (this.queue.length >= MAX_QUEUED_EVENTS && DROPPABLE_TYPES.has(event.type)) return;
+    this.queue.push(DELTA_TYPES.has(event.type) ? { ...event } : event);
+    if (!this.draining) this.draining = this.scope.runInAsyncScope(() => this.drain());
+  }
+
+  async drain() {
+    try {
+      while (this.queue.length > 0) {
+        const event = this.queue.shift();
+        try {
+          await this.handle(event);
+        } catch (error) {
+          this.logger.warn?.(`clawbridge: progress for a ${event.type} event failed: ${error?.message ?? error}`);
+        }
+      }
+    } finally {
+      this.draining = null;
+    }
+  }
+
+  async idle() {
+    while (this.draining) await this.draining;
+  }
+
+  async handle(event) {
+    switch (event.type) {
+      case "turnStarted":
+        return this.turnStarted(event);
+      case "assistantDelta":
+        return this.reply.assistantDelta(event);
+      case "assistantFinal":
+        return this.reply.assistantFinal(event);
+      case "reasoningDelta":
+        return this.reply.reasoningDelta(event);
+      case "reasoningFinal":
+        return this.reply.reasoningFinal(event);
+      case "plan":
+        return this.plan(event);
+      case "toolStarted":
+        return this.tools.toolStarted(event);
+      case "toolOutputDelta":
+        return this.tools.toolOutputDelta(event);
+      case "toolFinished":
+        return this.tools.toolFinished(event);
+      default:
+        return undefined;
+    }
+  }
+
+  // --- lifecycle -------------------------------------------------------------------------------
+
+  turnStarted() {
+    if (this.lifecycleStarted) return;
+    this.lifecycleStarted = true;
+    this.phase("turn_accepted");
+    this.publish("lifecycle", { phase: "start", startedAt: this.now() });
+  }
+
+  phase(phase, extra = {}) {
+    const info = { phase, provider: this.params.provider, model: this.params.modelId, backend: this.harnessId, ...extra };
+    this.call("execution phase", () => this.params.onExecutionPhase?.(info));
+  }
+
+  // --- plan ------------------------------------------------------------------------------------
+
+  plan(event) {
+    const steps = (Array.isArray(event.steps) ? event.steps : [])
+      .filter((s) => typeof s?.step === "string" && s.step.trim())
+      .map((s) => ({ step: s.step.trim(), status: PLAN_STATUS[s.status] ?? "pending" }));
+    const data = {
+      phase: "update",
+      title: "Plan updated",
+      source: this.harnessId,
+      ...(typeof event.explanation === "string" && event.explanation ? { explanation: event.explanation } : {}),
+      steps,
+    };
+    this.publish("plan", data);
+  }
+
+  /** What an OpenClaw tool returned for host tool call `callId` (see ToolProgress). */
+  noteHostToolResult(callId, result) {
+    this.tools.noteHostToolResult(callId, result);
+  }
+
+  // --- delivery helpers ------------------------------------------------------------------------
+
+  /**
+   * An agent event to `onAgentEvent` and to OpenClaw's agent event bus (the gateway's chat stream
+   * and the OpenAI-compatible endpoint read the bus). `options.global` replaces the bus's data
+   * (`false`: bus not told); `options.callback: false` keeps it off `onAgentEvent`.
+   */
+  publish(stream, data, options = {}) {
+    const globalData = options.global === undefined ? data : options.global;
+    if (globalData !== false) {
+      const p = this.params;
+      const event = {
+        runId: p.runId,
+        ...(p.lifecycleGeneration ? { lifecycleGeneration: p.lifecycleGeneration } : {}),
+        ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
+        stream,
+        data: globalData,
+      };
+      if (typeof p.runId === "string" && p.runId) this.call(`${stream} agent event (bus)`, () => this.sdk.emitAgentEvent(event));
+    }
+    if (options.callback !== false) this.call(`${stream} agent event`, () => this.params.onAgentEvent?.({ stream, data }));
+  }
+
+  /** Calls `fn` best effort: a throw or rejection is logged; `settled` runs after either way. */
+  call(label, fn, settled) {
+    const task = this.callAsync(label, fn);
+    if (!settled) return;
+    if (task) void task.then(settled);
+    else settled();
+  }
+
+  /** Like `call`, returning the settled promise when `fn` returned one (never rejects). */
+  callAsync(label, fn) {
+    try {
+      const out = this.scope.runInAsyncScope(fn);
+      if (out && typeof out.then === "function") {
+        return Promise.resolve(out).then(
+          () => {},
+          (error) => this.logger.warn?.(`clawbridge: ${label} callback failed: ${error?.message ?? error}`),
+        );
+      }
+    } catch (error) {
+      this.logger.warn?.(`clawbridge: ${label} callback failed: ${error?.message ?? error}`);
+    }
+    return undefined;
+  }
+
+  /** `call`, awaited: for the moments the runner itself waits for the callback. */
+  async awaitCall(label, fn) {
+    await this.callAsync(label, fn);
+  }
+}
+
+function mergeable(last, event) {
+  if (last.type !== event.type || typeof last.delta !== "string" || typeof event.delta !== "string") return false;
+  return event.type === "toolOutputDelta" ? last.callId === event.callId : last.itemId === event.itemId;
+}
