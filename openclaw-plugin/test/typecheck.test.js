@@ -1,6 +1,7 @@
-// The type check bites: the plugin as it is passes tsc against the pinned SDK's declarations, and a
-// result with the shape the plugin once sent (`failure` as a string, an idle timeout labelled
-// `run_budget` with no failure object) fails it. Needs TypeScript from .peers/ (install-peers.sh).
+// The type check bites: the plugin as it is passes tsc against the pinned SDK's declarations (its
+// result, terminal and harness object: src/contract.js), and the shapes the plugin once sent
+// (`failure` as a string) or could send (an unknown failure source, a harness without runAttempt)
+// fail it. Needs TypeScript from .peers/ (install-peers.sh).
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -36,6 +37,8 @@ test("a result of the wrong shape fails the type check", { skip }, () => {
         'export const aborted = { kind: "aborted", source: "runtime", failure: "stop" };',
         '/** @type {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult["terminal"]} */',
         'export const failed = { kind: "failed", source: "backend", error: "crashed" };',
+        '/** @type {import("openclaw/plugin-sdk/agent-harness-runtime").AgentHarnessV2} */',
+        'export const harness = { id: "h", label: "H", supports: () => ({ supported: true }) };',
         "",
       ].join("\n"),
     );
@@ -47,6 +50,7 @@ test("a result of the wrong shape fails the type check", { skip }, () => {
     assert.notEqual(status, 0, "tsc accepted a wrong shape");
     assert.match(output, /wrong\.js\(3,\d+\): error TS2322: Type 'string' is not assignable to type 'AgentRunAttemptFailure'/);
     assert.match(output, /wrong\.js\(5,\d+\): error TS2322: Type '"backend"' is not assignable/);
+    assert.match(output, /wrong\.js\(7,\d+\): error TS2322:[^\n]*AgentHarnessV2'\.\n\s*Property 'runAttempt' is missing/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -221,6 +221,11 @@ pub struct TurnMapper {
     continuations: usize,
     /// Usage of the `result`s already absorbed as continuations, added to the last one.
     usage_so_far: Usage,
+    /// Usage of the model calls of this turn that already ended (streamed `message_start` /
+    /// `message_delta`), so each call's end is one `Usage` with the turn's running total.
+    usage_done: Usage,
+    /// The model call streaming now: its message id and its usage so far.
+    usage_current: Option<(String, ApiUsage)>,
 }
 
 impl TurnMapper {
@@ -249,6 +254,8 @@ impl TurnMapper {
             model: None,
             continuations: 0,
             usage_so_far: Usage::default(),
+            usage_done: Usage::default(),
+            usage_current: None,
         }
     }
 
@@ -475,6 +482,15 @@ impl TurnMapper {
         }
         if let StreamEvent::MessageStart(start) = &message.event {
             self.stream_message = start.message.id.clone().or_else(|| message.api_message_id.clone());
+            if let Some(id) = self.stream_message.clone() {
+                self.start_call_usage(id, start.message.usage.clone().unwrap_or_default());
+            }
+            return;
+        }
+        if let StreamEvent::MessageDelta(delta) = &message.event {
+            if let Some(usage) = &delta.usage {
+                self.end_call_usage(usage, out);
+            }
             return;
         }
         let Some(message_id) = message.api_message_id.clone().or_else(|| self.stream_message.clone()) else { return };
@@ -529,6 +545,37 @@ impl TurnMapper {
             }
             _ => {}
         }
+    }
+
+    /// A model call starts streaming: the one before it (if any) counts as done.
+    fn start_call_usage(&mut self, message_id: String, usage: ApiUsage) {
+        if let Some((previous, done)) = self.usage_current.take() {
+            if previous != message_id {
+                self.usage_done = add_usage(&self.usage_done, &normalized_usage(&done));
+            }
+        }
+        self.usage_current = Some((message_id, usage));
+    }
+
+    /// A model call's `message_delta` with its usage (Anthropic's counts are cumulative per call):
+    /// one `Usage` with the turn's total so far, so a host sees each model response once. The
+    /// `result`'s usage stays the authoritative total.
+    fn end_call_usage(&mut self, delta: &ApiUsage, out: &mut Vec<Event>) {
+        let Some((_, current)) = self.usage_current.as_mut() else { return };
+        let merge = |field: &mut Option<u64>, value: Option<u64>| {
+            if value.is_some() {
+                *field = value;
+            }
+        };
+        merge(&mut current.input_tokens, delta.input_tokens);
+        merge(&mut current.output_tokens, delta.output_tokens);
+        merge(&mut current.cache_creation_input_tokens, delta.cache_creation_input_tokens);
+        merge(&mut current.cache_read_input_tokens, delta.cache_read_input_tokens);
+        if delta.output_tokens_details.is_some() {
+            current.output_tokens_details.clone_from(&delta.output_tokens_details);
+        }
+        let total = add_usage(&self.usage_done, &normalized_usage(current));
+        self.push(out, Event::Usage(total));
     }
 
     /// The streamed block `item_id`, created as `kind` when a delta arrives without its start.
@@ -674,7 +721,7 @@ impl TurnMapper {
             self.continuations -= 1;
             self.finalize_streamed(out);
             if let Some(usage) = &result.usage {
-                self.usage_so_far = add_usage(self.usage_so_far, normalized_usage(usage));
+                self.usage_so_far = add_usage(&self.usage_so_far, &normalized_usage(usage));
                 self.push(out, Event::Usage(self.usage_so_far));
             }
             return;
@@ -705,7 +752,7 @@ impl TurnMapper {
         let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
         if let Some(usage) = &result.usage {
-            self.push(out, Event::Usage(add_usage(self.usage_so_far, normalized_usage(usage))));
+            self.push(out, Event::Usage(add_usage(&self.usage_so_far, &normalized_usage(usage))));
         }
         self.terminate(kind, message, out);
     }
@@ -764,8 +811,8 @@ pub(crate) fn result_images(content: &Value) -> Vec<ToolImage> {
         .collect()
 }
 
-/// Two parts' usage together.
-fn add_usage(a: Usage, b: Usage) -> Usage {
+/// `a + b`, field by field.
+fn add_usage(a: &Usage, b: &Usage) -> Usage {
     Usage {
         input_tokens: a.input_tokens.saturating_add(b.input_tokens),
         output_tokens: a.output_tokens.saturating_add(b.output_tokens),

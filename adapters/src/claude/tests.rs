@@ -767,3 +767,42 @@ fn a_tool_result_s_images_are_read_in_both_shapes() {
     assert_eq!(pairs, [("image/png", "AAAA"), ("image/jpeg", "BBBB")]);
     assert!(super::mapping::result_images(&serde_json::json!("text only")).is_empty());
 }
+
+#[test]
+fn each_streamed_model_call_reports_the_turns_usage_so_far_and_the_result_has_the_last_word() {
+    let call = |id: &str, event: Value| {
+        line(json!({"type": "stream_event", "api_message_id": id, "event": event, "parent_tool_use_id": null}))
+    };
+    let start = |id: &str, input: u64| {
+        call(
+            id,
+            json!({"type": "message_start", "message": {"id": id, "role": "assistant", "content": [],
+            "usage": {"input_tokens": input, "cache_read_input_tokens": 10, "output_tokens": 1}}}),
+        )
+    };
+    let delta = |id: &str, output: u64| {
+        call(
+            id,
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": output}}),
+        )
+    };
+    let (_, events) = run(&[
+        init(),
+        start("msg_1", 100),
+        delta("msg_1", 12),
+        start("msg_2", 150),
+        delta("msg_2", 8),
+        result("success", false, json!({})),
+    ]);
+    let usages: Vec<Usage> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Usage(u) => Some(*u),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usages.len(), 3, "one per model call, then the result's: {events:#?}");
+    assert_eq!((usages[0].input_tokens, usages[0].output_tokens, usages[0].cached_input_tokens), (110, 12, 10));
+    assert_eq!((usages[1].input_tokens, usages[1].output_tokens, usages[1].cached_input_tokens), (270, 20, 20));
+    assert_eq!(usages[2].output_tokens, 20, "the result's own total (this fixture's) comes last");
+}
