@@ -156,11 +156,11 @@ export function createHarness(runtime, id) {
     pluginId: "clawbridge",
     autoSelection: { providerIds: [...providerIds] },
     // Static, per harness: a harness that only sometimes owns auth must not declare it.
-    ...(authMode === "harness" ? { authBootstrap: "harness" } : {}),
+    ...(authMode === "harness" ? { authBootstrap: /** @type {"harness"} */ ("harness") } : {}),
     // The native agent runs on the gateway host (its own sandbox is not OpenClaw's): OpenClaw must
     // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
     // The demo only replays a recording and runs nothing.
-    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: "host-only" }),
+    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: /** @type {"host-only"} */ ("host-only") }),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) =>
       runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>

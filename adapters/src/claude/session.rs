@@ -52,8 +52,8 @@ use tokio_util::sync::CancellationToken;
 use super::config::ClaudeConfig;
 use super::handler::{ClaudeControlHandler, ControlNote};
 use super::mapping::TurnMapper;
-use super::steering::SteerGate;
 use super::questions::{self, SharedAsker};
+use super::steering::SteerGate;
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
