@@ -264,6 +264,20 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
     }
     // The binding is on disk while the turn still runs: that is what survives the kill.
     let bound = bound_session(&run);
+    if let Peer::Claude = peer {
+        // Claude Code can resume only a session it has written down; it writes its session file
+        // shortly after the request goes out. Killed before that, the next turn rightly starts
+        // afresh (and says why), which is not what this test is about.
+        let file = sandbox
+            .home()
+            .join(".claude/projects")
+            .join(clawbridge_fixtures::peers::path_slug(&sandbox.work()))
+            .join(format!("{bound}.jsonl"));
+        while !std::fs::read_to_string(&file).is_ok_and(|text| text.contains(STALL_PROMPT)) {
+            assert!(std::time::Instant::now() < deadline, "Claude Code never wrote {}", file.display());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     let bridges = bridge_processes(&run);
     assert_eq!(bridges.len(), 1, "one bridge runs the turn: {bridges:?}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(bridges[0]), nix::sys::signal::Signal::SIGKILL).unwrap();
