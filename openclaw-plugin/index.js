@@ -3,6 +3,7 @@
 
 import {
   AgentHarnessPreflightError,
+  buildEmbeddedAttemptToolRunContext,
   buildEmbeddedForegroundPromptContext,
   classifyAgentHarnessTerminalOutcome,
   emitAgentEvent,
@@ -45,6 +46,7 @@ export default createPlugin({
     inferToolMetaFromArgs,
     runAgentEndSideEffects,
     buildEmbeddedForegroundPromptContext,
+    buildEmbeddedAttemptToolRunContext,
     isMessagingTool,
     isMessagingToolSendAction,
     readEmbeddedMessageDeliveryFact,

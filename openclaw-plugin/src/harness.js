@@ -13,6 +13,7 @@ import { AttemptFacts, observeEvent } from "./facts.js";
 import { promptImages } from "./inputs.js";
 import { routeAuth } from "./route-auth.js";
 import { registerActiveRun } from "./steering.js";
+import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
 
@@ -182,6 +183,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   const facts = new AttemptFacts(params.hostCapabilities);
   const progress = new AttemptProgress({ params, harnessId, logger, sdk: runtime.options.progressSdk });
   const attempt = {
+    harnessId,
     facts,
     hostToolRuns: facts.hostToolRuns,
     attemptId,
@@ -192,6 +194,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     mirrored: [],
     lastToolError: undefined,
     progress,
+    // What the attempt's tools registered to release when it ends (tool-surface.js).
+    cleanups: new RunCleanups(),
     onEvent: (note) => onBridgeEvent(attempt, note),
     // This attempt's async context: its host requests and events run in it (people.js).
     inContext: captureContext(),
@@ -281,6 +285,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     abort.abort();
     attempts.delete(attemptId);
     supervisor.release();
+    await attempt.cleanups.run("the attempt ended", logger);
   }
 }
 
@@ -292,17 +297,13 @@ function bindTools(runtime, attempt, params) {
   let tools;
   try {
     tools = host.createToolSurface(
-      {
-        workspaceDir: params.workspaceDir,
-        agentDir: params.agentDir,
-        config: params.config,
-        sessionKey: params.sessionKey,
-        sessionId: params.sessionId,
-        agentId: params.agentId,
-        modelProvider: params.provider,
-        modelId: params.modelId,
-        ...questionPromptOption(params),
-      },
+      toolSurfaceOptions(params, {
+        buildRunContext: runtime.options.sdk?.buildEmbeddedAttemptToolRunContext,
+        signal: attempt.signal,
+        registerRunCleanup: (cleanup) => attempt.cleanups.register(cleanup),
+        extra: questionPromptOption(params),
+        logger: runtime.logger,
+      }),
       { cwd: params.cwd ?? params.workspaceDir },
     );
   } catch (error) {
@@ -440,15 +441,21 @@ function noteModelRetry(attempt, event) {
     `clawbridge: attempt ${attempt.attemptId}: the model request failed and is retried` +
       `${event.attempt ? ` (retry ${event.attempt})` : ""}: ${event.message}`,
   );
-  try {
-    const out = attempt.params.onAgentEvent?.({
-      stream: "error",
-      data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },
-    });
-    if (out && typeof out.catch === "function") out.catch(() => {});
-  } catch (error) {
-    attempt.logger.debug?.(`clawbridge: a progress callback failed: ${error?.message ?? error}`);
-  }
+  const p = attempt.params;
+  const call = (fn, payload) => {
+    try {
+      const out = fn?.(payload);
+      if (out && typeof out.catch === "function") out.catch(() => {});
+    } catch (error) {
+      attempt.logger.debug?.(`clawbridge: a progress callback failed: ${error?.message ?? error}`);
+    }
+  };
+  call(p.onAgentEvent, {
+    stream: "error",
+    data: { reason: "model_retry", willRetry: true, message: event.message, attempt: event.attempt },
+  });
+  // The run is alive while the native side waits to retry: the lane must not read it as idle.
+  call(p.onRunProgress, { reason: "model_retry", provider: p.provider, model: p.modelId, backend: attempt.harnessId });
 }
 
 function abortReason(signal) {

@@ -341,8 +341,15 @@ test("with a Codex backend: native retries reach onAgentEvent as they happen, an
   const { params } = attemptParams();
   const events = [];
   params.onAgentEvent = (event) => events.push(event);
+  const progress = [];
+  params.onRunProgress = (info) => progress.push(info);
   const result = await env.harness(CODEX).runAttempt(params);
   assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  assert.deepEqual(
+    progress.map((p) => [p.reason, p.backend]),
+    [["model_retry", CODEX], ["model_retry", CODEX]],
+    "each native retry keeps the run's lane alive",
+  );
   const retries = events.filter((e) => e.stream === "error");
   assert.deepEqual(
     retries.map((e) => [e.data.reason, e.data.willRetry, e.data.attempt]),

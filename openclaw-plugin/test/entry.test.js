@@ -16,7 +16,7 @@ const sdk = {
   "openclaw/plugin-sdk/agent-harness-runtime": [
     "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",
     ...[
-      "buildEmbeddedForegroundPromptContext", "classifyAgentHarnessTerminalOutcome", "extractMessagingToolSend",
+      "buildEmbeddedAttemptToolRunContext", "buildEmbeddedForegroundPromptContext", "classifyAgentHarnessTerminalOutcome", "extractMessagingToolSend",
       "extractMessagingToolSendResult", "extractToolResultMediaArtifact", "filterToolResultMediaUrls",
       "inferToolMetaFromArgs", "isDeliveredMessagingToolResult", "isMessagingTool", "isMessagingToolSendAction",
       "readEmbeddedMessageDeliveryFact", "runAgentEndSideEffects", "runAgentHarnessBeforeMessageWriteHook",
@@ -53,7 +53,7 @@ test("index.js default-exports the plugin object and registers the configured ha
   assert.deepEqual(registered.map((h) => [h.id, h.label, h.pluginId]), [["clawbridge-codex", "Codex (clawbridge)", "clawbridge"]]);
   assert.equal(typeof plugin.runtime.options.appendTranscriptMessage, "function", "the SDK's append is wired");
   assert.equal(plugin.runtime.options.PreflightError.name, "AgentHarnessPreflightError");
-  for (const name of ["appendSessionTranscriptMessagesByIdentity", "runAgentEndSideEffects", "classifyAgentHarnessTerminalOutcome"]) {
+  for (const name of ["appendSessionTranscriptMessagesByIdentity", "runAgentEndSideEffects", "classifyAgentHarnessTerminalOutcome", "buildEmbeddedAttemptToolRunContext"]) {
     assert.equal(typeof plugin.runtime.options.sdk[name], "function", `the SDK's ${name} is wired`);
   }
   assert.equal(registered[0].dispose, undefined, "no harness dispose: OpenClaw calls it through a retired instance");
