@@ -245,12 +245,8 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
-    let config = run.config_path.display().to_string();
-    let state = run.state.display().to_string();
-    let cwd = sandbox.work().display().to_string();
-    let args =
-        ["agent", "exec", "--config", &config, "--state-dir", &state, "--cwd", &cwd, "--json", "--timeout", "120"];
-    let first = run.command(&args.iter().copied().chain([STALL_PROMPT]).collect::<Vec<_>>()).spawn().unwrap();
+    let args = run.exec_args(STALL_PROMPT, &[]);
+    let first = run.command(&args.iter().map(String::as_str).collect::<Vec<_>>()).spawn().unwrap();
 
     // Wait until the model was asked (the native turn runs), then kill the bridge.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
