@@ -72,19 +72,7 @@ async fn the_floor_and_newer_than_tested_servers_are_accepted() {
 
 /// Live fake agents started with this userAgent (each test case uses its own).
 fn running_with_user_agent(user_agent: &str) -> Vec<i32> {
-    let needle = format!("FAKE_AGENT_USER_AGENT={user_agent}\0");
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let live = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|s| s.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')));
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            live && String::from_utf8_lossy(&environ).contains(&needle)
-        })
-        .collect()
+    clawbridge_fixtures::peers::processes_with_env(&format!("FAKE_AGENT_USER_AGENT={user_agent}\0"))
 }
 
 /// The recorded plain-text turn, changed by `edit` (which sees every recorded line as JSON) and written

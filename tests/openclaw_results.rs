@@ -71,17 +71,16 @@ fn scenario(shell_tool: &str) -> Value {
 
 /// The processes whose parent is one of `parents`.
 fn children_of(parents: &[i32]) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            stat.rsplit_once(") ")
-                .and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok())
-                .is_some_and(|parent| parents.contains(&parent))
+    clawbridge_fixtures::peers::live_processes()
+        .filter(|(_, state)| {
+            // `<state> <ppid> …` after the command name.
+            state
+                .split(' ')
+                .nth(1)
+                .and_then(|ppid| ppid.parse::<i32>().ok())
+                .is_some_and(|ppid| parents.contains(&ppid))
         })
+        .map(|(pid, _)| pid)
         .collect()
 }
 
