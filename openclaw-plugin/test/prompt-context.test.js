@@ -4,10 +4,11 @@
 // Codex: a fake Codex behind the real bridge records every line the bridge sends it.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { deflateSync } from "node:zlib";
 
 import { promptImages } from "../src/inputs.js";
 import {
@@ -19,6 +20,7 @@ import {
 } from "../src/prompt-context.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest } from "./support/fakes.js";
+import { loadRealSdk, sdkModuleUrl } from "./support/sdk.js";
 
 const CODEX = "clawbridge-codex";
 
@@ -132,19 +134,56 @@ test("gitCoauthorPrompt joins extraSystemPrompt as system guidance", () => {
   assert.equal(nativeTurnInput({ prompt: "x", gitCoauthorPrompt: "Co-author." }).extraSystemPrompt, "Co-author.");
 });
 
-test("the images' attachment order (imageOrder, media) goes to OpenClaw's loader, which interleaves them", async () => {
-  const calls = [];
-  const loader = async (args) => {
-    calls.push(args);
-    return { images: [{ type: "image", data: "b2ZmbG9hZGVk", mimeType: "image/png" }, ...args.existingImages] };
+/** A 1×1 PNG of one colour, base64 (a real image: OpenClaw's loader sanitizes what it loads). */
+function png([r, g, b]) {
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf) => {
+    let c = 0xffffffff;
+    for (const byte of buf) c = crcTable[(c ^ byte) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
   };
-  const inline = { type: "image", data: "aW5saW5l", mimeType: "image/jpeg" };
-  const media = [{ path: "/w/a.png", contentType: "image/png" }, { contentType: "image/jpeg" }];
-  const params = { prompt: "both", workspaceDir: "/w", model: { input: ["text", "image"] }, images: [inline], imageOrder: ["offloaded", "inline"], media };
-  const out = await promptImages(params, loader);
-  assert.deepEqual(calls[0].imageOrder, ["offloaded", "inline"]);
-  assert.deepEqual(calls[0].media, media);
-  assert.deepEqual(out.map((i) => i.data), ["b2ZmbG9hZGVk", "aW5saW5l"], "the loader's order is kept");
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const out = Buffer.alloc(body.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc(body), body.length + 4);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(1, 0);
+  header.writeUInt32BE(1, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(Buffer.from([0, r, g, b]))),
+    chunk("IEND", Buffer.alloc(0)),
+  ]).toString("base64");
+}
+
+test("the images keep their attachment order: imageOrder and media go to OpenClaw's own loader", async (t) => {
+  const loaded = await loadRealSdk();
+  if (loaded.skip) return t.skip(loaded.skip);
+  const { detectAndLoadAgentHarnessPromptImages: loader } = await import(sdkModuleUrl());
+  const workspace = mkdtempSync(join(tmpdir(), "clawbridge-images-"));
+  t.after(() => rmSync(workspace, { recursive: true, force: true }));
+  const red = png([255, 0, 0]);
+  const blue = png([0, 0, 255]);
+  writeFileSync(join(workspace, "red.png"), Buffer.from(red, "base64"));
+  const inline = { type: "image", data: blue, mimeType: "image/png" };
+  const offloaded = { path: join(workspace, "red.png"), contentType: "image/png" };
+  const attached = { contentType: "image/png" };
+  const base = { prompt: "compare them", workspaceDir: workspace, model: { input: ["text", "image"] }, config: {}, images: [inline] };
+
+  const redFirst = await promptImages({ ...base, imageOrder: ["offloaded", "inline"], media: [offloaded, attached] }, loader);
+  assert.deepEqual(redFirst.map((i) => i.data), [red, blue], "the offloaded image was attached first");
+  const blueFirst = await promptImages({ ...base, imageOrder: ["inline", "offloaded"], media: [attached, offloaded] }, loader);
+  assert.deepEqual(blueFirst.map((i) => i.data), [blue, red], "the inline image was attached first");
 });
 
 test("OpenResponses client tools are refused up front, before any native work", async (t) => {
