@@ -160,6 +160,39 @@ function bounded(context) {
   return `${escaped.slice(0, MAX_RUNTIME_CONTEXT_CHARS)}\n…[runtime context truncated]`;
 }
 
+/** Internal event sources whose media OpenClaw generated itself (trusted local media). */
+const GENERATED_MEDIA_SOURCES = new Set(["image_generation", "video_generation", "music_generation"]);
+
+/**
+ * The media the attempt's internal events carry (a subagent's or a generation task's output), in
+ * order and deduplicated: the embedded runner queues it for the turn's reply before any tool runs,
+ * trusting it as local media only when a generation task produced it.
+ *
+ * @param {unknown} events `params.internalEvents`
+ * @returns {{mediaUrls: string[], trusted: Set<string>}}
+ */
+export function internalEventMedia(events) {
+  /** @type {string[]} */
+  const mediaUrls = [];
+  const trusted = new Set();
+  for (const event of Array.isArray(events) ? events : []) {
+    if (!event || typeof event !== "object") continue;
+    const generated = event.type === "task_completion" && GENERATED_MEDIA_SOURCES.has(event.source);
+    const attachments = Array.isArray(event.attachments) ? event.attachments : [];
+    const refs = [
+      ...(Array.isArray(event.mediaUrls) ? event.mediaUrls : []),
+      ...attachments.map((a) => a?.path ?? a?.url ?? a?.mediaUrl ?? a?.filePath),
+    ];
+    for (const ref of refs) {
+      if (typeof ref !== "string" || !ref.trim()) continue;
+      const url = ref.trim();
+      if (!mediaUrls.includes(url)) mediaUrls.push(url);
+      if (generated) trusted.add(url);
+    }
+  }
+  return { mediaUrls, trusted };
+}
+
 /**
  * Why the attempt's `clientTools` cannot be honoured, or `undefined` when it carries none.
  * OpenResponses client tools are executed by the caller: the embedded runner offers them and ends

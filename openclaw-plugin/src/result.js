@@ -6,6 +6,7 @@
 // (scripts/typecheck-plugin.sh).
 
 import { deliveryFacts } from "./delivery.js";
+import { internalEventMedia } from "./prompt-context.js";
 import { classifyTerminalOutcome, toTerminal } from "./terminal.js";
 
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
@@ -58,7 +59,7 @@ export function toAttemptResult(response, ctx) {
     assistantTexts,
     toolMetas: toToolMetas(r.tools, ctx.toolArguments, sdk.inferToolMetaFromArgs, params.toolProgressDetail),
     lastAssistant,
-    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params)),
+    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params), internalEventMedia(params.internalEvents)),
     cloudCodeAssistFormatError: false,
     replayMetadata: {
       hadPotentialSideEffects: r.replay?.hadPotentialSideEffects === true,

@@ -243,3 +243,26 @@ test("with a Codex backend: every rendered prompt input and the system guidance 
   }
   assert.deepEqual(env.protocol.problems, []);
 });
+
+test("the internal events' media is queued for the reply, trusted only when OpenClaw generated it and every URL is", async (t) => {
+  const env = pluginUnderTest();
+  t.after(env.cleanup);
+  const generated = completion({ source: "image_generation", mediaUrls: ["/state/media/cat.png"], attachments: [{ path: "/state/media/cat.png" }] });
+  const { params } = attemptParams({ prompt: "Say hello." });
+  params.internalEvents = [generated];
+  const result = await env.harness("clawbridge-demo").runAttempt(params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  assert.deepEqual(result.toolMediaUrls, ["/state/media/cat.png"], "deduplicated");
+  assert.equal(result.toolTrustedLocalMedia, true);
+
+  // A subagent's media is queued but not trusted, and one untrusted URL makes the reply's media untrusted.
+  const { params: mixed } = attemptParams({ prompt: "Say hello." });
+  mixed.internalEvents = [generated, completion({ mediaUrls: ["https://example.test/chart.png"] })];
+  const second = await env.harness("clawbridge-demo").runAttempt(mixed);
+  assert.deepEqual(second.toolMediaUrls, ["/state/media/cat.png", "https://example.test/chart.png"]);
+  assert.equal(second.toolTrustedLocalMedia, undefined);
+
+  // No events, no media.
+  const { params: none } = attemptParams({ prompt: "Say hello." });
+  assert.equal((await env.harness("clawbridge-demo").runAttempt(none)).toolMediaUrls, undefined);
+});

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { deliveryFacts } from "../src/delivery.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest } from "./support/fakes.js";
 import { loadRealSdk, sdkModuleUrl } from "./support/sdk.js";
@@ -110,4 +111,24 @@ test("a host tool's media result sets toolMediaUrls, toolAudioAsVoice and toolTr
   assert.deepEqual(second.toolMediaUrls, [url]);
   assert.equal(second.toolAudioAsVoice, undefined);
   assert.equal(second.toolTrustedLocalMedia, undefined);
+});
+
+test("toolTrustedLocalMedia needs every queued URL trusted, as the embedded runner's pending media", async (t) => {
+  const loaded = await loadRealSdk();
+  if (loaded.skip) return t.skip(loaded.skip);
+  const sdk = await import(sdkModuleUrl());
+  const run = (url, trustedLocalMedia) => ({
+    toolName: "tts",
+    args: {},
+    result: { content: [], details: { media: { mediaUrls: [url], ...(trustedLocalMedia ? { trustedLocalMedia } : {}) } } },
+    isError: false,
+  });
+  const a = "https://media.example.test/a.ogg";
+  const b = "https://media.example.test/b.ogg";
+  assert.equal(deliveryFacts([run(a, true), run(b, true)], sdk).toolTrustedLocalMedia, true);
+  const mixed = deliveryFacts([run(a, true), run(b, false)], sdk);
+  assert.deepEqual(mixed.toolMediaUrls, [a, b]);
+  assert.equal(mixed.toolTrustedLocalMedia, undefined, "one untrusted URL: the reply's media is not trusted");
+  // A URL one producer vouches for stays trusted when another repeats it untrusted.
+  assert.equal(deliveryFacts([run(a, true), run(a, false)], sdk).toolTrustedLocalMedia, true);
 });
