@@ -143,7 +143,9 @@ function taskCompletionData(event) {
   ]
     .filter((m) => typeof m === "string" && m.trim())
     .map((m) => line(m, ""));
-  if (media.length > 0) lines.push("", "Generated media:", ...[...new Set(media)].map((m) => `MEDIA:${m}`));
+  // Quoted as OpenClaw quotes a directive whose URL a reply parser could misread.
+  const directive = (m) => `MEDIA:${m.includes('"') || /[`'\\})\],]$/u.test(m) ? `"${m}"` : m}`;
+  if (media.length > 0) lines.push("", "Generated media:", ...[...new Set(media)].filter(Boolean).map(directive));
   if (typeof event.statsLine === "string" && event.statsLine.trim()) lines.push("", escapeDelimiters(event.statsLine.trim()));
   return lines.join("\n");
 }
