@@ -436,8 +436,12 @@ async fn wait_for(mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// OpenClaw's system-prompt addition for the live Codex attempts (a marker the model request must carry).
+const EXTRA_SYSTEM: &str = "CLAWBRIDGE-EXTRA-SYSTEM-7c2: answer as the clawbridge test agent.";
+
 /// The real codex 0.169.0 and the scripted mock model behind `serve`: an approved command, its
-/// terminal observed, the transcript mirrored, and the session's thread resumed by a second attempt.
+/// terminal observed, the transcript mirrored, the session's thread resumed by a second attempt,
+/// and OpenClaw's `extraSystemPrompt` in the model's developer instructions.
 // The mock model serves from this runtime while the bridge runs: it needs threads of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
@@ -484,7 +488,8 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
     let params = |attempt: &str| {
         json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": "live-1", "runId": attempt,
                "prompt": "Please run the live test command.", "workspaceDir": sandbox.work().display().to_string(),
-               "provider": "mock", "modelId": "mock-model", "modelApi": "openai-responses"})
+               "provider": "mock", "modelId": "mock-model", "modelApi": "openai-responses",
+               "extraSystemPrompt": EXTRA_SYSTEM})
     };
     let first = peer.request("attempt/run", Some(&params("l-1"))).await.unwrap();
     assert_eq!(first["terminal"]["kind"], "ok", "{first:#}");
@@ -494,6 +499,17 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
     check_events(&log.events_of("l-1"), "l-1");
     assert_eq!(log.requests_named("host/approval/decide").len(), 1);
     assert_eq!(log.requests_named("host/toolTerminal/observe").len(), 1);
+    // OpenClaw's extraSystemPrompt reaches the model as Codex's developer instructions: a
+    // developer message of every request, never the user's.
+    let requests = mock.model_requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let items = request.body["input"].as_array().cloned().unwrap_or_default();
+        let carries =
+            |role: &str| items.iter().any(|i| i["role"] == role && i["content"].to_string().contains(EXTRA_SYSTEM));
+        assert!(carries("developer"), "no developer message carries it: {}", request.body["input"]);
+        assert!(!carries("user"), "the user message carries it: {}", request.body["input"]);
+    }
 
     let second = peer.request("attempt/run", Some(&params("l-2"))).await.unwrap();
     assert_eq!(second["terminal"]["kind"], "ok", "{second:#}");

@@ -183,6 +183,9 @@ async fn a_replayed_claude_attempt_runs_and_its_warm_cli_stops_with_the_bridge()
 }
 
 // The mock model serves from this runtime while the bridge runs: it needs threads of its own.
+/// OpenClaw's system-prompt addition for the live Claude attempts (a marker the model request must carry).
+const EXTRA_SYSTEM: &str = "CLAWBRIDGE-EXTRA-SYSTEM-4e1: answer as the clawbridge test agent.";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claude_attempt_serves_host_tools_and_the_next_attempt_continues_the_claude_session() {
     let Some(claude) = peer_or_skip("claude") else { return };
@@ -212,6 +215,7 @@ async fn a_claude_attempt_serves_host_tools_and_the_next_attempt_continues_the_c
         json!({"attemptId": attempt, "harnessId": "clawbridge-claude", "sessionId": "claude-live-1", "runId": attempt,
                "prompt": prompt, "workspaceDir": sandbox.work().display().to_string(),
                "provider": "anthropic", "modelId": "claude-opus-5-5", "modelApi": "anthropic-messages",
+               "extraSystemPrompt": EXTRA_SYSTEM,
                "hostTools": [{"name": "lookup_weather", "description": "Looks up the weather in a city.",
                               "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}},
                                               "required": ["city"]}}]})
@@ -222,6 +226,14 @@ async fn a_claude_attempt_serves_host_tools_and_the_next_attempt_continues_the_c
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0]["toolName"], "lookup_weather");
     assert_eq!(calls[0]["arguments"]["city"], "Paris");
+    // OpenClaw's extraSystemPrompt is the model's system prompt (`--append-system-prompt`), not
+    // part of the user's message.
+    let requests = mock.model_requests();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        assert!(request.body["system"].to_string().contains(EXTRA_SYSTEM), "system: {}", request.body["system"]);
+        assert!(!request.body["messages"].to_string().contains(EXTRA_SYSTEM), "messages: {}", request.body["messages"]);
+    }
     assert!(
         mock.model_requests().iter().any(|r| r.body.to_string().contains("Sunny in Paris, 21 C")),
         "the host tool's result reached the model"

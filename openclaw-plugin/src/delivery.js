@@ -52,9 +52,11 @@ export class HostToolRuns {
  * @param {HostToolRun[]} runs in the order they ran
  * @param {DeliveryHelpers} helpers
  * @param {{config?: unknown, currentChannelId?: string, currentMessagingTarget?: string, currentThreadId?: string, currentMessageId?: string | number}} [route]
+ * @param {{mediaUrls: string[], trusted: Set<string>}} [pending] media queued before any tool ran
+ *   (the attempt's internal events), with the URLs that are trusted local media
  * @returns {Pick<AttemptResult, "didSendViaMessagingTool" | "messagingToolSentTexts" | "messagingToolSentMediaUrls" | "messagingToolSentTargets"> & Partial<Pick<AttemptResult, "toolMediaUrls" | "toolAudioAsVoice" | "toolTrustedLocalMedia" | "sourceReplyDelivered">>}
  */
-export function deliveryFacts(runs, helpers, route = {}) {
+export function deliveryFacts(runs, helpers, route = {}, pending = { mediaUrls: [], trusted: new Set() }) {
   /** @type {string[]} */
   const texts = [];
   /** @type {string[]} */
@@ -63,8 +65,17 @@ export function deliveryFacts(runs, helpers, route = {}) {
   const targets = [];
   /** @type {string[]} */
   const toolMedia = [];
+  // Whether each queued URL is trusted local media: the embedded runner trusts a URL once any
+  // producer vouches for it, and reports the reply's media as trusted only when every URL is.
+  /** @type {Map<string, boolean>} */
+  const trustByUrl = new Map();
+  const queue = (/** @type {string} */ url, /** @type {boolean} */ trusted) => {
+    if (trusted) trustByUrl.set(url, true);
+    else if (!trustByUrl.has(url)) trustByUrl.set(url, false);
+    if (!toolMedia.includes(url)) toolMedia.push(url);
+  };
+  for (const url of pending.mediaUrls) if (typeof url === "string" && url.trim()) queue(url.trim(), pending.trusted.has(url));
   let audioAsVoice = false;
-  let trustedLocalMedia = false;
   let sourceReplyDelivered = false;
   for (const run of runs) {
     const messaging = safe(() => helpers.isMessagingTool?.(run.toolName), false) === true;
@@ -92,10 +103,10 @@ export function deliveryFacts(runs, helpers, route = {}) {
     const found = artifact(helpers, run);
     if (!found || found.mediaUrls.length === 0) continue;
     const allowed = safe(() => helpers.filterToolResultMediaUrls?.(run.toolName, found.mediaUrls, run.result), []) ?? [];
-    for (const url of allowed) if (typeof url === "string" && url.trim() && !toolMedia.includes(url.trim())) toolMedia.push(url.trim());
+    for (const url of allowed) if (typeof url === "string" && url.trim()) queue(url.trim(), found.trustedLocalMedia === true);
     audioAsVoice ||= found.audioAsVoice === true && allowed.length > 0;
-    trustedLocalMedia ||= found.trustedLocalMedia === true && allowed.length > 0;
   }
+  const trustedLocalMedia = toolMedia.length > 0 && toolMedia.every((url) => trustByUrl.get(url) === true);
   return {
     // The embedded runtime's rule: any sent text, sent media or confirmed target is a send.
     didSendViaMessagingTool: texts.some((t) => t.trim() !== "") || sentMedia.some((u) => u.trim() !== "") || targets.length > 0,

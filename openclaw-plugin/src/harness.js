@@ -11,6 +11,7 @@ import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
 import { runWithHostEffects } from "./effects.js";
 import { AttemptFacts, observeEvent } from "./facts.js";
 import { promptImages } from "./inputs.js";
+import { clientToolsProblem, nativeTurnInput } from "./prompt-context.js";
 import { routeAuth } from "./route-auth.js";
 import { registerActiveRun } from "./steering.js";
 import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
@@ -178,6 +179,7 @@ export function createHarness(runtime, id) {
 
 async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
+  refuseUnhonourable(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
   const facts = new AttemptFacts(params.hostCapabilities);
@@ -234,7 +236,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
       const images = await promptImages(params, runtime.options.loadPromptImages, logger);
       unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
-      const run = runParams(harnessId, attemptId, params, hostTools, images);
+      const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
+      const run = runParams(harnessId, attemptId, { ...params, ...turn }, hostTools, images);
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
@@ -287,6 +290,16 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     supervisor.release();
     await attempt.cleanups.run("the attempt ended", logger);
   }
+}
+
+/** Refuses up front (before any native work) an attempt whose prompt inputs cannot be honoured. */
+function refuseUnhonourable(runtime, harnessId, params) {
+  const problem = clientToolsProblem(params);
+  if (!problem) return;
+  const message = `clawbridge ${harnessId}: ${problem}`;
+  const PreflightError = runtime.options.PreflightError;
+  if (typeof PreflightError !== "function") throw new Error(message);
+  throw new PreflightError(message, { scope: "harness", userMessage: `clawbridge cannot run this turn: ${problem}.` });
 }
 
 /** Binds OpenClaw's tool surface for this run; the bridge offers the tools to the native agent. */

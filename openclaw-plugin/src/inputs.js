@@ -23,6 +23,10 @@ export async function promptImages(params, loadPromptImages, logger) {
       workspaceDir: params.workspaceDir ?? params.cwd ?? "",
       model,
       existingImages: Array.isArray(params.images) ? params.images : [],
+      // The attachment order: which images came inline and which the prompt's media facts carry,
+      // so the loaded images keep the order the user attached them in.
+      ...(Array.isArray(params.imageOrder) ? { imageOrder: params.imageOrder } : {}),
+      ...(Array.isArray(params.media) ? { media: params.media } : {}),
       // Only files inside the workspace: a prompt must not turn any readable file into model input.
       workspaceOnly: true,
       config: params.config,

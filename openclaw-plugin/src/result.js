@@ -6,6 +6,7 @@
 // (scripts/typecheck-plugin.sh).
 
 import { deliveryFacts } from "./delivery.js";
+import { internalEventMedia } from "./prompt-context.js";
 import { classifyTerminalOutcome, toTerminal } from "./terminal.js";
 
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
@@ -56,9 +57,9 @@ export function toAttemptResult(response, ctx) {
     sessionFileUsed: params.sessionFile,
     messagesSnapshot: [...promptMessages(params), ...mirrored],
     assistantTexts,
-    toolMetas: toToolMetas(r.tools, ctx.toolArguments, sdk.inferToolMetaFromArgs),
+    toolMetas: toToolMetas(r.tools, ctx.toolArguments, sdk.inferToolMetaFromArgs, params.toolProgressDetail),
     lastAssistant,
-    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params)),
+    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params), internalEventMedia(params.internalEvents)),
     cloudCodeAssistFormatError: false,
     replayMetadata: {
       hadPotentialSideEffects: r.replay?.hadPotentialSideEffects === true,
@@ -121,10 +122,11 @@ function promptMessages(params) {
  *
  * @param {unknown} tools
  * @param {Map<string, unknown> | undefined} argumentsById
- * @param {((toolName: string, args: unknown) => string | undefined) | undefined} inferMeta
+ * @param {((toolName: string, args: unknown, options?: {detailMode?: "explain" | "raw"}) => string | undefined) | undefined} inferMeta
+ * @param {"explain" | "raw" | undefined} detailMode the attempt's `toolProgressDetail`
  * @returns {AttemptResult["toolMetas"]}
  */
-function toToolMetas(tools, argumentsById, inferMeta) {
+function toToolMetas(tools, argumentsById, inferMeta, detailMode) {
   if (!Array.isArray(tools)) return [];
   return tools
     .filter((t) => t && typeof t.toolName === "string")
@@ -133,7 +135,8 @@ function toToolMetas(tools, argumentsById, inferMeta) {
       let meta;
       if (id && argumentsById?.has(id) && typeof inferMeta === "function") {
         try {
-          meta = inferMeta(t.toolName, argumentsById.get(id));
+          // The same detail as the live tool events: the embedded runner keeps one meta per call.
+          meta = inferMeta(t.toolName, argumentsById.get(id), { detailMode: detailMode ?? "explain" });
         } catch {
           meta = undefined;
         }

@@ -85,7 +85,8 @@ test("messagesSnapshot starts with the prompt; toolMetas carry the SDK's meta", 
   assert.equal(result.messagesSnapshot[0].role, "user");
   assert.equal(result.messagesSnapshot[0].content, "Run ls");
   assert.deepEqual(result.messagesSnapshot.slice(1), mirrored);
-  assert.equal(result.toolMetas[0].meta, sdk.inferToolMetaFromArgs("exec", { command: "ls -la" }));
+  // No toolProgressDetail: the embedded runner's default detail, "explain".
+  assert.equal(result.toolMetas[0].meta, sdk.inferToolMetaFromArgs("exec", { command: "ls -la" }, { detailMode: "explain" }));
   assert.equal(typeof result.toolMetas[0].meta, "string");
 });
 

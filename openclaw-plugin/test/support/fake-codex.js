@@ -47,9 +47,10 @@ function recordedTurn() {
  * `"untilInterrupted"` (the turn starts and only completes, as interrupted, on `turn/interrupt`) or
  * `"retryThenAnswer"` (two `error` notifications with `willRetry`, then the recorded answer) or
  * `"askUser"` (the turn asks the user one question through `item/tool/requestUserInput`, then
- * completes).
+ * completes) or `"plain"` (the recorded turn as it is). With `recordInputTo`, the launcher appends
+ * every line the bridge sends Codex to that file.
  */
-export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { city: "Paris" } }) {
+export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { city: "Paris" }, recordInputTo }) {
   const { answers, afterTurnStart } = recordedTurn();
   const started = afterTurnStart.find((m) => m.method === "turn/started");
   const completed = afterTurnStart.find((m) => m.method === "turn/completed");
@@ -114,6 +115,8 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
         },
       },
     ];
+  } else if (mode === "plain") {
+    after["turn/start"] = afterTurnStart.map((m) => ({ send: m }));
   } else if (mode === "retryThenAnswer") {
     // Two transient errors as codex 0.169.0 words a dropped stream, then the recorded turn.
     const retry = (n) => ({
@@ -147,7 +150,8 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
       "export FAKE_AGENT_DIALECT=codex",
       "export FAKE_AGENT_USER_AGENT='clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)'",
       `export FAKE_AGENT_SCRIPT='${scriptPath}'`,
-      `exec '${fakeAgentBinary()}' "$@"`,
+      // `recordInputTo`: every line the bridge sends Codex, so a test can read what reached it.
+      recordInputTo ? `tee -a '${recordInputTo}' | '${fakeAgentBinary()}' "$@"` : `exec '${fakeAgentBinary()}' "$@"`,
       "",
     ].join("\n"),
   );

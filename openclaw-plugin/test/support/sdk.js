@@ -15,6 +15,11 @@ function packageDir() {
   return bin ? dirname(bin) : join(repoRoot, ".peers/openclaw/node_modules/openclaw");
 }
 
+/** The URL of the pinned `agent-harness-runtime` module (for a test that needs another helper). */
+export function sdkModuleUrl() {
+  return pathToFileURL(join(packageDir(), "dist/plugin-sdk/agent-harness-runtime.js")).href;
+}
+
 /**
  * `{ sdk }` with the helpers `progressHelpers` takes, or `{ skip }` saying why there are none.
  * Throws when peers are required and OpenClaw is missing.
