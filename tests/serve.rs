@@ -750,6 +750,30 @@ async fn a_tool_policy_a_backend_cannot_enforce_is_refused_up_front() {
     assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
 }
 
+/// `toolExecutionAllow` restricts the native classes as `toolsAllow` does, on top of it: a class
+/// runs only when both allow it, so a backend that cannot take the shell away refuses the attempt.
+#[tokio::test]
+async fn tool_execution_allow_restricts_the_native_tools_on_top_of_tools_allow() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    for (i, allow) in [None, Some(json!(["*"]))].into_iter().enumerate() {
+        let mut params = attempt_params(&format!("tea-{i}"), &format!("tea-s-{i}"));
+        params["toolExecutionAllow"] = json!(["read", "web_search"]);
+        if let Some(allow) = allow {
+            params["toolsAllow"] = allow;
+        }
+        let (code, message, _) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+        assert_eq!(code, -32034, "{message}");
+        assert!(message.contains("shell commands") && message.contains("tool policy"), "{message}");
+    }
+    // Both lists granting every class is no restriction: the demo runs.
+    let mut params = attempt_params("tea-ok", "tea-s-ok");
+    params["toolExecutionAllow"] = json!(["*"]);
+    params["toolsAllow"] = json!(["*"]);
+    let ok = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
+}
+
 /// `toolsAllow` without a shell tool on the real codex 0.169.0: the model is never offered Codex's
 /// shell (so the mock's scripted command cannot run) or its web search; the same attempt without
 /// the allow list gets the shell and runs the command, so the check can fail.

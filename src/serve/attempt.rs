@@ -120,7 +120,8 @@ pub fn open_settings(
         route_auth: params.auth.clone(),
         turn_idle_timeout: turn_idle_timeout(),
         on_native_id: None,
-        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref()),
+        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref())
+            .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
     }
 }
 

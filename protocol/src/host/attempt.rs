@@ -66,6 +66,11 @@ pub struct AttemptRunParams {
     /// `toolsAllow`: when present, only these tools may be offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_allow: Option<Vec<String>>,
+    /// `toolExecutionAllow`: when present, only these tools may run (OpenClaw keeps the other
+    /// tools' schemas visible). The native agent's own tool classes outside it are taken away,
+    /// exactly as for `toolsAllow`; host tools outside it are refused by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_execution_allow: Option<Vec<String>>,
     /// The endpoint and credentials OpenClaw prepared for the route, sent only for a harness whose
     /// auth is the host's (plugin config `auth`); absent, the native runtime uses its own login.
     #[serde(default, skip_serializing_if = "Option::is_none")]
