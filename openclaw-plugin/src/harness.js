@@ -16,6 +16,7 @@ import { registerActiveRun } from "./steering.js";
 import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
+import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -162,6 +163,8 @@ export function createHarness(runtime, id) {
     // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
     // The demo only replays a recording and runs nothing.
     ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: /** @type {"host-only"} */ ("host-only") }),
+    // The native shell and file tools come as one surface OpenClaw's tool profiles must allow.
+    ...nativeToolSurface(id),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) =>
       runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>
@@ -178,6 +181,7 @@ export function createHarness(runtime, id) {
 
 async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
+  assertRunRestrictions(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
   const facts = new AttemptFacts(params.hostCapabilities);
@@ -310,6 +314,7 @@ function bindTools(runtime, attempt, params) {
     runtime.logger.warn?.(`clawbridge: the OpenClaw tool surface could not be built: ${error?.message ?? error}`);
     return [];
   }
+  if (Array.isArray(tools)) tools = gateToolExecution(tools, params.toolExecutionAllow);
   const allow = Array.isArray(params.toolsAllow) ? new Set(params.toolsAllow) : null;
   const specs = [];
   for (const tool of Array.isArray(tools) ? tools : []) {
@@ -360,6 +365,7 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
   if (images.length > 0) out.images = images;
+  Object.assign(out, toolExecutionAllowParam(params));
   return out;
 }
 
