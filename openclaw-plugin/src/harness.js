@@ -16,6 +16,8 @@ import { registerActiveRun } from "./steering.js";
 import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
+import { decideWithFileBinding } from "./file-approval.js";
+import { processEnvParam } from "./prepared-env.js";
 import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
@@ -82,7 +84,7 @@ export function createRuntime(options) {
       case "host/tool/execute":
         return executeTool(attempt, params);
       case "host/approval/decide":
-        return decideApproval(attempt, params);
+        return decideWithFileBinding(attempt, params, decideApproval);
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
@@ -365,7 +367,7 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
   if (images.length > 0) out.images = images;
-  Object.assign(out, toolExecutionAllowParam(params));
+  Object.assign(out, toolExecutionAllowParam(params), processEnvParam(params));
   return out;
 }
 
