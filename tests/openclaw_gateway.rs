@@ -24,6 +24,8 @@ const ANSWER: &str = "teal";
 /// The native agent's own question, and the answer the person gives to it.
 const QUESTION: &str = "Which size should it be?";
 const SIZE: &str = "large";
+/// The command the Claude mock runs: `live-42` (`claude::MARKER`) is not in its text.
+const CLAUDE_COMMAND: &str = "touch out.txt && printf 'live-%s\\n' 42";
 
 /// The mock for `harness`: a plain answer, a shell command the harness asks approval for, or an
 /// `ask_user` call (`ask_user_tool`: the name the harness offers OpenClaw's tool under), then a
@@ -137,8 +139,17 @@ async fn codex_approvals_and_questions_are_answered_through_the_gateway_after_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_approvals_and_questions_are_answered_through_the_gateway_after_the_first_client_left() {
     let Some(claude_bin) = peer_or_skip("claude") else { return };
-    // Claude Code offers the host's tools as the SDK MCP server `openclaw`.
-    let mock = native_question(scenario(claude::bash_mock(), "mcp__openclaw__ask_user"), "AskUserQuestion");
-    people_answer_through_the_gateway(Harness::Claude(claude_bin), mock, "echo live-$((6*7))", claude::MARKER, true)
-        .await;
+    // Claude Code offers the host's tools as the SDK MCP server `openclaw`. OpenClaw byte-binds a
+    // native command before it is approved (`prepareMutableFileApproval`) and denies one it cannot
+    // bind, as it does the shared mock's `echo live-$((6*7)) | tee out.txt` (an arithmetic
+    // expansion and a pipeline; docs/peers/openclaw.md#native-command-approvals). This command
+    // binds, still writes a file (so Claude Code asks), and prints the marker only when it runs.
+    let mut bash = claude::bash_mock();
+    for rule in bash["rules"].as_array_mut().expect("rules") {
+        if let Some(command) = rule["reply"].get_mut("run_command") {
+            command["command"] = json!(CLAUDE_COMMAND);
+        }
+    }
+    let mock = native_question(scenario(bash, "mcp__openclaw__ask_user"), "AskUserQuestion");
+    people_answer_through_the_gateway(Harness::Claude(claude_bin), mock, CLAUDE_COMMAND, claude::MARKER, true).await;
 }

@@ -6,6 +6,10 @@
 //! marker would appear only if a native command really ran. (Allow lists that reach the harness,
 //! `toolsAllow` / `disableTools`, are enforced natively: `clawbridge-bridge` `native_tools`, the
 //! adapters' `tool_policy` modules and `tests/serve.rs`.)
+//!
+//! A tool *profile* that lacks the native surface (`tools.profile: "messaging"` or `"minimal"`, no
+//! deny at all) is refused the same way: the native harnesses declare their surface's canonical
+//! OpenClaw names (`conversationToolPolicyNativeTools`), and core checks them against the profile.
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, parse_json_output};
 use clawbridge_fixtures::peers::{Sandbox, claude, codex, describe_requests, peer_or_skip, start_mock};
@@ -13,8 +17,15 @@ use serde_json::json;
 
 const PROMPT: &str = "Please run the live test command.";
 
-/// One `agent exec` under `tools.deny: ["exec"]` on `harness`, with `scenario` as the model.
-async fn refused_without_a_shell(harness: Harness, scenario: serde_json::Value, label: &str, marker: &str) {
+/// One `agent exec` under the tool policy `tools` (merged into the config's `tools`) on `harness`,
+/// with `scenario` as the model.
+async fn refused_without_a_shell(
+    harness: Harness,
+    tools: serde_json::Value,
+    scenario: serde_json::Value,
+    label: &str,
+    marker: &str,
+) {
     let Some(node) = peer_or_skip("node") else { return };
     let Some(openclaw) = peer_or_skip("openclaw") else { return };
     let sandbox = Sandbox::new().unwrap();
@@ -22,7 +33,9 @@ async fn refused_without_a_shell(harness: Harness, scenario: serde_json::Value, 
     let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
     let run = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, harness, &mock);
     let mut config = run.config();
-    config["tools"]["deny"] = json!(["exec"]);
+    for (key, value) in tools.as_object().expect("a tools object") {
+        config["tools"][key] = value.clone();
+    }
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
     let (config_path, state, cwd) =
@@ -64,8 +77,14 @@ async fn refused_without_a_shell(harness: Harness, scenario: serde_json::Value, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_policy_without_the_shell_runs_no_native_shell_on_codex() {
     let Some(codex_bin) = peer_or_skip("codex") else { return };
-    refused_without_a_shell(Harness::Codex(codex_bin), codex::command_mock(false), "Codex (clawbridge)", codex::MARKER)
-        .await;
+    refused_without_a_shell(
+        Harness::Codex(codex_bin),
+        json!({"deny": ["exec"]}),
+        codex::command_mock(false),
+        "Codex (clawbridge)",
+        codex::MARKER,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,6 +92,33 @@ async fn a_tool_policy_without_the_shell_runs_no_native_shell_on_claude() {
     let Some(claude_bin) = peer_or_skip("claude") else { return };
     refused_without_a_shell(
         Harness::Claude(claude_bin),
+        json!({"deny": ["exec"]}),
+        claude::bash_mock(),
+        "Claude Code (clawbridge)",
+        claude::MARKER,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_messaging_tool_profile_runs_no_native_shell_on_codex() {
+    let Some(codex_bin) = peer_or_skip("codex") else { return };
+    refused_without_a_shell(
+        Harness::Codex(codex_bin),
+        json!({"profile": "messaging"}),
+        codex::command_mock(false),
+        "Codex (clawbridge)",
+        codex::MARKER,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_minimal_tool_profile_runs_no_native_shell_on_claude() {
+    let Some(claude_bin) = peer_or_skip("claude") else { return };
+    refused_without_a_shell(
+        Harness::Claude(claude_bin),
+        json!({"profile": "minimal"}),
         claude::bash_mock(),
         "Claude Code (clawbridge)",
         claude::MARKER,

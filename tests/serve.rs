@@ -766,6 +766,76 @@ async fn a_tool_policy_a_backend_cannot_enforce_is_refused_up_front() {
     assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
 }
 
+/// `toolExecutionAllow` restricts the native classes as `toolsAllow` does, on top of it: a class
+/// runs only when both allow it, so a backend that cannot take the shell away refuses the attempt.
+#[tokio::test]
+async fn tool_execution_allow_restricts_the_native_tools_on_top_of_tools_allow() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    for (i, allow) in [None, Some(json!(["*"]))].into_iter().enumerate() {
+        let mut params = attempt_params(&format!("tea-{i}"), &format!("tea-s-{i}"));
+        params["toolExecutionAllow"] = json!(["read", "web_search"]);
+        if let Some(allow) = allow {
+            params["toolsAllow"] = allow;
+        }
+        let (code, message, _) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+        assert_eq!(code, -32034, "{message}");
+        assert!(message.contains("shell commands") && message.contains("tool policy"), "{message}");
+    }
+    // Both lists granting every class is no restriction: the demo runs.
+    let mut params = attempt_params("tea-ok", "tea-s-ok");
+    params["toolExecutionAllow"] = json!(["*"]);
+    params["toolsAllow"] = json!(["*"]);
+    let ok = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(ok["terminal"]["kind"], "ok", "{ok}");
+}
+
+/// `processEnv` (OpenClaw's prepared environment) is set for that attempt's native process only:
+/// the next attempt on the same bridge starts its app-server without it, and a variable that would
+/// inject code is refused up front.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn process_env_reaches_only_the_attempts_own_native_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let turn = fake_codex(dir.path(), false);
+    let dumps = dir.path().join("dumps");
+    std::fs::create_dir(&dumps).unwrap();
+    let launcher = dir.path().join("env.sh");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh
+if [ \"$1\" != \"--version\" ]; then env > '{}/env.'$$; fi\nexec '{}' \"$@\"\n",
+            dumps.display(),
+            turn.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+        .unwrap();
+    let bridge = start_with_codex(&launcher);
+    initialize(&bridge).await;
+    let mut params = codex_params("pe-1", "pe-s-1");
+    params["processEnv"] = json!({"GIT_AUTHOR_NAME": "Policy Person", "GH_TOKEN": ""});
+    let result = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let result = bridge.peer.request("attempt/run", Some(&codex_params("pe-2", "pe-s-1"))).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let envs: Vec<String> =
+        std::fs::read_dir(&dumps).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(envs.len(), 2, "one app-server per attempt: {envs:#?}");
+    let with: Vec<_> = envs.iter().filter(|env| env.lines().any(|l| l == "GIT_AUTHOR_NAME=Policy Person")).collect();
+    assert_eq!(with.len(), 1, "only the first attempt's process has the variable: {envs:#?}");
+    assert!(with[0].lines().any(|l| l == "GH_TOKEN="), "the scrub sets the credential empty: {}", with[0]);
+    assert!(envs.iter().all(|env| !env.lines().any(|l| l.starts_with("GH_TOKEN=") && l != "GH_TOKEN=")));
+
+    let mut params = codex_params("pe-3", "pe-s-3");
+    params["processEnv"] = json!({"LD_PRELOAD": "/tmp/x.so"});
+    let (code, message, _) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+    assert_eq!(code, -32034, "{message}");
+    assert!(message.contains("processEnv") && message.contains("LD_PRELOAD"), "{message}");
+    assert_eq!(std::fs::read_dir(&dumps).unwrap().count(), 2, "the refused attempt started nothing");
+}
+
 /// `toolsAllow` without a shell tool on the real codex 0.169.0: the model is never offered Codex's
 /// shell (so the mock's scripted command cannot run) or its web search; the same attempt without
 /// the allow list gets the shell and runs the command, so the check can fail.

@@ -182,6 +182,38 @@ async fn a_replayed_claude_attempt_runs_and_its_warm_cli_stops_with_the_bridge()
     assert!(processes_with(&cli).is_empty(), "the warm CLI stopped with the bridge");
 }
 
+/// The host's prepared environment (`processEnv`) reaches the CLI of its attempt, and a warm CLI
+/// started under one prepared environment never serves an attempt prepared with another: the
+/// session's next attempt under other variables gets a CLI of its own.
+#[tokio::test]
+async fn a_warm_claude_cli_serves_only_attempts_with_the_environment_it_was_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = clawbridge_fixtures::replay_launcher(dir.path(), "claude", "plain-text.jsonl");
+    let env = [("HOME", dir.path().join("home").into_os_string()), ("CLAWBRIDGE_CLAUDE_BIN", claude.into_os_string())];
+    let (child, peer, _host) = serve(dir.path(), &dir.path().join("state"), &env);
+    let bridge = child.id().expect("a pid");
+    initialize(&peer).await;
+    let attempt = |id: &str, identity: &str| {
+        json!({"attemptId": id, "harnessId": "clawbridge-claude", "sessionId": "prepared", "runId": id,
+               "prompt": "Say hello.", "workspaceDir": dir.path().display().to_string(),
+               "provider": "anthropic", "modelId": "", "modelApi": "anthropic-messages",
+               "processEnv": {"GIT_AUTHOR_NAME": identity}})
+    };
+    let first = "GIT_AUTHOR_NAME=First Person\0";
+    let result = peer.request("attempt/run", Some(&attempt("pe-1", "First Person"))).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let warm = clis_of(bridge, first);
+    assert_eq!(warm.len(), 1, "the CLI runs under the prepared variables and stays warm");
+
+    let second = "GIT_AUTHOR_NAME=Second Person\0";
+    let result = peer.request("attempt/run", Some(&attempt("pe-2", "Second Person"))).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let now = clis_of(bridge, second);
+    assert_eq!(now.len(), 1, "a CLI under the second attempt's variables ran it");
+    assert!(!warm.contains(&now[0]), "not the first attempt's warm CLI");
+    shut_down(peer, child).await;
+}
+
 // The mock model serves from this runtime while the bridge runs: it needs threads of its own.
 /// OpenClaw's system-prompt addition for the live Claude attempts (a marker the model request must carry).
 const EXTRA_SYSTEM: &str = "CLAWBRIDGE-EXTRA-SYSTEM-4e1: answer as the clawbridge test agent.";

@@ -156,9 +156,19 @@ pub struct OpenSettings {
     /// Which of the agent's own tools the host allows; a backend that cannot remove a denied class
     /// (no [`Supports::native_tool_policy`]) must not be opened under a restricted policy.
     pub native_tools: NativeToolPolicy,
+    /// Variables the host prepared for this attempt's native processes, set on top of the child
+    /// environment. The bridge is shared between attempts, so a process started under other
+    /// variables must not serve this attempt (backends that keep processes warm key them by it).
+    pub process_env: Vec<(String, String)>,
 }
 
 impl OpenSettings {
+    /// The host's process variables as hash material (names and values, in order), for the
+    /// fingerprint of a warm process.
+    pub fn process_env_material(&self) -> String {
+        serde_json::to_string(&self.process_env).unwrap_or_default()
+    }
+
     /// Tells the listener, if any, that the native session is `native_id`.
     pub fn announce_native_id(&self, native_id: &str) {
         if let Some(listener) = &self.on_native_id {
@@ -201,6 +211,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("session_key", &self.session_key)
             .field("route_auth", &self.route_auth)
             .field("native_tools", &self.native_tools)
+            .field("process_env", &self.process_env.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }

@@ -99,6 +99,18 @@ impl NativeToolPolicy {
         }
     }
 
+    /// The classes both policies allow: several host restrictions apply at once (`toolsAllow` and
+    /// `toolExecutionAllow`), and a class runs only when none of them denies it.
+    #[must_use]
+    pub fn intersect(self, other: NativeToolPolicy) -> Self {
+        NativeToolPolicy {
+            shell: self.shell && other.shell,
+            file_edits: self.file_edits && other.file_edits,
+            file_reads: self.file_reads && other.file_reads,
+            web: self.web && other.web,
+        }
+    }
+
     /// Whether `class` is allowed.
     pub fn allows(&self, class: NativeToolClass) -> bool {
         match class {
@@ -156,6 +168,17 @@ mod tests {
         let policy = NativeToolPolicy::from_host(false, Some(&names(&["Bash", " apply_patch ", "web_fetch"])));
         assert_eq!(policy, NativeToolPolicy { file_reads: false, ..NativeToolPolicy::UNRESTRICTED });
         assert!(NativeToolPolicy::from_host(false, Some(&names(&["*"]))).is_unrestricted());
+    }
+
+    #[test]
+    fn an_intersection_allows_only_what_both_policies_allow() {
+        let allow = NativeToolPolicy::from_host(false, Some(&names(&["exec", "read"])));
+        let execution = NativeToolPolicy::from_host(false, Some(&names(&["read", "web_search"])));
+        let both = allow.intersect(execution);
+        assert_eq!(both.denied(), vec![NativeToolClass::Shell, NativeToolClass::FileEdits, NativeToolClass::Web]);
+        assert!(both.allows(NativeToolClass::FileReads));
+        assert_eq!(allow.intersect(NativeToolPolicy::UNRESTRICTED), allow);
+        assert_eq!(NativeToolPolicy::UNRESTRICTED.intersect(NativeToolPolicy::NONE), NativeToolPolicy::NONE);
     }
 
     #[test]

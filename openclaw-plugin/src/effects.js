@@ -3,6 +3,8 @@
 // runs (its version, and `assertActive` before each effect the docs name), live output tokens
 // reported once per model response, and the agent-end side effects after every attempt.
 
+import { preflightRefusal } from "./preflight.js";
+
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").AgentHarnessAttemptParamsV2} AttemptParams */
 /** @typedef {AttemptParams["hostCapabilities"]} HostCapabilities */
 
@@ -150,7 +152,9 @@ function describe(error) {
  */
 export async function runWithHostEffects(runtime, harnessId, params, run) {
   const problem = hostCapabilityProblem(params.hostCapabilities);
-  if (problem) throw refusal(runtime.options.PreflightError, harnessId, problem);
+  if (problem) {
+    throw preflightRefusal(runtime.options.PreflightError, harnessId, problem, `This OpenClaw is not supported by clawbridge: ${problem}.`);
+  }
   // A run the host already retired must not start native work.
   assertActive(params.hostCapabilities);
   const startedAt = Date.now();
@@ -169,19 +173,6 @@ export async function runWithHostEffects(runtime, harnessId, params, run) {
   }
 }
 
-/**
- * The host's preflight error (or a plain Error on a host without one) for an attempt refused
- * before anything ran.
- *
- * @param {any} PreflightError `AgentHarnessPreflightError`, when the SDK lends it
- * @param {string} harnessId
- * @param {string} problem
- */
-function refusal(PreflightError, harnessId, problem) {
-  const message = `clawbridge ${harnessId}: ${problem}`;
-  if (typeof PreflightError !== "function") return new Error(message);
-  return new PreflightError(message, { scope: "harness", userMessage: `This OpenClaw is not supported by clawbridge: ${problem}.` });
-}
 
 /**
  * The agent_end outcome of an attempt: `success` only when it completed; `error` (as the embedded

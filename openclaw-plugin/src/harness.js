@@ -11,12 +11,15 @@ import { DEFAULT_AUTH_MODE, KNOWN_HARNESSES } from "./config.js";
 import { runWithHostEffects } from "./effects.js";
 import { AttemptFacts, observeEvent } from "./facts.js";
 import { promptImages } from "./inputs.js";
-import { clientToolsProblem, nativeTurnInput } from "./prompt-context.js";
+import { nativeTurnInput } from "./prompt-context.js";
 import { routeAuth } from "./route-auth.js";
 import { registerActiveRun } from "./steering.js";
 import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
+import { decideWithFileBinding } from "./file-approval.js";
+import { processEnvParam } from "./prepared-env.js";
+import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -82,7 +85,7 @@ export function createRuntime(options) {
       case "host/tool/execute":
         return executeTool(attempt, params);
       case "host/approval/decide":
-        return decideApproval(attempt, params);
+        return decideWithFileBinding(attempt, params, decideApproval);
       case "host/toolTerminal/observe":
         return observeToolTerminal(attempt, params);
       case "host/transcript/append":
@@ -163,6 +166,8 @@ export function createHarness(runtime, id) {
     // refuse sandbox-required, workspace-only and restricted-permission chats before the attempt.
     // The demo only replays a recording and runs nothing.
     ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: /** @type {"host-only"} */ ("host-only") }),
+    // The native shell and file tools come as one surface OpenClaw's tool profiles must allow.
+    ...nativeToolSurface(id),
     supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
     runAttempt: (params) =>
       runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>
@@ -179,7 +184,7 @@ export function createHarness(runtime, id) {
 
 async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
-  refuseUnhonourable(runtime, harnessId, params);
+  assertRunRestrictions(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
   const facts = new AttemptFacts(params.hostCapabilities);
@@ -292,16 +297,6 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   }
 }
 
-/** Refuses up front (before any native work) an attempt whose prompt inputs cannot be honoured. */
-function refuseUnhonourable(runtime, harnessId, params) {
-  const problem = clientToolsProblem(params);
-  if (!problem) return;
-  const message = `clawbridge ${harnessId}: ${problem}`;
-  const PreflightError = runtime.options.PreflightError;
-  if (typeof PreflightError !== "function") throw new Error(message);
-  throw new PreflightError(message, { scope: "harness", userMessage: `clawbridge cannot run this turn: ${problem}.` });
-}
-
 /** Binds OpenClaw's tool surface for this run; the bridge offers the tools to the native agent. */
 function bindTools(runtime, attempt, params) {
   if (!runtime.options.config.hostTools || params.disableTools) return [];
@@ -323,6 +318,7 @@ function bindTools(runtime, attempt, params) {
     runtime.logger.warn?.(`clawbridge: the OpenClaw tool surface could not be built: ${error?.message ?? error}`);
     return [];
   }
+  if (Array.isArray(tools)) tools = gateToolExecution(tools, params.toolExecutionAllow);
   const allow = Array.isArray(params.toolsAllow) ? new Set(params.toolsAllow) : null;
   const specs = [];
   for (const tool of Array.isArray(tools) ? tools : []) {
@@ -373,6 +369,7 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
   if (images.length > 0) out.images = images;
+  Object.assign(out, toolExecutionAllowParam(params), processEnvParam(params));
   return out;
 }
 

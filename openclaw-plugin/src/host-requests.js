@@ -42,7 +42,7 @@ export async function executeTool(attempt, params) {
  * person through `requestApproval` / `waitForApproval`. Anything but a clear allow (an error, a
  * timeout, no decision, an unknown decision) is a deny: approvals fail closed.
  */
-export async function decideApproval(attempt, params) {
+export async function decideApproval(attempt, params, options = {}) {
   const settled = await checkNativeAction(attempt, params);
   if (settled) return settled;
   const host = attempt.params.hostCapabilities;
@@ -59,6 +59,7 @@ export async function decideApproval(attempt, params) {
       severity: params?.kind === "command" || params?.kind === "fileChange" ? "warning" : "info",
       toolName: String(params?.toolName ?? "tool"),
       ...(params?.callId ? { toolCallId: String(params.callId) } : {}),
+      ...(options.allowedDecisions ? { allowedDecisions: options.allowedDecisions } : {}),
       timeoutMs,
     });
     let decision = request?.decision;

@@ -120,7 +120,9 @@ pub fn open_settings(
         route_auth: params.auth.clone(),
         turn_idle_timeout: turn_idle_timeout(),
         on_native_id: None,
-        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref()),
+        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref())
+            .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
+        process_env: params.process_env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
     }
 }
 
@@ -172,6 +174,12 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             format!("{} cannot run this prompt: {error}.", job.harness.info.label),
         )
     })?;
+    if let Err(problem) = super::prepared_env::check(&params.process_env) {
+        return Err(preflight(
+            format!("the attempt's processEnv {problem}"),
+            format!("{} cannot start with the environment OpenClaw prepared: {problem}.", job.harness.info.label),
+        ));
+    }
     if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {
         return Err(preflight(
             format!("{} cannot take {denied} away from its agent, which the host's tool policy denies", facts.process),

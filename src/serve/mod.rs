@@ -18,6 +18,7 @@ mod handler;
 mod harness;
 mod hooks;
 mod inputs;
+mod prepared_env;
 mod steer;
 
 use std::path::Path;

@@ -100,6 +100,8 @@ impl ClaudeBackend {
         if let Some(auth) = &settings.route_auth {
             auth_profile = super::auth::apply(&mut config, auth);
         }
+        // The environment the host prepared for this attempt, on top of the CLI's own.
+        config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config.registry.clone_from(&settings.registry);
@@ -111,7 +113,12 @@ impl ClaudeBackend {
     /// same settings), else a new one.
     async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, BackendError> {
         let (config, auth_profile) = Self::config(settings)?;
-        let fingerprints = config.fingerprints(&settings.host_tools, &auth_profile);
+        // A warm CLI runs under the variables it was started with: one started under another
+        // attempt's prepared environment must not serve this one. Only the pool keys by them; the
+        // session's binding does not, so the conversation carries over to a new CLI.
+        let fingerprints = config
+            .fingerprints(&settings.host_tools, &auth_profile)
+            .with("processEnv", settings.process_env_material());
         let key = &settings.session_key;
         if let Some(mut warm) = self.pool.take(key, &fingerprints) {
             if settings.resume.is_some() && warm.session().session_id() == settings.resume.as_deref() {

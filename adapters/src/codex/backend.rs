@@ -120,6 +120,9 @@ impl CodexBackend {
             super::auth::apply(&mut config, auth);
         }
         config.cwd.clone_from(&settings.cwd);
+        // The environment the host prepared for this attempt (a new app-server per attempt, so no
+        // process ever runs under another attempt's variables).
+        config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         config.registry.clone_from(&settings.registry);
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         settings.apply_idle_timeout(&mut config.turn_idle_timeout);

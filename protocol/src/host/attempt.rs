@@ -2,6 +2,8 @@
 //! backend. While it runs the bridge streams `attempt/event` notifications and may send the host
 //! requests (`host/*`); the `attempt/run` response is the attempt result and comes last.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +68,18 @@ pub struct AttemptRunParams {
     /// `toolsAllow`: when present, only these tools may be offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_allow: Option<Vec<String>>,
+    /// `toolExecutionAllow`: when present, only these tools may run (OpenClaw keeps the other
+    /// tools' schemas visible). The native agent's own tool classes outside it are taken away,
+    /// exactly as for `toolsAllow`; host tools outside it are refused by the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_execution_allow: Option<Vec<String>>,
+    /// Variables set for the attempt's native processes on top of the bridge's child environment:
+    /// the environment OpenClaw prepared for this run (`hostCapabilities.preparedEnvironment()`:
+    /// its local process facts, the credential scrub, which sets variables to empty, and the
+    /// local identity overlay). Names are environment variable names (`[A-Za-z_][A-Za-z0-9_]*`);
+    /// at most 256 variables of at most 32 KiB each, or the attempt fails with `-32034`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub process_env: BTreeMap<String, String>,
     /// The endpoint and credentials OpenClaw prepared for the route, sent only for a harness whose
     /// auth is the host's (plugin config `auth`); absent, the native runtime uses its own login.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::attempt::AttemptResult;
 use crate::attempt::hooks::{TerminalOutcome, ToolFailure, ToolTerminalReport};
-use crate::event::{NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
+use crate::event::{NativeMutation, TerminalCause, TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
 
 fn encode<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("wire types serialise")
@@ -17,12 +17,12 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{text} does not decode: {e}"))
 }
 
-const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":1,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":false}}"#;
+const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":1,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":true}}"#;
 const INITIALIZE_RESULT: &str = r#"{"protocolVersion":1,"supportedProtocolVersions":{"min":1,"max":1},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":64,"streamingDeltas":true},"logFile":"/home/me/.local/state/clawbridge/logs/clawbridge.log"}"#;
 const VERSION_ERROR: &str = r#"{"code":-32010,"message":"host protocol version 2 is not supported: clawbridge 0.1.0 speaks version 1; upgrade whichever side is older","data":{"bridgeVersion":"0.1.0","requestedVersion":2,"supportedVersions":{"max":1,"min":1}}}"#;
 const TOOL_STARTED_EVENT: &str = r#"{"attemptId":"run-a:1","seq":1,"event":{"type":"toolStarted","callId":"call_1","toolName":"exec","arguments":{"command":"echo hi"},"native":true,"nativeMutation":{"mutatingAction":false,"replaySafe":true}}}"#;
 const OBSERVE_PARAMS: &str = r#"{"attemptId":"run-a:1","toolCallId":"call_6","toolName":"write","arguments":{"content":"y","path":"x.txt"},"executionStarted":true,"outcome":"failure","failure":{"error":"EACCES: permission denied","errorCode":"EACCES","timedOut":false},"nativeMutation":{"mutatingAction":true,"replaySafe":false}}"#;
-const CANCELLED_RESULT: &str = r#"{"attemptId":"run-b:1","terminal":{"kind":"aborted","message":"user pressed stop"},"nativeSessionId":"th-9","assistantTexts":[],"replay":{"hadPotentialSideEffects":false,"replaySafe":true},"tools":[],"itemLifecycle":{"startedCount":0,"completedCount":0,"activeCount":0},"transcriptOwned":true}"#;
+const CANCELLED_RESULT: &str = r#"{"attemptId":"run-b:1","terminal":{"kind":"aborted","message":"user pressed stop","cause":"cancelled"},"nativeSessionId":"th-9","assistantTexts":[],"replay":{"hadPotentialSideEffects":false,"replaySafe":true},"tools":[],"itemLifecycle":{"startedCount":0,"completedCount":0,"activeCount":0},"transcriptOwned":true}"#;
 
 /// The protocol doc, whose example lines must contain every string above verbatim.
 const DOC: &str = include_str!("../../../docs/host-protocol.md");
@@ -65,7 +65,7 @@ fn handshake_lines_are_the_documented_bytes() {
             approvals: true,
             tool_terminals: true,
             transcript_append: true,
-            user_input: false,
+            user_input: true,
         },
     };
     assert_eq!(encode(&params), INITIALIZE_PARAMS);
@@ -140,7 +140,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
             terminal: TurnTerminal {
                 kind: TerminalKind::Aborted,
                 message: Some("user pressed stop".into()),
-                cause: None,
+                cause: Some(TerminalCause::Cancelled),
             },
             native_session_id: Some("th-9".into()),
             assistant_texts: vec![],
