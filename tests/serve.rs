@@ -744,8 +744,20 @@ async fn codex_questions_reach_a_host_that_takes_user_input() {
         let mut init = init_params(1);
         init["capabilities"]["userInput"] = json!(user_input);
         bridge.peer.request("initialize", Some(&init)).await.expect("initialize");
-        let result = bridge.peer.request("attempt/run", Some(&codex_params("q-1", "qs-1"))).await.unwrap();
+        let mut params = codex_params("q-1", "qs-1");
+        params["timeoutMs"] = json!(60_000);
+        let result = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
         assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+        // The question held the budget: paused while the host's user was asked, then resumed.
+        let budget: Vec<Value> = bridge
+            .log
+            .events_of("q-1")
+            .iter()
+            .map(|e| e["event"]["type"].clone())
+            .filter(|t| t.as_str().is_some_and(|t| t.starts_with("budget")))
+            .collect();
+        let expected = if user_input { vec![json!("budgetPaused"), json!("budgetResumed")] } else { Vec::new() };
+        assert_eq!(budget, expected, "userInput {user_input}");
         let asked = bridge.log.requests_named("host/userInput/request");
         if user_input {
             assert_eq!(asked.len(), 1, "{asked:#?}");
