@@ -405,8 +405,11 @@ async fn the_budget_does_not_run_out_while_an_approval_is_pending_past_it() {
 
     let events = bridge.log.events_of("p-1");
     check_events(&events, "p-1");
-    let budget: Vec<&Value> =
-        events.iter().map(|e| &e["event"]).filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("budget"))).collect();
+    let budget: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["event"])
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("budget")))
+        .collect();
     assert_eq!(budget.len(), 2, "one pause, one resume: {budget:#?}");
     assert_eq!(budget[0]["type"], "budgetPaused");
     assert_eq!(budget[1]["type"], "budgetResumed");

@@ -183,7 +183,8 @@ fn partial_deltas_share_the_final_items_id() {
 
 #[test]
 fn each_model_request_of_the_main_agent_starts_a_model_call() {
-    let subagent = line(json!({"type": "stream_event", "api_message_id": "msg_sub", "parent_tool_use_id": "toolu_task",
+    let subagent =
+        line(json!({"type": "stream_event", "api_message_id": "msg_sub", "parent_tool_use_id": "toolu_task",
         "event": {"type": "message_start", "message": {"id": "msg_sub", "content": []}}}));
     let (_, events) = run(&[
         init(),
