@@ -25,6 +25,8 @@ struct HostLog {
     events: Mutex<Vec<Value>>,
     /// Never answer approvals (to keep an attempt mid-turn).
     hold_approvals: bool,
+    /// Answer approvals only after this long (a person taking their time).
+    approval_delay: Duration,
 }
 
 impl HostLog {
@@ -52,7 +54,10 @@ impl RequestHandler for HostHandler {
             log.requests.lock().unwrap().push((request.method.clone(), params.clone()));
             match request.method.as_str() {
                 "host/approval/decide" if log.hold_approvals => futures::future::pending().await,
-                "host/approval/decide" => Ok(json!({"decision": "allow"})),
+                "host/approval/decide" => {
+                    tokio::time::sleep(log.approval_delay).await;
+                    Ok(json!({"decision": "allow"}))
+                }
                 "host/toolTerminal/observe" => Ok(json!({"lastToolError": sentinel_error()})),
                 "host/transcript/append" => {
                     let n = params["messages"].as_array().map_or(0, Vec::len);
@@ -88,11 +93,15 @@ fn command(state: &std::path::Path) -> Command {
 }
 
 fn start(hold_approvals: bool) -> Bridge {
+    start_host(HostLog { hold_approvals, ..HostLog::default() })
+}
+
+fn start_host(log: HostLog) -> Bridge {
     let state = tempfile::tempdir().unwrap();
     let mut child = command(state.path()).spawn().expect("clawbridge serve starts");
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let log = Arc::new(HostLog { hold_approvals, ..HostLog::default() });
+    let log = Arc::new(log);
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
         request_timeout: Duration::from_secs(120),
@@ -381,6 +390,32 @@ async fn busy_sessions_and_duplicate_ids_are_refused_and_shutdown_cancels() {
     let mut child = bridge.child;
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait()).await.expect("exits").unwrap();
     assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn the_budget_does_not_run_out_while_an_approval_is_pending_past_it() {
+    // The person takes longer than the whole budget; the rest of the demo turn takes far less.
+    let bridge = start_host(HostLog { approval_delay: Duration::from_millis(2500), ..HostLog::default() });
+    initialize(&bridge).await;
+    let mut params = attempt_params("p-1", "s-p");
+    params["timeoutMs"] = json!(1500);
+    let result = bridge.peer.request("attempt/run", Some(&params)).await.expect("a result");
+    assert_eq!(result["terminal"]["kind"], "ok", "the budget fired while the host decided: {result:#}");
+    assert_eq!(bridge.log.requests_named("host/approval/decide").len(), 1);
+
+    let events = bridge.log.events_of("p-1");
+    check_events(&events, "p-1");
+    let budget: Vec<&Value> = events
+        .iter()
+        .map(|e| &e["event"])
+        .filter(|e| e["type"].as_str().is_some_and(|t| t.starts_with("budget")))
+        .collect();
+    assert_eq!(budget.len(), 2, "one pause, one resume: {budget:#?}");
+    assert_eq!(budget[0]["type"], "budgetPaused");
+    assert_eq!(budget[1]["type"], "budgetResumed");
+    let left = budget[0]["remainingMs"].as_u64().expect("remainingMs");
+    assert!(left > 0 && left <= 1500, "{left}");
+    assert_eq!(budget[1]["remainingMs"], budget[0]["remainingMs"], "no time passed on the budget while paused");
 }
 
 #[tokio::test]
@@ -728,8 +763,20 @@ async fn codex_questions_reach_a_host_that_takes_user_input() {
         let mut init = init_params(1);
         init["capabilities"]["userInput"] = json!(user_input);
         bridge.peer.request("initialize", Some(&init)).await.expect("initialize");
-        let result = bridge.peer.request("attempt/run", Some(&codex_params("q-1", "qs-1"))).await.unwrap();
+        let mut params = codex_params("q-1", "qs-1");
+        params["timeoutMs"] = json!(60_000);
+        let result = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
         assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+        // The question held the budget: paused while the host's user was asked, then resumed.
+        let budget: Vec<Value> = bridge
+            .log
+            .events_of("q-1")
+            .iter()
+            .map(|e| e["event"]["type"].clone())
+            .filter(|t| t.as_str().is_some_and(|t| t.starts_with("budget")))
+            .collect();
+        let expected = if user_input { vec![json!("budgetPaused"), json!("budgetResumed")] } else { Vec::new() };
+        assert_eq!(budget, expected, "userInput {user_input}");
         let asked = bridge.log.requests_named("host/userInput/request");
         if user_input {
             assert_eq!(asked.len(), 1, "{asked:#?}");

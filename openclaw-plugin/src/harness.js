@@ -20,6 +20,7 @@ import { AttemptProgress } from "./progress.js";
 import { decideWithFileBinding } from "./file-approval.js";
 import { processEnvParam } from "./prepared-env.js";
 import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
+import { ResultWait } from "./result-wait.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -239,6 +240,9 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
+      // Stopped while the bridge's budget is paused for a person (result-wait.js).
+      const wait = deadline ? new ResultWait(deadline, RESULT_GRACE_MS) : null;
+      progress.budgetListener = wait;
       const images = await promptImages(params, runtime.options.loadPromptImages, logger);
       unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
       const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
@@ -247,9 +251,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
       progress.start();
-      response = await conn.client.request("attempt/run", run, {
-        timeoutMs: deadline,
-      });
+      const request = conn.client.request("attempt/run", run);
+      response = await (wait ? wait.race(request) : request);
     } catch (error) {
       settled = true;
       // A stuck attempt must not keep running in the bridge after we give up on it.

@@ -44,6 +44,7 @@ const HANDLED_TYPES = new Set([
   "plan",
   "toolStarted",
   "toolFinished",
+  "modelCallStarted",
 ]);
 
 /** OpenClaw's plan step statuses for the bridge's. */
@@ -75,16 +76,24 @@ export class AttemptProgress {
     this.finished = false;
     this.timeoutSignalled = false;
     this.abortSignalled = false;
+    /** The lane's deadline as last reported: `bounded`, `unlimited`, or null before `start`. */
+    this.deadlineKind = null;
+    /**
+     * Told when the bridge's budget pauses and resumes (the plugin's own wait for the result).
+     * @type {{ pause(): void, resume(remainingMs: number): void } | null}
+     */
+    this.budgetListener = null;
   }
 
   /** The attempt was handed to the bridge: its budget is the lane's authoritative deadline. */
   start() {
     const timeoutMs = this.params.timeoutMs;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return;
-    // The bridge enforces exactly this budget from now and does not pause it while a person is
-    // asked, so a fixed deadline is the truthful one (the runner pauses its own budget instead).
+    // The bridge enforces exactly this budget from now; it pauses it while a person is asked and
+    // says so (budgetPaused / budgetResumed), which moves this deadline as the runner's pauses do.
     const deadline =
       timeoutMs >= UNLIMITED_TIMEOUT_MS ? { kind: "unlimited" } : { kind: "bounded", deadlineAtMs: this.now() + timeoutMs };
+    this.deadlineKind = deadline.kind;
     this.call("attempt deadline", () => this.params.onAttemptDeadlineChanged?.(deadline));
     this.call("attempt timeout armed", () => this.params.onAttemptTimeoutArmed?.());
   }
@@ -98,7 +107,31 @@ export class AttemptProgress {
       this.lastSeq = note.seq;
     }
     if (event.type === "turnTerminal" && event.kind === "timeout") this.timedOut(event.message);
+    if (event.type === "budgetPaused") this.budgetPaused();
+    if (event.type === "budgetResumed") this.budgetResumed(event.remainingMs);
     if (HANDLED_TYPES.has(event.type)) this.enqueue(event);
+  }
+
+  /**
+   * The bridge stopped the budget while a person is asked: as the runner does for a pending
+   * approval, the lane's deadline is `unlimited` until the budget resumes. Only a bounded deadline
+   * pauses (an unlimited one has nothing to stop).
+   */
+  budgetPaused() {
+    if (this.deadlineKind !== "bounded") return;
+    this.deadlineKind = "paused";
+    this.budgetListener?.pause();
+    this.call("attempt deadline", () => this.params.onAttemptDeadlineChanged?.({ kind: "unlimited" }));
+  }
+
+  /** The budget counts again with `remainingMs` left: a new bounded deadline, as the runner re-arms. */
+  budgetResumed(remainingMs) {
+    if (this.deadlineKind !== "paused") return;
+    const left = Number.isFinite(remainingMs) && remainingMs > 0 ? remainingMs : 1;
+    this.deadlineKind = "bounded";
+    this.budgetListener?.resume(left);
+    const deadline = { kind: "bounded", deadlineAtMs: this.now() + left };
+    this.call("attempt deadline", () => this.params.onAttemptDeadlineChanged?.(deadline));
   }
 
   /** The attempt is being cancelled explicitly (the host's abort, or the run handle's). */
@@ -192,6 +225,8 @@ export class AttemptProgress {
         return this.tools.toolOutputDelta(event);
       case "toolFinished":
         return this.tools.toolFinished(event);
+      case "modelCallStarted":
+        return this.modelCallStarted();
       default:
         return undefined;
     }
@@ -204,6 +239,17 @@ export class AttemptProgress {
     this.lifecycleStarted = true;
     this.phase("turn_accepted");
     this.publish("lifecycle", { phase: "start", startedAt: this.now() });
+  }
+
+  /** The native runtime started a model request: the runner's phase, with its payload. */
+  modelCallStarted() {
+    const info = {
+      phase: "model_call_started",
+      provider: this.params.provider,
+      model: this.params.modelId,
+      firstModelCallStarted: true,
+    };
+    this.call("execution phase", () => this.params.onExecutionPhase?.(info));
   }
 
   phase(phase, extra = {}) {

@@ -152,3 +152,42 @@ test("an OpenClaw tool's own result (with its details) reaches onAgentToolResult
   assert.deepEqual(observed, [{ toolName: "lookup_weather", result: expected, isError: false }]);
   assert.deepEqual(bus.filter((e) => e.stream === "tool" && e.data.phase === "result").map((e) => e.data.result), [expected]);
 });
+
+test("an approval a person takes longer over than the whole budget: the bridge pauses the budget, the lane deadline goes unlimited then bounded again, the turn completes", async (t) => {
+  if (real.skip) return t.skip(real.skip);
+  const protocol = createProtocolChecker(protocolSchema());
+  const env = pluginUnderTest({ checker: protocol, deps: { progressSdk: real.sdk } });
+  t.after(env.cleanup);
+  const host = fakeHost();
+  const decide = host.requestApproval;
+  // The person answers after 2.5 s; the budget is 1.5 s and the rest of the demo turn far less.
+  host.requestApproval = (request) => new Promise((resolve) => setTimeout(() => resolve(decide(request)), 2500));
+  const { params } = attemptParams({ host });
+  params.timeoutMs = 1500;
+  const log = [];
+  params.onAttemptDeadlineChanged = (deadline) => log.push(["deadline", deadline, Date.now()]);
+  params.onExecutionPhase = (info) => log.push(["phase", info]);
+  params.onAttemptTimeout = (reason) => log.push(["timeout", reason]);
+  const started = Date.now();
+  const result = await env.harness(DEMO).runAttempt(params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  assert.equal(host.calls.requestApproval.length, 1);
+  assert.ok(!log.some(([kind]) => kind === "timeout"), "the budget never fired");
+
+  const deadlines = log.filter(([kind]) => kind === "deadline");
+  assert.deepEqual(deadlines.map(([, d]) => d.kind), ["bounded", "unlimited", "bounded"], JSON.stringify(deadlines));
+  const [[, first], , [, resumed, resumedAt]] = deadlines;
+  assert.ok(first.deadlineAtMs >= started + 1500);
+  // The new deadline is what was left of the budget from the resume: after the person answered,
+  // and no later than the resume plus the whole budget.
+  assert.ok(resumed.deadlineAtMs > first.deadlineAtMs, "the person's time was not charged to the budget");
+  assert.ok(resumed.deadlineAtMs <= resumedAt + 1500, JSON.stringify({ resumed, resumedAt }));
+
+  // The demo replays a recorded Codex turn: its model call start is the runner's phase.
+  const phases = log.filter(([kind]) => kind === "phase").map(([, info]) => info);
+  assert.deepEqual(
+    phases.find((i) => i.phase === "model_call_started"),
+    { phase: "model_call_started", provider: params.provider, model: params.modelId, firstModelCallStarted: true },
+  );
+  assert.ok(phases.findIndex((i) => i.phase === "turn_accepted") < phases.findIndex((i) => i.phase === "model_call_started"));
+});

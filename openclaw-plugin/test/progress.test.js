@@ -616,3 +616,49 @@ test("without the SDK helpers the callbacks keep their shapes (whole-message blo
   assert.deepEqual(calls(log, "onToolResult"), [[{ text: "exec" }]]);
   assert.deepEqual(agentEvents(log, "item").map((e) => [e.data.itemId, e.data.phase, e.data.status]), [["tool:c1", "start", "running"], ["tool:c1", "end", "completed"]]);
 });
+
+test("model_call_started: each modelCallStarted event is the runner's phase with its payload (provider, model)", async (t) => {
+  const sdk = sdkOrSkip(t);
+  if (!sdk) return;
+  const { progress, log, feed } = progressFor(sdk, { provider: "anthropic", modelId: "claude-x" });
+  progress.start();
+  feed({ type: "turnStarted", turnId: "tu-1" }, { type: "modelCallStarted" }, final("m1", "Hi"), { type: "modelCallStarted" });
+  await progress.finish({ kind: "ok" });
+  const phases = calls(log, "onExecutionPhase").map(([info]) => info);
+  assert.deepEqual(
+    phases.map((i) => i.phase),
+    ["turn_accepted", "model_call_started", "assistant_output_started", "model_call_started"],
+  );
+  // The runner's own report of a model call start: provider, model and firstModelCallStarted.
+  assert.deepEqual(phases[1], { phase: "model_call_started", provider: "anthropic", model: "claude-x", firstModelCallStarted: true });
+});
+
+test("a paused budget: the lane deadline is unlimited while a person is asked, then bounded from what the bridge says is left", async (t) => {
+  const sdk = sdkOrSkip(t);
+  if (!sdk) return;
+  const { progress, log, feed, advance } = progressFor(sdk, { timeoutMs: 10_000 });
+  const listener = [];
+  progress.budgetListener = { pause: () => listener.push("pause"), resume: (ms) => listener.push(["resume", ms]) };
+  progress.start();
+  feed({ type: "turnStarted", turnId: "tu-1" });
+  advance(4_000);
+  feed({ type: "budgetPaused", remainingMs: 6_000 });
+  advance(60_000);
+  feed({ type: "budgetResumed", remainingMs: 6_000 });
+  // A resume without a pause (a duplicate) changes nothing.
+  feed({ type: "budgetResumed", remainingMs: 6_000 });
+  await progress.finish({ kind: "ok" });
+  assert.deepEqual(calls(log, "onAttemptDeadlineChanged"), [
+    [{ kind: "bounded", deadlineAtMs: 1_000_000 + 10_000 }],
+    [{ kind: "unlimited" }],
+    [{ kind: "bounded", deadlineAtMs: 1_000_000 + 64_000 + 6_000 }],
+  ]);
+  assert.deepEqual(listener, ["pause", ["resume", 6_000]]);
+
+  // An unlimited budget has nothing to pause: the runner reports nothing more.
+  const unlimited = progressFor(sdk, { timeoutMs: 2_147_000_000 });
+  unlimited.progress.start();
+  unlimited.feed({ type: "budgetPaused", remainingMs: 5 }, { type: "budgetResumed", remainingMs: 5 });
+  await unlimited.progress.finish({ kind: "ok" });
+  assert.deepEqual(calls(unlimited.log, "onAttemptDeadlineChanged"), [[{ kind: "unlimited" }]]);
+});

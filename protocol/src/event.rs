@@ -78,6 +78,21 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
     },
+    /// The native runtime started a model request (Claude's streamed `message_start`, one per API
+    /// call; Codex's `turn/started`, its turn's first request: its app-server announces no later
+    /// sampling request). For the host's `model_call_started` execution phase.
+    ModelCallStarted {},
+    /// The attempt's budget (`timeoutMs`) stopped counting: a person is being asked (an approval or
+    /// a question is outstanding with the host). Sent by `serve` only.
+    BudgetPaused {
+        /// What is left of the budget, in milliseconds; it counts again from `budgetResumed`.
+        remaining_ms: u64,
+    },
+    /// The attempt's budget counts again (nothing is being asked any more). Sent by `serve` only.
+    BudgetResumed {
+        /// What is left of the budget from now, in milliseconds.
+        remaining_ms: u64,
+    },
     /// The turn ended; nothing follows for this turn (the `attempt/run` result comes next).
     TurnTerminal(TurnTerminal),
     /// The native runtime named the model that serves the turn (Codex's thread answer, Claude's

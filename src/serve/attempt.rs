@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
@@ -24,6 +23,7 @@ use clawbridge_protocol::jsonrpc::ErrorObject;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{AttemptBudget, PausingApprover, PausingAsker};
 use super::harness::Harness;
 use super::hooks::{HostApprover, HostObserver, HostToolsClient, HostUserInput};
 
@@ -146,24 +146,20 @@ pub async fn run(job: AttemptJob) -> Result<AttemptOutcome, ErrorObject> {
     if job.cancel.is_cancelled() {
         return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before it started"));
     }
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let budget = job.params.timeout_ms.map(|ms| {
-        let cancel = job.cancel.clone();
-        let timed_out = timed_out.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            timed_out.store(true, Ordering::Relaxed);
-            cancel.cancel();
-        })
-    });
-    let outcome = run_started(job, &timed_out).await;
+    // Paused while a person is asked (super::budget); cancels the attempt when it runs out.
+    let budget = job.params.timeout_ms.map(|ms| AttemptBudget::start(Duration::from_millis(ms), job.cancel.clone()));
+    let outcome = run_started(job, budget.as_ref()).await;
     if let Some(budget) = budget {
-        budget.abort();
+        budget.close();
     }
     outcome
 }
 
-async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptOutcome, ErrorObject> {
+async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Result<AttemptOutcome, ErrorObject> {
+    let timed_out = || budget.is_some_and(AttemptBudget::timed_out);
+    if let Some(budget) = budget {
+        pause_budget_while_asking(&mut job, budget);
+    }
     let params = &job.params;
     let attempt_id = params.attempt_id.clone();
     let backend = job.harness.backend.clone();
@@ -186,7 +182,10 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
             format!("{} cannot run with this chat's tool restrictions.", job.harness.info.label),
         ));
     }
-    let hooks = host_hooks(&job, job.settings.host_tools.clone());
+    let mut hooks = host_hooks(&job, job.settings.host_tools.clone());
+    if let Some(budget) = budget.filter(|_| job.caps.approvals) {
+        hooks.approver = Arc::new(PausingApprover { inner: hooks.approver, budget: budget.clone() });
+    }
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,
         Err(error) => {
@@ -214,13 +213,16 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         model: params.model_id.clone(),
     };
     let pipeline = host_pipeline_for(&job, label);
+    if let Some(budget) = budget {
+        budget.attach(pipeline.sender());
+    }
     job.steer.opened(native.steering());
     let turn = {
         let mut sink = |event: &Event| {
             if let Event::TurnStarted { turn_id } = event {
                 job.steer.turn_started(turn_id);
             }
-            match budget_terminal(event, timed_out, params.timeout_ms) {
+            match budget_terminal(event, timed_out(), params.timeout_ms) {
                 Some(timeout) => pipeline.push(&timeout),
                 None => pipeline.push(event),
             }
@@ -238,7 +240,15 @@ async fn run_started(job: AttemptJob, timed_out: &AtomicBool) -> Result<AttemptO
         tracing::info!(attempt = %attempt_id, dropped = mirrored.dropped_delta_bytes, "the host read slowly; some streamed delta bytes were merged away");
     }
     native.shutdown().await;
-    Ok(outcome(&job, timed_out, result, mirrored, native_id))
+    Ok(outcome(&job, timed_out(), result, mirrored, native_id))
+}
+
+/// The agent's questions to the host's user stop `budget` while they wait for an answer (approvals
+/// are wrapped with the hooks).
+fn pause_budget_while_asking(job: &mut AttemptJob, budget: &AttemptBudget) {
+    if let Some(inner) = job.settings.user_input.take() {
+        job.settings.user_input = Some(Arc::new(PausingAsker { inner, budget: budget.clone() }));
+    }
 }
 
 /// What a person reads about a session that could not be opened.
@@ -306,12 +316,12 @@ pub fn host_pipeline(peer: &RpcPeer, attempt_id: &str, session_id: &str, mirror:
 /// timeout; `native` is the native thread or session to bind to the host session.
 fn outcome(
     job: &AttemptJob,
-    timed_out: &AtomicBool,
+    timed_out: bool,
     mut result: AttemptResult,
     mirrored: Mirrored,
     native: Option<String>,
 ) -> AttemptOutcome {
-    if timed_out.load(Ordering::Relaxed) && stopped_for_budget(&result.terminal) {
+    if timed_out && stopped_for_budget(&result.terminal) {
         result.terminal = budget_timeout(job.params.timeout_ms);
     }
     let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
@@ -336,9 +346,9 @@ fn stopped_for_budget(terminal: &TurnTerminal) -> bool {
 
 /// The streamed `turnTerminal` of a turn the budget cancelled says `timeout`, as the result will:
 /// the host learns that its deadline fired when it happens, not only from the result.
-fn budget_terminal(event: &Event, timed_out: &AtomicBool, timeout_ms: Option<u64>) -> Option<Event> {
+fn budget_terminal(event: &Event, timed_out: bool, timeout_ms: Option<u64>) -> Option<Event> {
     match event {
-        Event::TurnTerminal(terminal) if timed_out.load(Ordering::Relaxed) && stopped_for_budget(terminal) => {
+        Event::TurnTerminal(terminal) if timed_out && stopped_for_budget(terminal) => {
             Some(Event::TurnTerminal(budget_timeout(timeout_ms)))
         }
         _ => None,

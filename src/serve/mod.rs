@@ -14,6 +14,7 @@
 
 mod attempt;
 mod bindings;
+mod budget;
 mod handler;
 mod harness;
 mod hooks;

@@ -481,6 +481,8 @@ impl TurnMapper {
             return;
         }
         if let StreamEvent::MessageStart(start) = &message.event {
+            // One `message_start` per API request of the main agent: a model call starts.
+            self.push(out, Event::ModelCallStarted {});
             self.stream_message = start.message.id.clone().or_else(|| message.api_message_id.clone());
             if let Some(id) = self.stream_message.clone() {
                 self.start_call_usage(id, start.message.usage.clone().unwrap_or_default());

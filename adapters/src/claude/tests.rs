@@ -167,8 +167,9 @@ fn partial_deltas_share_the_final_items_id() {
         result("success", false, json!({})),
     ]);
     assert_eq!(
-        events[1..6],
+        events[1..7],
         [
+            Event::ModelCallStarted {},
             Event::ReasoningDelta { item_id: "msg_1:0".into(), delta: "a".into() },
             Event::ReasoningFinal { item_id: "msg_1:0".into(), text: "a".into(), signature: Some("s".into()) },
             Event::AssistantDelta { item_id: "msg_1:1".into(), delta: "He".into() },
@@ -176,7 +177,26 @@ fn partial_deltas_share_the_final_items_id() {
             Event::AssistantFinal { item_id: "msg_1:1".into(), text: "Hello".into() },
         ]
     );
-    assert!(matches!(events[6], Event::Usage(_)));
+    assert!(matches!(events[7], Event::Usage(_)));
+    assert_well_formed(&events);
+}
+
+#[test]
+fn each_model_request_of_the_main_agent_starts_a_model_call() {
+    let subagent =
+        line(json!({"type": "stream_event", "api_message_id": "msg_sub", "parent_tool_use_id": "toolu_task",
+        "event": {"type": "message_start", "message": {"id": "msg_sub", "content": []}}}));
+    let (_, events) = run(&[
+        init(),
+        stream(json!({"type": "message_start", "message": {"id": "msg_1", "content": []}})),
+        // A subagent's request is its own, not a model call of this turn's agent.
+        subagent,
+        stream(json!({"type": "message_start", "message": {"id": "msg_2", "content": []}})),
+        result("success", false, json!({})),
+    ]);
+    let calls = events.iter().filter(|e| matches!(e, Event::ModelCallStarted {})).count();
+    assert_eq!(calls, 2, "{events:#?}");
+    assert!(matches!(events[0], Event::TurnStarted { .. }));
     assert_well_formed(&events);
 }
 

@@ -118,6 +118,8 @@ pub struct TurnMapper {
     turn_id: Option<String>,
     /// `TurnStarted` was emitted.
     announced: bool,
+    /// `ModelCallStarted` was emitted (once, for `turn/started`).
+    model_call_announced: bool,
     /// `turn/completed` for this turn was seen.
     complete: bool,
     /// A `TurnTerminal` was emitted (by `turn/completed` or [`abandon`](Self::abandon)); nothing follows.
@@ -156,6 +158,7 @@ impl TurnMapper {
             thread_id: thread_id.into(),
             turn_id: None,
             announced: false,
+            model_call_announced: false,
             complete: false,
             terminated: false,
             open_tools: Vec::new(),
@@ -207,7 +210,13 @@ impl TurnMapper {
         match notification {
             N::TurnStarted(n) => {
                 self.turn_id.get_or_insert_with(|| n.turn.id.clone());
-                self.announce(&mut out);
+                // Codex sends the turn's first model request as it starts the turn; its app-server
+                // announces no later request (docs/peers/codex.md#model-requests), so this is the
+                // only model call start it can report.
+                if !self.model_call_announced {
+                    self.model_call_announced = true;
+                    self.push(&mut out, Event::ModelCallStarted {});
+                }
             }
             N::TurnCompleted(n) => self.on_turn_completed(&n.turn, &mut out),
             N::ItemStarted(n) => self.on_item_started(&n.item, &mut out),

@@ -75,6 +75,7 @@ fn plain_text_turn() {
         events,
         vec![
             Event::TurnStarted { turn_id: TU.into() },
+            Event::ModelCallStarted {},
             Event::AssistantDelta { item_id: "msg_1".into(), delta: "Hel".into() },
             Event::AssistantDelta { item_id: "msg_1".into(), delta: "lo".into() },
             Event::AssistantFinal { item_id: "msg_1".into(), text: "Hello".into() },
@@ -376,8 +377,8 @@ fn a_tool_finishes_once_and_never_without_a_start() {
     assert_well_formed(&events);
     assert_eq!(starts(&events).len(), 1);
     assert_eq!(finishes(&events).len(), 1);
-    assert!(matches!(events[1], Event::ToolStarted(_)));
-    assert!(matches!(events[2], Event::ToolFinished(_)));
+    assert!(matches!(events[2], Event::ToolStarted(_)));
+    assert!(matches!(events[3], Event::ToolFinished(_)));
 }
 
 #[test]
@@ -435,7 +436,11 @@ fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
         message: r#"transient [{"httpConnectionFailed":{"httpStatusCode":502}}]"#.into(),
         attempt: Some(attempt),
     };
-    assert_eq!(events, [Event::TurnStarted { turn_id: TU.into() }, retry(1)], "a retry is progress, not an end");
+    assert_eq!(
+        events,
+        [Event::TurnStarted { turn_id: TU.into() }, Event::ModelCallStarted {}, retry(1)],
+        "a retry is progress, not an end"
+    );
     assert!(!mapper.is_complete());
     // A turn abandoned while retrying (the watchdog, a cancel) says what it was waiting on.
     let retried = mapper.on_notification(&error("transient", true));
@@ -498,14 +503,15 @@ fn other_threads_turns_and_unknown_methods_are_ignored() {
         another_turn_completed,
         warning,
     ]);
-    assert_eq!(events, [Event::TurnStarted { turn_id: TU.into() }]);
+    // Another turn's `turn/started` is not a model call of this one.
+    assert_eq!(events, [Event::TurnStarted { turn_id: TU.into() }, Event::ModelCallStarted {}]);
     assert!(!mapper.is_complete());
 }
 
 #[test]
 fn nothing_follows_the_terminal() {
     let (mut mapper, events) = run(&[turn_started(), turn_completed("completed", json!([]))]);
-    assert_eq!(events.len(), 2);
+    assert_eq!(events.len(), 3);
     assert!(mapper.on_notification(&item_completed(command("c", "completed", json!(0), Value::Null))).is_empty());
     assert!(mapper.on_notification(&turn_completed("completed", json!([]))).is_empty());
     assert!(mapper.abandon(TerminalKind::Failed, "peer died".into()).is_empty());
@@ -560,6 +566,7 @@ fn a_turn_id_pinned_by_the_turn_start_result_is_announced_once() {
         [
             Event::TurnStarted { turn_id: TU.into() },
             Event::AssistantDelta { item_id: "m".into(), delta: "hi".into() },
+            Event::ModelCallStarted {},
             Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }),
         ]
     );

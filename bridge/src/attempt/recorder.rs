@@ -76,6 +76,9 @@ impl AttemptRecorder {
             Event::TurnStarted { .. }
             | Event::ToolOutputDelta { .. }
             | Event::ModelRetry { .. }
+            | Event::ModelCallStarted {}
+            | Event::BudgetPaused { .. }
+            | Event::BudgetResumed { .. }
             | Event::ModelInUse { .. }
             | Event::Unknown => {}
         }

@@ -7,5 +7,5 @@
 mod pipeline;
 pub mod queue;
 
-pub use pipeline::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
+pub use pipeline::{EventStage, MirrorSpec, Mirrored, Pipeline, PipelineSender, StoreError, TranscriptStore};
 pub use queue::EventQueue;

@@ -54,6 +54,20 @@ pub struct Mirrored {
     pub dropped_delta_bytes: u64,
 }
 
+/// Queues events into a running [`Pipeline`] (see [`Pipeline::sender`]).
+#[derive(Clone, Debug)]
+pub struct PipelineSender {
+    /// The pipeline's queue.
+    queue: Arc<EventQueue>,
+}
+
+impl PipelineSender {
+    /// Queues one event (never blocks); dropped once the pipeline is finishing.
+    pub fn push(&self, event: &Event) {
+        self.queue.push(event.clone());
+    }
+}
+
 /// A running pipeline for one turn.
 pub struct Pipeline {
     /// Filled by the sink.
@@ -85,6 +99,12 @@ impl Pipeline {
     /// The sink: queues one event (never blocks).
     pub fn push(&self, event: &Event) {
         self.queue.push(event.clone());
+    }
+
+    /// A handle that queues events into this pipeline from elsewhere (events the bridge itself
+    /// raises mid-turn, in order with the native ones). Events pushed after `finish` are dropped.
+    pub fn sender(&self) -> PipelineSender {
+        PipelineSender { queue: self.queue.clone() }
     }
 
     /// Ends the stream after the turn: waits until every event went through, and closes the rows

@@ -43,6 +43,10 @@ impl EventQueue {
     /// output — would otherwise never merge and the queue would grow with every delta).
     pub fn push(&self, event: Event) {
         let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if inner.closed {
+            // Only a handle outliving the turn pushes now; the stream already ended.
+            return;
+        }
         let mut dropped = None;
         let same_item = inner
             .events

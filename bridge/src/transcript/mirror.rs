@@ -182,7 +182,13 @@ impl TranscriptMirror {
             Event::TurnTerminal(terminal) => return self.finish(terminal),
             // Plans have no v4 message shape of their own; they reach the host as events.
             Event::ModelInUse { model } => self.name_model(model),
-            Event::TurnStarted { .. } | Event::Plan(_) | Event::ModelRetry { .. } | Event::Unknown => {}
+            Event::TurnStarted { .. }
+            | Event::Plan(_)
+            | Event::ModelRetry { .. }
+            | Event::ModelCallStarted {}
+            | Event::BudgetPaused { .. }
+            | Event::BudgetResumed { .. }
+            | Event::Unknown => {}
         }
         Vec::new()
     }

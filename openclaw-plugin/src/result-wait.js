@@ -1,0 +1,63 @@
+// How long the plugin waits for an `attempt/run` result before it gives up on a stuck bridge: the
+// attempt's budget plus a grace. The bridge stops its budget while a person is asked (it streams
+// `budgetPaused` / `budgetResumed`, docs/host-protocol.md#the-attempt-budget), so this wait stops
+// too, and after a resume it is re-armed from the time the bridge says is left: a person taking ten
+// minutes over an approval must not make the plugin abandon a healthy attempt.
+
+import { RpcTimeoutError } from "./rpc-client.js";
+
+export class ResultWait {
+  /**
+   * @param {number} ms how long to wait from `race`
+   * @param {number} graceMs what is added to the bridge's remaining budget on a resume
+   */
+  constructor(ms, graceMs) {
+    this.ms = ms;
+    this.graceMs = graceMs;
+    this.timer = null;
+    this.paused = false;
+    this.done = false;
+    this.fire = null;
+  }
+
+  /** `request`'s outcome, or an `RpcTimeoutError` when the wait runs out first. */
+  race(request) {
+    const expired = new Promise((_, reject) => {
+      this.fire = () => reject(new RpcTimeoutError("attempt/run", this.ms));
+    });
+    if (!this.paused) this.#arm(this.ms);
+    return Promise.race([request, expired]).finally(() => this.clear());
+  }
+
+  /** The bridge stopped its budget: stop waiting until it resumes. */
+  pause() {
+    if (this.done) return;
+    this.paused = true;
+    this.#disarm();
+  }
+
+  /** The bridge's budget counts again with `remainingMs` left: wait that plus the grace. */
+  resume(remainingMs) {
+    if (this.done || !this.paused) return;
+    this.paused = false;
+    this.#arm(Math.max(1, Number.isFinite(remainingMs) ? remainingMs : 0) + this.graceMs);
+  }
+
+  /** The result came (or the attempt failed): never fire. */
+  clear() {
+    this.done = true;
+    this.#disarm();
+  }
+
+  #arm(ms) {
+    this.#disarm();
+    if (this.done || !this.fire) return;
+    this.timer = setTimeout(() => this.fire?.(), ms);
+    this.timer.unref?.();
+  }
+
+  #disarm() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
