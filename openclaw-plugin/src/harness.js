@@ -220,11 +220,13 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       );
     }
     let settled = false;
-    onAbort = () => {
+    // The host's abort signal, or the reply operation's `cancel` on the active-run handle.
+    onAbort = (reason) => {
+      if (abort.signal.aborted) return;
       attempt.externallyAborted = true;
       progress.aborted();
-      abort.abort(externalSignal?.reason);
-      cancelUntilSeen(conn, attemptId, abortReason(externalSignal), () => settled, logger);
+      abort.abort(typeof reason === "string" ? reason : externalSignal?.reason);
+      cancelUntilSeen(conn, attemptId, typeof reason === "string" ? reason : abortReason(externalSignal), () => settled, logger);
     };
     externalSignal?.addEventListener?.("abort", onAbort, { once: true });
 
@@ -233,7 +235,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
       const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
       const images = await promptImages(params, runtime.options.loadPromptImages, logger);
-      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
+      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn, (reason) => onAbort(reason));
       const run = runParams(harnessId, attemptId, params, hostTools, images);
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
