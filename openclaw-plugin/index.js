@@ -55,6 +55,12 @@ export default createPlugin({
     extractMessagingToolSendResult,
     extractToolResultMediaArtifact,
     filterToolResultMediaUrls,
+    // Optional (turn-facts.js): an SDK without one leaves its fact empty.
+    normalizeHeartbeatToolResponse: harnessRuntime.normalizeHeartbeatToolResponse,
+    HEARTBEAT_RESPONSE_TOOL_NAME: harnessRuntime.HEARTBEAT_RESPONSE_TOOL_NAME,
+    extractMessagingToolSourceReplyPayload: harnessRuntime.extractMessagingToolSourceReplyPayload,
+    isDeliveredMessageToolOnlySourceReplyResult: harnessRuntime.isDeliveredMessageToolOnlySourceReplyResult,
+    isDeliveredMessagingToolSendToCurrentSource: harnessRuntime.isDeliveredMessagingToolSendToCurrentSource,
   },
   loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
   setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,

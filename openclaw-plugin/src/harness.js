@@ -261,7 +261,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     await progress.finish(response?.terminal);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
-    if (response?.transcriptOwned !== true) {
+    if (response?.transcriptOwned !== true && params.sessionPersistence !== "detached") {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
     }
@@ -362,6 +362,8 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   if (hostTools.length > 0) out.hostTools = hostTools;
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
   if (images.length > 0) out.images = images;
+  // A detached run writes nothing durable: the bridge mirrors no rows and keeps no binding.
+  if (params.sessionPersistence === "detached") out.sessionPersistence = "detached";
   return out;
 }
 
