@@ -55,7 +55,9 @@ export default createPlugin({
     extractMessagingToolSendResult,
     extractToolResultMediaArtifact,
     filterToolResultMediaUrls,
-    // Optional (turn-facts.js): an SDK without one leaves its fact empty.
+    // Optional (finalize.js, turn-facts.js): an SDK without one leaves its fact or hook out.
+    runAgentHarnessBeforeAgentFinalizeHook: harnessRuntime.runAgentHarnessBeforeAgentFinalizeHook,
+    buildAgentHookContextChannelFields: harnessRuntime.buildAgentHookContextChannelFields,
     normalizeHeartbeatToolResponse: harnessRuntime.normalizeHeartbeatToolResponse,
     HEARTBEAT_RESPONSE_TOOL_NAME: harnessRuntime.HEARTBEAT_RESPONSE_TOOL_NAME,
     extractMessagingToolSourceReplyPayload: harnessRuntime.extractMessagingToolSourceReplyPayload,

@@ -16,6 +16,7 @@ import { registerActiveRun } from "./steering.js";
 import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
+import { beforeAgentFinalize } from "./finalize.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -280,6 +281,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     // The native runtime already retried the model request; OpenClaw re-running the whole attempt
     // on top would repeat the turn (and its retries) many times over.
     if (attempt.modelRetries > 0) result.providerRetryMaxRetries = 0;
+    await beforeAgentFinalize(runtime.options.sdk ?? {}, params, result, logger);
     return result;
   } finally {
     unregisterRun();
