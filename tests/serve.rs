@@ -612,7 +612,7 @@ async fn a_detached_attempt_mirrors_no_rows_and_stores_no_binding() {
     let bridge = start_with_codex(&fake_codex(dir.path(), false));
     initialize(&bridge).await;
     let bindings = bridge._state.path().join("serve").join("bindings");
-    let stored = || std::fs::read_dir(&bindings).map(|d| d.count()).unwrap_or(0);
+    let stored = || std::fs::read_dir(&bindings).map(Iterator::count).unwrap_or(0);
 
     let mut detached = codex_params("det-1", "det-s");
     detached["sessionPersistence"] = json!("detached");
