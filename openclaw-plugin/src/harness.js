@@ -17,6 +17,7 @@ import { RunCleanups, toolSurfaceOptions } from "./tool-surface.js";
 import { closeOrphanedCalls, transcriptApiOf } from "./transcript.js";
 import { AttemptProgress } from "./progress.js";
 import { beforeAgentFinalize } from "./finalize.js";
+import { applyYield } from "./turn-facts.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -221,6 +222,14 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       );
     }
     let settled = false;
+    // The agent handed its turn over (`sessions_yield`): the native turn ends now, as the embedded
+    // runner aborts its run for a yield; the result says so (turn-facts.js `applyYield`).
+    attempt.yieldTo = (message, acknowledgment) => {
+      if (attempt.yielded || abort.signal.aborted) return;
+      attempt.yielded = { message, acknowledgment };
+      abort.abort("sessions_yield");
+      cancelUntilSeen(conn, attemptId, "the agent yielded its turn (sessions_yield)", () => settled, logger);
+    };
     // The host's abort signal, or the reply operation's `cancel` on the active-run handle.
     onAbort = (reason) => {
       if (abort.signal.aborted) return;
@@ -281,6 +290,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     // The native runtime already retried the model request; OpenClaw re-running the whole attempt
     // on top would repeat the turn (and its retries) many times over.
     if (attempt.modelRetries > 0) result.providerRetryMaxRetries = 0;
+    applyYield(result, attempt.yielded);
     await beforeAgentFinalize(runtime.options.sdk ?? {}, params, result, logger);
     return result;
   } finally {
@@ -305,7 +315,8 @@ function bindTools(runtime, attempt, params) {
         buildRunContext: runtime.options.sdk?.buildEmbeddedAttemptToolRunContext,
         signal: attempt.signal,
         registerRunCleanup: (cleanup) => attempt.cleanups.register(cleanup),
-        extra: questionPromptOption(params),
+        // `sessions_yield` ends the turn through the attempt (yieldTo, set once the bridge is known).
+        extra: { ...questionPromptOption(params), onYield: (message, acknowledgment) => attempt.yieldTo?.(message, acknowledgment) },
         logger: runtime.logger,
       }),
       { cwd: params.cwd ?? params.workspaceDir },

@@ -148,3 +148,19 @@ function safe(run, fallback) {
     return fallback;
   }
 }
+
+/**
+ * The result of an attempt whose agent yielded (`sessions_yield` called the tool surface's `onYield`):
+ * `yieldDetected`, the acknowledgment it gave, and an interrupted turn's terminal as the embedded
+ * runner reports a yield's abort (`aborted`, `source: "yield_cleanup"`). A turn that completed
+ * before the interrupt landed keeps its terminal.
+ *
+ * @param {AttemptResult} result
+ * @param {{message?: unknown, acknowledgment?: unknown} | undefined} yielded
+ */
+export function applyYield(result, yielded) {
+  if (!yielded) return;
+  result.yieldDetected = true;
+  if (typeof yielded.acknowledgment === "string" && yielded.acknowledgment.trim()) result.yieldAcknowledgment = yielded.acknowledgment;
+  if (result.terminal.kind === "aborted") result.terminal = { kind: "aborted", source: "yield_cleanup" };
+}

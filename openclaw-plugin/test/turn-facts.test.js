@@ -14,7 +14,7 @@ import { HostToolRuns } from "../src/delivery.js";
 import { observeToolTerminal } from "../src/host-requests.js";
 import { replayMetadataOf, toAttemptResult } from "../src/result.js";
 import { appendTranscriptGroup } from "../src/transcript.js";
-import { toolRunFacts } from "../src/turn-facts.js";
+import { applyYield, toolRunFacts } from "../src/turn-facts.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest, repoRoot } from "./support/fakes.js";
 
@@ -208,5 +208,47 @@ test("with a Codex backend: a host tool's spawn receipt and original result reac
   assert.equal(result.hasSuccessfulModelResponse, true);
   assert.equal(result.successfulCronAdds, 0);
   assert.equal(result.sourceReplyDeliveryState, "missing");
+  assert.deepEqual(env.protocol.problems, []);
+});
+
+test("a yield is yieldDetected with its acknowledgment, and an interrupted turn is a yield's abort", () => {
+  const interrupted = { terminal: { kind: "aborted", source: "runtime" } };
+  applyYield(interrupted, { message: "waiting for the child", acknowledgment: "I'll report back when the lint run is done." });
+  assert.equal(interrupted.yieldDetected, true);
+  assert.equal(interrupted.yieldAcknowledgment, "I'll report back when the lint run is done.");
+  assert.deepEqual(interrupted.terminal, { kind: "aborted", source: "yield_cleanup" });
+  const completed = { terminal: { kind: "ok" } };
+  applyYield(completed, { message: "m", acknowledgment: "  " });
+  assert.equal(completed.yieldDetected, true);
+  assert.equal("yieldAcknowledgment" in completed, false);
+  assert.deepEqual(completed.terminal, { kind: "ok" }, "a turn that completed first keeps its terminal");
+  const none = { terminal: { kind: "ok" } };
+  applyYield(none, undefined);
+  assert.equal("yieldDetected" in none, false);
+});
+
+test("with a Codex backend: sessions_yield calls the tool surface's onYield, which ends the native turn", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "toolCall", toolName: "sessions_yield", args: { message: "waiting" } }) });
+  t.after(env.cleanup);
+  let host;
+  const yieldTool = {
+    name: "sessions_yield",
+    description: "Ends this turn until the child reports.",
+    parameters: { type: "object", properties: { message: { type: "string" } } },
+    execute: async (_id, args) => {
+      host.calls.createToolSurface[0].options.onYield(args.message, "Waiting for the child session.");
+      return { content: [{ type: "text", text: "yielded" }], details: { status: "yielded" } };
+    },
+  };
+  host = fakeHost({ tools: [yieldTool] });
+  const { params } = attemptParams({ host });
+  const result = await env.harness(CODEX).runAttempt(params);
+  assert.equal(typeof host.calls.createToolSurface[0].options.onYield, "function", "the tool surface got onYield");
+  assert.equal(result.yieldDetected, true);
+  assert.equal(result.yieldAcknowledgment, "Waiting for the child session.");
+  assert.ok((env.protocol.counts["attempt/cancel"] ?? 0) >= 1, "the native turn was told to end");
+  assert.notEqual(result.terminal.source, "external", "a yield is no external abort");
   assert.deepEqual(env.protocol.problems, []);
 });
