@@ -654,6 +654,33 @@ fn codex_params(attempt: &str, session: &str) -> Value {
            "provider": "mock", "modelId": "mock-model"})
 }
 
+/// `sessionPersistence: "detached"` writes nothing durable for the session: no transcript rows, no
+/// native binding in the state dir; the same session run durably afterwards mirrors and binds (so
+/// the first half would fail if detached changed nothing).
+#[tokio::test]
+async fn a_detached_attempt_mirrors_no_rows_and_stores_no_binding() {
+    let dir = tempfile::tempdir().unwrap();
+    let bridge = start_with_codex(&fake_codex(dir.path(), false));
+    initialize(&bridge).await;
+    let bindings = bridge._state.path().join("serve").join("bindings");
+    let stored = || std::fs::read_dir(&bindings).map(Iterator::count).unwrap_or(0);
+
+    let mut detached = codex_params("det-1", "det-s");
+    detached["sessionPersistence"] = json!("detached");
+    let result = bridge.peer.request("attempt/run", Some(&detached)).await.expect("the detached attempt runs");
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert_eq!(result["assistantTexts"], json!(["Hello from the mock model."]));
+    assert_eq!(result["transcriptOwned"], false, "{result:#}");
+    assert!(bridge.log.requests_named("host/transcript/append").is_empty(), "no rows for a detached run");
+    assert_eq!(stored(), 0, "no binding for a detached run");
+
+    let result = bridge.peer.request("attempt/run", Some(&codex_params("det-2", "det-s"))).await.expect("runs");
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert_eq!(result["transcriptOwned"], true, "{result:#}");
+    assert!(!bridge.log.requests_named("host/transcript/append").is_empty());
+    assert_eq!(stored(), 1, "the durable run binds the session");
+}
+
 /// The concurrency target of issue #5: 64 attempts at once over one connection, each on its own
 /// (fake) Codex app-server, all with their own correct result, events and transcript rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

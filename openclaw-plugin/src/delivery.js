@@ -30,7 +30,7 @@ const MAX_RUNS = 512;
  * One host tool run: its name, the arguments it ran with, its original result (or thrown error)
  * and whether it failed.
  *
- * @typedef {{toolName: string, args: Record<string, unknown>, result: unknown, isError: boolean}} HostToolRun
+ * @typedef {{toolName: string, args: Record<string, unknown>, result: unknown, isError: boolean, callId?: string}} HostToolRun
  */
 
 /** Collects an attempt's host tool runs (bounded) for {@link deliveryFacts}. */
@@ -44,6 +44,17 @@ export class HostToolRuns {
   add(run) {
     if (this.runs.length < MAX_RUNS) this.runs.push(run);
   }
+
+  /**
+   * The run of call `callId` (the latest, should a call id repeat), if it was kept.
+   *
+   * @param {unknown} callId
+   */
+  find(callId) {
+    if (typeof callId !== "string" || callId === "") return undefined;
+    for (let i = this.runs.length - 1; i >= 0; i -= 1) if (this.runs[i].callId === callId) return this.runs[i];
+    return undefined;
+  }
 }
 
 /**
@@ -51,7 +62,7 @@ export class HostToolRuns {
  *
  * @param {HostToolRun[]} runs in the order they ran
  * @param {DeliveryHelpers} helpers
- * @param {{config?: unknown, currentChannelId?: string, currentMessagingTarget?: string, currentThreadId?: string, currentMessageId?: string | number}} [route]
+ * @param {Record<string, unknown>} [route] the messaging route ({@link messagingRoute})
  * @param {{mediaUrls: string[], trusted: Set<string>}} [pending] media queued before any tool ran
  *   (the attempt's internal events), with the URLs that are trusted local media
  * @returns {Pick<AttemptResult, "didSendViaMessagingTool" | "messagingToolSentTexts" | "messagingToolSentMediaUrls" | "messagingToolSentTargets"> & Partial<Pick<AttemptResult, "toolMediaUrls" | "toolAudioAsVoice" | "toolTrustedLocalMedia" | "sourceReplyDelivered">>}
@@ -78,24 +89,16 @@ export function deliveryFacts(runs, helpers, route = {}, pending = { mediaUrls: 
   let audioAsVoice = false;
   let sourceReplyDelivered = false;
   for (const run of runs) {
-    const messaging = safe(() => helpers.isMessagingTool?.(run.toolName), false) === true;
-    if (messaging) {
-      const fact = safe(() => helpers.readEmbeddedMessageDeliveryFact?.(details(run.result)?.messageDelivery), undefined);
-      const delivered = fact
-        ? fact.status === "settled" && (!run.isError || fact.partialDelivery === true)
-        : safe(() => helpers.isDeliveredMessagingToolResult?.({ ...run, args: run.args }), false) === true;
-      if (fact?.sourceReplyDelivered === true) sourceReplyDelivered = true;
-      if (!delivered) continue;
-      const send = safe(() => helpers.isMessagingToolSendAction?.(run.toolName, run.args), false) === true;
-      if (!send) continue;
+    const delivery = deliveredByRun(run, helpers, route);
+    if (delivery.messaging) {
+      if (delivery.fact?.sourceReplyDelivered === true) sourceReplyDelivered = true;
+      if (!delivery.delivered || !delivery.send) continue;
       const text = messagingText(run.args);
       if (text) texts.push(text);
       const media = [...mediaUrlsOf(run.args), ...(artifact(helpers, run)?.mediaUrls ?? [])];
       sentMedia.push(...media);
-      const pending = safe(() => helpers.extractMessagingToolSend?.(run.toolName, run.args, route), undefined);
-      if (pending) {
-        const confirmed = safe(() => helpers.extractMessagingToolSendResult?.(pending, run.result), pending) ?? pending;
-        targets.push({ ...confirmed, ...(text ? { text } : {}), ...(media.length > 0 ? { mediaUrls: media } : {}) });
+      if (delivery.confirmedTarget) {
+        targets.push({ ...delivery.confirmedTarget, ...(text ? { text } : {}), ...(media.length > 0 ? { mediaUrls: media } : {}) });
       }
       continue;
     }
@@ -118,6 +121,46 @@ export function deliveryFacts(runs, helpers, route = {}, pending = { mediaUrls: 
     ...(trustedLocalMedia ? { toolTrustedLocalMedia: true } : {}),
     ...(sourceReplyDelivered ? { sourceReplyDelivered: /** @type {const} */ (true) } : {}),
   };
+}
+
+/**
+ * What one host tool run delivered through OpenClaw's messaging: whether it is a messaging tool,
+ * its delivery fact, whether it delivered (the settled fact, else the SDK's result check), whether
+ * it was a send, and the send's target confirmed by its result.
+ *
+ * @param {HostToolRun} run
+ * @param {DeliveryHelpers} helpers
+ * @param {Record<string, unknown>} route the messaging route ({@link messagingRoute})
+ */
+export function deliveredByRun(run, helpers, route) {
+  const messaging = safe(() => helpers.isMessagingTool?.(run.toolName), false) === true;
+  if (!messaging) return { messaging, fact: undefined, delivered: false, send: false, confirmedTarget: undefined };
+  const fact = safe(() => helpers.readEmbeddedMessageDeliveryFact?.(details(run.result)?.messageDelivery), undefined);
+  const delivered = fact
+    ? fact.status === "settled" && (!run.isError || fact.partialDelivery === true)
+    : safe(() => helpers.isDeliveredMessagingToolResult?.({ ...run, args: run.args }), false) === true;
+  const send = safe(() => helpers.isMessagingToolSendAction?.(run.toolName, run.args), false) === true;
+  let confirmedTarget;
+  if (delivered && send) {
+    const pending = safe(() => helpers.extractMessagingToolSend?.(run.toolName, run.args, route), undefined);
+    if (pending) confirmedTarget = safe(() => helpers.extractMessagingToolSendResult?.(pending, run.result), pending) ?? pending;
+  }
+  return { messaging, fact, delivered, send, confirmedTarget };
+}
+
+/**
+ * The messaging route facts OpenClaw prepared, for the messaging target helpers.
+ *
+ * @param {any} params the attempt params
+ * @returns {Record<string, unknown>}
+ */
+export function messagingRoute(params) {
+  /** @type {Record<string, unknown>} */
+  const route = { config: params?.config };
+  for (const key of ["currentChannelId", "currentMessagingTarget", "currentThreadId", "currentMessageId"]) {
+    if (params?.[key] !== undefined) route[key] = params[key];
+  }
+  return route;
 }
 
 /**

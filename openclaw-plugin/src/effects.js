@@ -169,7 +169,9 @@ export async function runWithHostEffects(runtime, harnessId, params, run) {
   } finally {
     const PreflightError = runtime.options.PreflightError;
     const refused = typeof PreflightError === "function" && ended.error instanceof PreflightError;
-    if (!refused) runAgentEnd(runtime.options.sdk ?? {}, params, agentEndOutcome(ended, Date.now() - startedAt, harnessId), runtime.logger);
+    // A turn sent back for revision is not the run's end: the revised attempt's is (as embedded).
+    const revising = typeof ended.result?.beforeAgentFinalizeRevisionReason === "string";
+    if (!refused && !revising) runAgentEnd(runtime.options.sdk ?? {}, params, agentEndOutcome(ended, Date.now() - startedAt, harnessId), runtime.logger);
   }
 }
 

@@ -21,6 +21,8 @@ import { decideWithFileBinding } from "./file-approval.js";
 import { processEnvParam } from "./prepared-env.js";
 import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
 import { ResultWait } from "./result-wait.js";
+import { beforeAgentFinalize } from "./finalize.js";
+import { applyYield } from "./turn-facts.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -228,11 +230,21 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       );
     }
     let settled = false;
-    onAbort = () => {
+    // The agent handed its turn over (`sessions_yield`): the native turn ends now, as the embedded
+    // runner aborts its run for a yield; the result says so (turn-facts.js `applyYield`).
+    attempt.yieldTo = (message, acknowledgment) => {
+      if (attempt.yielded || abort.signal.aborted) return;
+      attempt.yielded = { message, acknowledgment };
+      abort.abort("sessions_yield");
+      cancelUntilSeen(conn, attemptId, "the agent yielded its turn (sessions_yield)", () => settled, logger);
+    };
+    // The host's abort signal, or the reply operation's `cancel` on the active-run handle.
+    onAbort = (reason) => {
+      if (abort.signal.aborted) return;
       attempt.externallyAborted = true;
       progress.aborted();
-      abort.abort(externalSignal?.reason);
-      cancelUntilSeen(conn, attemptId, abortReason(externalSignal), () => settled, logger);
+      abort.abort(typeof reason === "string" ? reason : externalSignal?.reason);
+      cancelUntilSeen(conn, attemptId, typeof reason === "string" ? reason : abortReason(externalSignal), () => settled, logger);
     };
     externalSignal?.addEventListener?.("abort", onAbort, { once: true });
 
@@ -244,7 +256,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       const wait = deadline ? new ResultWait(deadline, RESULT_GRACE_MS) : null;
       progress.budgetListener = wait;
       const images = await promptImages(params, runtime.options.loadPromptImages, logger);
-      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn);
+      unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn, (reason) => onAbort(reason));
       const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
       const run = runParams(harnessId, attemptId, { ...params, ...turn }, hostTools, images);
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
@@ -270,7 +282,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     await progress.finish(response?.terminal);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
-    if (response?.transcriptOwned !== true) {
+    if (response?.transcriptOwned !== true && params.sessionPersistence !== "detached") {
       // Core does not write assistant or tool rows for a plugin harness.
       logger.warn?.(`clawbridge: attempt ${attemptId}: the turn's assistant and tool rows are not in the transcript`);
     }
@@ -289,6 +301,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     // The native runtime already retried the model request; OpenClaw re-running the whole attempt
     // on top would repeat the turn (and its retries) many times over.
     if (attempt.modelRetries > 0) result.providerRetryMaxRetries = 0;
+    applyYield(result, attempt.yielded);
+    await beforeAgentFinalize(runtime.options.sdk ?? {}, params, result, logger);
     return result;
   } finally {
     unregisterRun();
@@ -312,7 +326,8 @@ function bindTools(runtime, attempt, params) {
         buildRunContext: runtime.options.sdk?.buildEmbeddedAttemptToolRunContext,
         signal: attempt.signal,
         registerRunCleanup: (cleanup) => attempt.cleanups.register(cleanup),
-        extra: questionPromptOption(params),
+        // `sessions_yield` ends the turn through the attempt (yieldTo, set once the bridge is known).
+        extra: { ...questionPromptOption(params), onYield: (message, acknowledgment) => attempt.yieldTo?.(message, acknowledgment) },
         logger: runtime.logger,
       }),
       { cwd: params.cwd ?? params.workspaceDir },
@@ -373,6 +388,8 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   if (Array.isArray(params.toolsAllow)) out.toolsAllow = params.toolsAllow.filter((t) => typeof t === "string");
   if (images.length > 0) out.images = images;
   Object.assign(out, toolExecutionAllowParam(params), processEnvParam(params));
+  // A detached run writes nothing durable: the bridge mirrors no rows and keeps no binding.
+  if (params.sessionPersistence === "detached") out.sessionPersistence = "detached";
   return out;
 }
 

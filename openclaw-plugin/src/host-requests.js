@@ -26,12 +26,12 @@ export async function executeTool(attempt, params) {
   try {
     if (typeof tool.prepareArguments === "function") args = tool.prepareArguments(args);
     const output = await tool.execute(String(params.callId ?? ""), args, attempt.signal);
-    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: output, isError: false });
+    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: output, isError: false, callId: params.callId });
     attempt.progress?.noteHostToolResult(params.callId, output);
     const images = toolImages(output);
     return { text: cap(toolText(output, images.length > 0)), isError: false, ...(images.length > 0 ? { images } : {}) };
   } catch (error) {
-    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: error, isError: true });
+    attempt.hostToolRuns?.add({ toolName: tool.name, args, result: error, isError: true, callId: params.callId });
     // Tools throw on failure (the AgentTool contract); the model sees the message as the error.
     return { text: cap(String(error?.message ?? error)), isError: true };
   }
@@ -93,6 +93,10 @@ export function observeToolTerminal(attempt, params) {
   const { attemptId: _attemptId, ...input } = params ?? {};
   const observe = attempt.params.observeToolTerminal;
   if (typeof observe !== "function") return {};
+  // For an OpenClaw tool the observer gets the tool's own result (or the error it threw), as the
+  // embedded runner gives it, not the text the bridge relayed to the model; a native tool has none.
+  const run = attempt.hostToolRuns?.find?.(input.toolCallId);
+  if (run) input.result = run.result;
   const resolution = observe(input);
   if (resolution?.lastToolError) attempt.lastToolError = resolution.lastToolError;
   return jsonSafe(resolution ?? {});

@@ -5,8 +5,9 @@
 // bridge still satisfies the host; tsc checks the shape against the SDK's types
 // (scripts/typecheck-plugin.sh).
 
-import { deliveryFacts } from "./delivery.js";
+import { deliveryFacts, messagingRoute } from "./delivery.js";
 import { internalEventMedia } from "./prompt-context.js";
+import { toolRunFacts } from "./turn-facts.js";
 import { classifyTerminalOutcome, toTerminal } from "./terminal.js";
 
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
@@ -48,7 +49,7 @@ export function toAttemptResult(response, ctx) {
   const assistantTexts = Array.isArray(r.assistantTexts) ? r.assistantTexts.filter((/** @type {unknown} */ t) => typeof t === "string") : [];
   const mirrored = Array.isArray(ctx.mirrored) ? ctx.mirrored : [];
   const lastAssistant = [...mirrored].reverse().find((m) => m?.role === "assistant" && m.stopReason !== "toolUse");
-  const terminal = toTerminal(r.terminal, ctx);
+  const terminal = toTerminal(r.terminal, { ...ctx, toolRunningAtTimeout: r.toolRunningAtTimeout === true });
   const owned = r.transcriptOwned === true;
   /** @type {AttemptResult} */
   const result = {
@@ -59,13 +60,10 @@ export function toAttemptResult(response, ctx) {
     assistantTexts,
     toolMetas: toToolMetas(r.tools, ctx.toolArguments, sdk.inferToolMetaFromArgs, params.toolProgressDetail),
     lastAssistant,
-    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, routeOf(params), internalEventMedia(params.internalEvents)),
+    ...deliveryFacts(ctx.hostToolRuns ?? [], sdk, messagingRoute(params), internalEventMedia(params.internalEvents)),
+    ...toolRunFacts(ctx.hostToolRuns ?? [], sdk, params),
     cloudCodeAssistFormatError: false,
-    replayMetadata: {
-      hadPotentialSideEffects: r.replay?.hadPotentialSideEffects === true,
-      // Unknown means unsafe: a retry must never repeat a tool that may have run.
-      replaySafe: r.replay?.replaySafe === true,
-    },
+    replayMetadata: replayMetadataOf(r.replay, params.initialReplayState),
     itemLifecycle: {
       startedCount: count(r.itemLifecycle?.startedCount),
       completedCount: count(r.itemLifecycle?.completedCount),
@@ -73,7 +71,10 @@ export function toAttemptResult(response, ctx) {
     },
     agentHarnessId: ctx.harnessId,
     assistantTranscriptOwned: owned,
-    hasSuccessfulModelResponse: terminal.kind === "ok" && assistantTexts.some((/** @type {string} */ t) => t.trim() !== ""),
+    // Once the model answered (a final message, or a tool request), later failures do not undo it;
+    // an older bridge without `modelResponded` only proves it by a completed turn with text.
+    hasSuccessfulModelResponse:
+      r.modelResponded === true || (terminal.kind === "ok" && assistantTexts.some((/** @type {string} */ t) => t.trim() !== "")),
   };
   if (owned && typeof r.transcriptIdempotencyKey === "string") {
     result.assistantTranscriptIdempotencyKey = r.transcriptIdempotencyKey;
@@ -91,6 +92,25 @@ export function toAttemptResult(response, ctx) {
   });
   if (classification) result.agentHarnessResultClassification = classification;
   return result;
+}
+
+/**
+ * The attempt's replay metadata: this attempt's own facts merged with the replay state of the run's
+ * earlier attempts (`initialReplayState`), the way the embedded runner merges it: side effects
+ * accumulate and replay safety only narrows, so a retry can never forget that an earlier attempt of
+ * the same run may already have run a tool.
+ *
+ * @param {any} replay the bridge's `replay` (untrusted)
+ * @param {any} initial `params.initialReplayState` (`{replayInvalid?, hadPotentialSideEffects?}`)
+ * @returns {AttemptResult["replayMetadata"]}
+ */
+export function replayMetadataOf(replay, initial) {
+  const earlier = initial && typeof initial === "object" ? initial : {};
+  return {
+    hadPotentialSideEffects: replay?.hadPotentialSideEffects === true || earlier.hadPotentialSideEffects === true,
+    // Unknown means unsafe: a retry must never repeat a tool that may have run.
+    replaySafe: replay?.replaySafe === true && earlier.replayInvalid !== true,
+  };
 }
 
 /**
@@ -148,20 +168,6 @@ function toToolMetas(tools, argumentsById, inferMeta, detailMode) {
         isError: t.isError === true,
       };
     });
-}
-
-/**
- * The messaging route facts OpenClaw prepared, for the messaging target helpers.
- *
- * @param {any} params
- */
-function routeOf(params) {
-  /** @type {Record<string, unknown>} */
-  const route = { config: params.config };
-  for (const key of ["currentChannelId", "currentMessagingTarget", "currentThreadId", "currentMessageId"]) {
-    if (params[key] !== undefined) route[key] = params[key];
-  }
-  return route;
 }
 
 /**

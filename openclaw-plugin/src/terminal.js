@@ -28,7 +28,8 @@ export class ClawbridgeTurnError extends Error {
  * The bridge's `{kind, message, cause}` as OpenClaw's `terminal`.
  *
  * @param {any} terminal the bridge's terminal (untrusted wire data)
- * @param {{externallyAborted?: boolean}} [ctx] whether the host's abortSignal fired
+ * @param {{externallyAborted?: boolean, toolRunningAtTimeout?: boolean}} [ctx] whether the host's
+ *   abortSignal fired; whether a tool call was running when the attempt's budget ran out
  * @returns {AttemptTerminal}
  */
 export function toTerminal(terminal, ctx = {}) {
@@ -49,7 +50,8 @@ export function toTerminal(terminal, ctx = {}) {
     case "timeout":
       return {
         kind: "timeout",
-        phase: "prompt",
+        // As the embedded runner observes it: a budget that ran out mid-tool timed out the tool.
+        phase: ctx.toolRunningAtTimeout === true ? "tool_execution" : "prompt",
         source: ctx.externallyAborted ? "external" : timeoutSource(cause),
         aborted: true,
         failure: failure("the turn timed out"),

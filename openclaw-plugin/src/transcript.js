@@ -44,6 +44,10 @@ export async function appendTranscriptGroup(attempt, params, api) {
     }
   }
   const p = attempt.params;
+  // A detached run writes nothing durable for its session (the bridge mirrors nothing for it).
+  if (p.sessionPersistence === "detached") {
+    throw new RpcReplyError(ErrorCodes.capabilityUnavailable, "a detached run writes no transcript rows");
+  }
   const target = targetOf(p);
   // A durable write: a run the host has retired (superseded, closed) must not add rows.
   try {
@@ -52,7 +56,13 @@ export async function appendTranscriptGroup(attempt, params, api) {
     throw new RpcReplyError(ErrorCodes.capabilityUnavailable, `the OpenClaw run is no longer active: ${error instanceof Error ? error.message : error}`);
   }
   // The hook sees each row as it will be written; a blocked row is left out of the group.
-  const written = messages.map((message) => ({ message, hooked: beforeWrite(api, target, message) }));
+  const hookTarget = {
+    agentId: target.agentId,
+    sessionKey: target.sessionKey,
+    prepareAssistantTranscriptMessage: p.prepareAssistantTranscriptMessage,
+    skipBeforeMessageWriteHooks: p.operation === "settled-tool-finalization",
+  };
+  const written = messages.map((message) => ({ message, hooked: beforeWrite(api, hookTarget, message) }));
   const kept = written.filter((w) => w.hooked !== null);
   let stored = [];
   if (kept.length > 0) {
@@ -114,12 +124,22 @@ function targetOf(p) {
  * idempotency key stays the bridge's, so a rewrite never turns a retried row into a new one.
  *
  * @param {TranscriptApi} api
- * @param {{agentId?: string, sessionKey?: string}} target
+ * @param {{agentId?: string, sessionKey?: string, prepareAssistantTranscriptMessage?: any, skipBeforeMessageWriteHooks?: boolean}} target
  * @param {any} message
  */
 function beforeWrite(api, target, message) {
   if (typeof api.beforeMessageWrite !== "function") return message;
-  const hooked = api.beforeMessageWrite({ message, agentId: target.agentId, sessionKey: target.sessionKey });
+  const hooked = api.beforeMessageWrite({
+    message,
+    agentId: target.agentId,
+    sessionKey: target.sessionKey,
+    // The reply dispatcher's last word on a visible assistant row (e.g. its delivered form), and
+    // the skip the embedded runner applies to a settled-tool finalization, as the built-in passes them.
+    ...(typeof target.prepareAssistantTranscriptMessage === "function"
+      ? { prepareAssistantTranscriptMessage: target.prepareAssistantTranscriptMessage }
+      : {}),
+    ...(target.skipBeforeMessageWriteHooks ? { skipBeforeMessageWriteHooks: true } : {}),
+  });
   if (hooked === null || hooked === undefined) return null;
   return typeof message.idempotencyKey === "string" ? { ...hooked, idempotencyKey: message.idempotencyKey } : hooked;
 }

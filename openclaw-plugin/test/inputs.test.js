@@ -127,6 +127,60 @@ test("with a Codex backend: a message OpenClaw injects into the running run reac
   assert.deepEqual(env.protocol.problems, []);
 });
 
+test("with a Codex backend: the active-run handle is the reply operation's backend, carries the tool authority, and its cancel stops the native turn", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const active = [];
+  const deps = {
+    setActiveEmbeddedRun: (sessionId, handle) => active.push({ sessionId, handle }),
+    clearActiveEmbeddedRun: () => {},
+  };
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "untilInterrupted" }), deps });
+  t.after(env.cleanup);
+  const { params, events } = attemptParams();
+  const attached = [];
+  const detached = [];
+  params.toolAuthorityFingerprint = `authority-${process.pid}`;
+  params.replyOperation = { attachBackend: (handle) => attached.push(handle), detachBackend: (handle) => detached.push(handle) };
+  const running = env.harness(CODEX).runAttempt(params);
+  await waitFor(() => events.some((e) => e.stream === "lifecycle" && e.data.phase === "start"));
+
+  assert.equal(attached.length, 1, "attached to the reply operation while it runs");
+  assert.equal(detached.length, 0);
+  const handle = attached[0];
+  assert.equal(handle, active[0].handle, "the same handle is the session's active run");
+  assert.equal(handle.toolAuthorityFingerprint, params.toolAuthorityFingerprint);
+  assert.equal(handle.kind, "embedded");
+  assert.equal(handle.runId, params.runId);
+  assert.equal(typeof handle.cancel, "function");
+
+  // The reply operation's stop (a user's /stop) ends the native turn: an external abort.
+  handle.cancel("user_abort");
+  const result = await running;
+  assert.equal(result.terminal.kind, "aborted", JSON.stringify(result.terminal));
+  assert.equal(result.terminal.source, "external");
+  assert.ok((env.protocol.counts["attempt/cancel"] ?? 0) >= 1, "attempt/cancel was sent");
+  assert.deepEqual(detached, [handle], "detached once the attempt ended");
+  assert.equal(handle.isStopped(), true);
+  assert.deepEqual(env.protocol.problems, []);
+});
+
+test("a harness that cannot steer is still its reply operation's backend, never the injectable active run", async (t) => {
+  const active = [];
+  const attached = [];
+  const detached = [];
+  const env = pluginUnderTest({ deps: { setActiveEmbeddedRun: (...args) => active.push(args) } });
+  t.after(env.cleanup);
+  const { params } = attemptParams({ prompt: "Say hello." });
+  params.replyOperation = { attachBackend: (handle) => attached.push(handle), detachBackend: (handle) => detached.push(handle) };
+  const result = await env.harness("clawbridge-demo").runAttempt(params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+  assert.deepEqual(active, []);
+  assert.equal(attached.length, 1);
+  assert.equal(attached[0].messageInjectionV2, undefined, "nothing to inject into");
+  assert.deepEqual(detached, attached);
+});
+
 test("a harness that cannot steer is never offered as the active run", async (t) => {
   const active = [];
   const env = pluginUnderTest({ deps: { setActiveEmbeddedRun: (...args) => active.push(args) } });

@@ -39,6 +39,11 @@ pub struct AttemptResult {
     pub last_tool_error: Option<Value>,
     /// How many items started and finished (`itemLifecycle`).
     pub item_lifecycle: ItemLifecycle,
+    /// A model response completed during the attempt (an assistant message became final, or the
+    /// model asked for a tool), whatever happened after it (`hasSuccessfulModelResponse`: a turn
+    /// that fails or times out after the model answered still had a successful model response).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_responded: bool,
 }
 
 /// `agentHarnessResultClassification`.

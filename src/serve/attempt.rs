@@ -217,11 +217,13 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         budget.attach(pipeline.sender());
     }
     job.steer.opened(native.steering());
+    let mut tools = RunningTools::default();
     let turn = {
         let mut sink = |event: &Event| {
             if let Event::TurnStarted { turn_id } = event {
                 job.steer.turn_started(turn_id);
             }
+            tools.observe(event, timed_out());
             match budget_terminal(event, timed_out(), params.timeout_ms) {
                 Some(timeout) => pipeline.push(&timeout),
                 None => pipeline.push(event),
@@ -240,7 +242,7 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         tracing::info!(attempt = %attempt_id, dropped = mirrored.dropped_delta_bytes, "the host read slowly; some streamed delta bytes were merged away");
     }
     native.shutdown().await;
-    Ok(outcome(&job, timed_out(), result, mirrored, native_id))
+    Ok(outcome(&job, timed_out(), result, mirrored, native_id, tools.at_timeout()))
 }
 
 /// The agent's questions to the host's user stop `budget` while they wait for an answer (approvals
@@ -248,6 +250,39 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
 fn pause_budget_while_asking(job: &mut AttemptJob, budget: &AttemptBudget) {
     if let Some(inner) = job.settings.user_input.take() {
         job.settings.user_input = Some(Arc::new(PausingAsker { inner, budget: budget.clone() }));
+    }
+}
+
+/// Which tool calls are running (started, no terminal yet), and whether any was when the attempt's
+/// budget ran out. The budget's cancel makes running tools end, so the state is taken before the
+/// first event seen after the budget fired is applied: what ran then was running at the timeout.
+#[derive(Default)]
+struct RunningTools {
+    /// Call ids started and not finished; bounded by the calls one turn starts.
+    running: std::collections::HashSet<String>,
+    /// Whether any call was running when the budget fired, once an event after it was seen.
+    at_budget: Option<bool>,
+}
+
+impl RunningTools {
+    fn observe(&mut self, event: &Event, budget_spent: bool) {
+        if budget_spent && self.at_budget.is_none() {
+            self.at_budget = Some(!self.running.is_empty());
+        }
+        match event {
+            Event::ToolStarted(call) => {
+                self.running.insert(call.call_id.clone());
+            }
+            Event::ToolFinished(finish) => {
+                self.running.remove(&finish.call.call_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a call was running when the budget fired (the current state if no event came after).
+    fn at_timeout(&self) -> bool {
+        self.at_budget.unwrap_or(!self.running.is_empty())
     }
 }
 
@@ -287,7 +322,8 @@ fn host_hooks(job: &AttemptJob, specs: Vec<HostToolSpec>) -> SessionHooks {
 /// The turn's pipeline to the host for `job` (mirrored only when the host appends transcripts).
 fn host_pipeline_for(job: &AttemptJob, label: ModelLabel) -> Pipeline {
     let params = &job.params;
-    let mirror = job.caps.transcript_append.then(|| {
+    // A detached run writes nothing durable: no rows in the session's transcript.
+    let mirror = (job.caps.transcript_append && !params.is_detached()).then(|| {
         let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone()));
         MirrorSpec { scope, label, prompt: None }
     });
@@ -320,11 +356,14 @@ fn outcome(
     mut result: AttemptResult,
     mirrored: Mirrored,
     native: Option<String>,
+    tool_running: bool,
 ) -> AttemptOutcome {
-    if timed_out && stopped_for_budget(&result.terminal) {
+    let budget_spent = timed_out && stopped_for_budget(&result.terminal);
+    if budget_spent {
         result.terminal = budget_timeout(job.params.timeout_ms);
     }
-    let response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
+    let mut response = to_response(&job.params.attempt_id, result, mirrored.owned, mirrored.key);
+    response.tool_running_at_timeout = budget_spent && tool_running;
     AttemptOutcome { response, native_id: native }
 }
 
@@ -412,6 +451,7 @@ fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option
         result,
         transcript_owned: owned,
         transcript_idempotency_key: key.filter(|_| owned),
+        tool_running_at_timeout: false,
     }
 }
 
@@ -436,4 +476,53 @@ fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcom
 fn preflight(message: String, user_message: String) -> ErrorObject {
     let data = PreflightErrorData { user_message: Some(user_message) };
     ErrorObject { code: errors::PREFLIGHT_FAILED, message, data: serde_json::to_value(data).ok() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clawbridge_bridge::events::{ToolCall, ToolFinish, ToolOutcome};
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            call_id: id.into(),
+            tool_name: "exec".into(),
+            arguments: serde_json::json!({"command": "sleep 60"}),
+            native: true,
+            native_mutation: None,
+        }
+    }
+
+    fn finished(id: &str) -> Event {
+        Event::ToolFinished(ToolFinish {
+            call: call(id),
+            outcome: ToolOutcome::Cancelled { reason: None },
+            exit_code: None,
+            execution_started: true,
+            output: None,
+        })
+    }
+
+    #[test]
+    fn a_tool_the_budget_cancels_was_running_at_the_timeout() {
+        let mut tools = RunningTools::default();
+        tools.observe(&Event::ToolStarted(call("c1")), false);
+        // The budget fires; the first event after it is the cancelled tool's terminal.
+        tools.observe(&finished("c1"), true);
+        tools.observe(&Event::TurnTerminal(budget_timeout(Some(10))), true);
+        assert!(tools.at_timeout(), "c1 was running when the budget ran out");
+    }
+
+    #[test]
+    fn a_tool_that_finished_before_the_budget_was_not_running_at_the_timeout() {
+        let mut tools = RunningTools::default();
+        tools.observe(&Event::ToolStarted(call("c1")), false);
+        tools.observe(&finished("c1"), false);
+        tools.observe(&Event::TurnTerminal(budget_timeout(Some(10))), true);
+        assert!(!tools.at_timeout());
+        // No event after the budget fired: the state at the end is the state at the timeout.
+        let mut open = RunningTools::default();
+        open.observe(&Event::ToolStarted(call("c2")), false);
+        assert!(open.at_timeout());
+    }
 }

@@ -328,19 +328,24 @@ impl Server {
         };
         let mut settings = attempt::open_settings(&peer, caps, &params, &harness, workdir, self.registry.clone());
         let fingerprints = harness.backend.fingerprints(&settings);
-        if harness.backend.facts().supports.resume {
+        // A detached run leaves the session's durable state alone: continuing its native thread
+        // would write to it, and binding the run's own thread would change which one it continues.
+        let durable = !params.is_detached();
+        if durable && harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
         }
         // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
         // must still resume the same native session next time.
-        let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
-        settings.on_native_id = Some(Arc::new(move |native_id: &str| {
-            server.bindings.save_if_changed(&session, native_id, &bound_under);
-        }));
+        if durable {
+            let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
+            settings.on_native_id = Some(Arc::new(move |native_id: &str| {
+                server.bindings.save_if_changed(&session, native_id, &bound_under);
+            }));
+        }
         let session_id = params.session_id.clone();
         let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
-        if let Some(native_id) = outcome.native_id {
+        if let Some(native_id) = outcome.native_id.filter(|_| durable) {
             self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
         }
         encode(outcome.response)

@@ -38,6 +38,8 @@ pub struct AttemptRecorder {
     last_tool_error: Option<Value>,
     /// The terminal event, once seen.
     terminal: Option<TurnTerminal>,
+    /// A model response completed: an assistant message became final or the model asked for a tool.
+    model_responded: bool,
 }
 
 impl AttemptRecorder {
@@ -57,6 +59,7 @@ impl AttemptRecorder {
             Event::AssistantFinal { item_id, text } => {
                 *self.assistant_text(item_id) = text.clone();
                 self.assistant_final.insert(item_id.clone());
+                self.model_responded = true;
             }
             Event::ReasoningDelta { delta: text, .. } | Event::ReasoningFinal { text, .. } => {
                 self.reasoning |= !text.trim().is_empty();
@@ -64,6 +67,7 @@ impl AttemptRecorder {
             Event::Plan(plan) => self.plan |= !plan.to_text().trim().is_empty(),
             Event::Usage(usage) => self.usage = Some(*usage),
             Event::ToolStarted(call) => {
+                self.model_responded = true;
                 let next = self.started.len();
                 self.started.entry(call.call_id.clone()).or_insert(next);
             }
@@ -166,6 +170,7 @@ impl AttemptRecorder {
                 completed_count,
                 active_count: started_count.saturating_sub(completed_count),
             },
+            model_responded: self.model_responded,
         }
     }
 }
@@ -280,5 +285,25 @@ mod tests {
         assert!(!result.replay.replay_safe);
         assert_eq!(result.terminal.kind, TerminalKind::Failed, "no terminal event means failed");
         assert_eq!(result.last_tool_error, Some(json!({"toolName": "bash"})));
+    }
+
+    #[test]
+    fn a_model_response_before_a_failure_still_counts_and_reasoning_alone_does_not() {
+        let failed = || Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Failed, message: None, cause: None });
+        let mut answered = AttemptRecorder::new();
+        answered.record(&Event::AssistantFinal { item_id: "m1".into(), text: "Working on it.".into() });
+        answered.record(&failed());
+        assert!(answered.finish(None).model_responded, "an answer, then a failure");
+
+        let mut called = AttemptRecorder::new();
+        called.record(&Event::ToolStarted(bash("c1")));
+        called.record(&failed());
+        assert!(called.finish(None).model_responded, "the model asked for a tool");
+
+        let mut thought = AttemptRecorder::new();
+        thought.record(&Event::AssistantDelta { item_id: "m1".into(), delta: "Work".into() });
+        thought.record(&Event::ReasoningFinal { item_id: "r1".into(), text: "hmm".into(), signature: None });
+        thought.record(&failed());
+        assert!(!thought.finish(None).model_responded, "a streamed fragment and reasoning are no completed response");
     }
 }

@@ -84,6 +84,30 @@ pub struct AttemptRunParams {
     /// auth is the host's (plugin config `auth`); absent, the native runtime uses its own login.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<RouteAuth>,
+    /// `sessionPersistence`: a `detached` run may read the session's identity but never writes its
+    /// durable state, so the bridge neither resumes nor stores the session's native binding (the
+    /// turn runs in a fresh native session that is not kept) and mirrors no transcript rows.
+    /// Absent means `durable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<SessionPersistence>,
+}
+
+/// `sessionPersistence` of the host's run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionPersistence {
+    /// The run writes the session's durable transcript and state (the default).
+    #[default]
+    Durable,
+    /// The run writes nothing durable for the session.
+    Detached,
+}
+
+impl AttemptRunParams {
+    /// Whether the run must leave the session's durable state untouched.
+    pub fn is_detached(&self) -> bool {
+        self.session_persistence == Some(SessionPersistence::Detached)
+    }
 }
 
 /// The route's endpoint and credentials as OpenClaw prepared them (`model.baseUrl`,
@@ -150,6 +174,11 @@ pub struct AttemptRunResponse {
     /// The idempotency key of the final assistant row (`assistantTranscriptIdempotencyKey`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript_idempotency_key: Option<String>,
+    /// The attempt's budget ran out while a tool call was running (started, no terminal yet): the
+    /// host's `timeout.phase` is then `tool_execution`, not `prompt`. Only ever true for a `timeout`
+    /// whose cause is `runBudget`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tool_running_at_timeout: bool,
 }
 
 /// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).

@@ -30,7 +30,7 @@ mod tests;
 
 pub use attempt::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, AttemptSteerParams,
-    AttemptSteerResponse, CancelStatus, ImageInput, RouteAuth, SteerStatus,
+    AttemptSteerResponse, CancelStatus, ImageInput, RouteAuth, SessionPersistence, SteerStatus,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{

@@ -150,9 +150,11 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
             tools: vec![],
             last_tool_error: None,
             item_lifecycle: ItemLifecycle::default(),
+            model_responded: false,
         },
         transcript_owned: true,
         transcript_idempotency_key: None,
+        tool_running_at_timeout: false,
     };
     assert_eq!(encode(&result), CANCELLED_RESULT);
     assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);
