@@ -324,6 +324,8 @@ function bindTools(runtime, attempt, params) {
     tools = host.createToolSurface(
       toolSurfaceOptions(params, {
         buildRunContext: runtime.options.sdk?.buildEmbeddedAttemptToolRunContext,
+        resolveSpawnWorkspaceDir: runtime.options.sdk?.resolveAttemptSpawnWorkspaceDir,
+        resolveModelAuthMode: runtime.options.sdk?.resolveModelAuthMode,
         signal: attempt.signal,
         registerRunCleanup: (cleanup) => attempt.cleanups.register(cleanup),
         // `sessions_yield` ends the turn through the attempt (yieldTo, set once the bridge is known).

@@ -44,6 +44,8 @@ const PASSED_THROUGH = Object.freeze([
  * @param {any} params the attempt params
  * @param {object} run what this attempt adds
  * @param {Function} [run.buildRunContext] `buildEmbeddedAttemptToolRunContext`, when the SDK has it
+ * @param {Function} [run.resolveSpawnWorkspaceDir] `resolveAttemptSpawnWorkspaceDir`, when the SDK has it
+ * @param {Function} [run.resolveModelAuthMode] `resolveModelAuthMode`, when the SDK has it
  * @param {AbortSignal} [run.signal] ends when the attempt does: tools stop with it
  * @param {(cleanup: (reason: string) => Promise<void>) => void} [run.registerRunCleanup] for tools
  *   that hold resources until the attempt ends
@@ -51,7 +53,10 @@ const PASSED_THROUGH = Object.freeze([
  * @param {{warn?: (text: string) => void}} [run.logger]
  * @returns {Record<string, unknown>}
  */
-export function toolSurfaceOptions(params, { buildRunContext, signal, registerRunCleanup, extra, logger } = {}) {
+export function toolSurfaceOptions(
+  params,
+  { buildRunContext, resolveSpawnWorkspaceDir, resolveModelAuthMode, signal, registerRunCleanup, extra, logger } = {},
+) {
   const model = params?.model ?? {};
   /** @type {Record<string, unknown>} */
   const options = { ...runContext(params, buildRunContext, logger) };
@@ -61,7 +66,9 @@ export function toolSurfaceOptions(params, { buildRunContext, signal, registerRu
   Object.assign(
     options,
     defined({
-      sessionKey: params?.sessionKey,
+      // Tool policy and sandbox scoping use the sandbox's session key where it differs; the run's
+      // own key goes as runSessionKey, as the runner passes them.
+      sessionKey: params?.sandboxSessionKey ?? params?.sessionKey,
       runSessionKey: (typeof params?.sessionKey === "string" && params.sessionKey.trim()) || params?.sessionId,
       workspaceDir: params?.workspaceDir,
       cwd: params?.cwd ?? params?.workspaceDir,
@@ -71,6 +78,14 @@ export function toolSurfaceOptions(params, { buildRunContext, signal, registerRu
       modelBaseUrl: model.baseUrl,
       modelContextWindowTokens: params?.contextTokenBudget ?? model.contextWindow,
       modelHasVision: Array.isArray(model.input) ? model.input.includes("image") : undefined,
+      modelCompat: model.compat && typeof model.compat === "object" ? model.compat : undefined,
+      modelAuthMode: safely(() => resolveModelAuthMode?.(model.provider ?? params?.provider, params?.config, undefined, { workspaceDir: params?.workspaceDir }), logger),
+      // Spawned subagents inherit the agent's workspace, which differs from the run's cwd when the
+      // run works in a subfolder.
+      spawnWorkspaceDir:
+        params?.cwd && params?.workspaceDir && params.cwd !== params.workspaceDir
+          ? params.workspaceDir
+          : safely(() => resolveSpawnWorkspaceDir?.({ sandbox: params?.sandbox, resolvedWorkspace: params?.workspaceDir }), logger),
       authProfileStore: params?.toolAuthProfileStore ?? params?.authProfileStore,
       inboundEventKind: params?.currentInboundEventKind,
       // A one-shot CLI run keeps the session policy it started with; a gateway run follows updates.
@@ -126,6 +141,21 @@ function runContext(params, build, logger) {
   } catch (error) {
     logger?.warn?.(`clawbridge: the tool run context could not be built: ${/** @type {any} */ (error)?.message ?? error}`);
     return {};
+  }
+}
+
+/**
+ * `compute()`'s value, or undefined (logged) when it throws: an SDK helper's failure costs one
+ * option, never the tool surface.
+ * @param {() => unknown} compute
+ * @param {{warn?: (text: string) => void}} [logger]
+ */
+function safely(compute, logger) {
+  try {
+    return compute() ?? undefined;
+  } catch (error) {
+    logger?.warn?.(`clawbridge: a tool-surface option could not be computed: ${/** @type {any} */ (error)?.message ?? error}`);
+    return undefined;
   }
 }
 

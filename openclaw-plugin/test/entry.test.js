@@ -16,7 +16,7 @@ const sdk = {
   "openclaw/plugin-sdk/agent-harness-runtime": [
     "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",
     ...[
-      "buildEmbeddedAttemptToolRunContext", "buildEmbeddedForegroundPromptContext", "classifyAgentHarnessTerminalOutcome", "extractMessagingToolSend",
+      "buildEmbeddedAttemptToolRunContext", "resolveAttemptSpawnWorkspaceDir", "resolveModelAuthMode", "buildEmbeddedForegroundPromptContext", "classifyAgentHarnessTerminalOutcome", "extractMessagingToolSend",
       "extractMessagingToolSendResult", "extractToolResultMediaArtifact", "filterToolResultMediaUrls",
       "inferToolMetaFromArgs", "isDeliveredMessagingToolResult", "isMessagingTool", "isMessagingToolSendAction",
       "readEmbeddedMessageDeliveryFact", "runAgentEndSideEffects", "runAgentHarnessBeforeMessageWriteHook",

@@ -79,6 +79,30 @@ test("the requester, channel, model and exec facts reach createToolSurface under
   assert.equal(typeof options.questionPrompt.send, "function");
 });
 
+test("the sandbox's session key, the spawn workspace, the model's compat hints and auth mode go as the runner passes them", () => {
+  const authModes = [];
+  const options = toolSurfaceOptions(
+    { ...channelParams(), sandboxSessionKey: "agent:main:sandbox:42", model: { ...channelParams().model, compat: { toolCallIdFormat: "strict" } } },
+    {
+      resolveModelAuthMode: (provider, config, store, opts) => (authModes.push([provider, store, opts]), "api-key"),
+      resolveSpawnWorkspaceDir: () => "/never-asked",
+    },
+  );
+  assert.equal(options.sessionKey, "agent:main:sandbox:42", "tool policy is scoped by the sandbox's key");
+  assert.equal(options.runSessionKey, "agent:main:telegram:group:42", "the run keeps its own key");
+  assert.equal(options.spawnWorkspaceDir, "/work", "a run in a subfolder spawns children in the agent's workspace");
+  assert.deepEqual(options.modelCompat, { toolCallIdFormat: "strict" });
+  assert.equal(options.modelAuthMode, "api-key");
+  assert.deepEqual(authModes, [["anthropic", undefined, { workspaceDir: "/work" }]]);
+
+  const atRoot = toolSurfaceOptions(
+    { ...channelParams(), cwd: "/work" },
+    { resolveSpawnWorkspaceDir: ({ resolvedWorkspace }) => `${resolvedWorkspace}` },
+  );
+  assert.equal(atRoot.spawnWorkspaceDir, "/work", "otherwise the SDK resolves it from the workspace");
+  assert.ok(!("modelCompat" in atRoot) && !("modelAuthMode" in atRoot), "nothing to say: nothing set");
+});
+
 test("without the SDK helper, or when it throws, the attempt's own facts still go", () => {
   const logger = recordingLogger();
   const bare = toolSurfaceOptions(channelParams(), {});
