@@ -20,7 +20,7 @@ import { AttemptProgress } from "./progress.js";
 import { decideWithFileBinding } from "./file-approval.js";
 import { processEnvParam } from "./prepared-env.js";
 import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecutionAllowParam } from "./run-restrictions.js";
-import { ResultWait } from "./result-wait.js";
+import { ResultWait, resultDeadline } from "./result-wait.js";
 import { beforeAgentFinalize } from "./finalize.js";
 import { applyYield } from "./turn-facts.js";
 
@@ -251,7 +251,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     let response;
     try {
       // The bridge enforces the budget itself; this only catches a bridge that is alive but stuck.
-      const deadline = Number.isFinite(params.timeoutMs) && params.timeoutMs > 0 ? params.timeoutMs + RESULT_GRACE_MS : undefined;
+      const deadline = resultDeadline(params.timeoutMs, RESULT_GRACE_MS);
       // Stopped while the bridge's budget is paused for a person (result-wait.js).
       const wait = deadline ? new ResultWait(deadline, RESULT_GRACE_MS) : null;
       progress.budgetListener = wait;

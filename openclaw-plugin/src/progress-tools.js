@@ -121,10 +121,13 @@ export class ToolProgress {
             },
           },
     );
+    // Synchronous, as the runner calls it; a handler that throws or rejects is only logged.
+    const failed = (error) => this.out.logger.warn?.(`onAgentToolResult handler failed: tool=${name} error=${error?.message ?? error}`);
     try {
-      this.out.scope.runInAsyncScope(() => this.params.onAgentToolResult?.({ toolName: name, result, isError }));
+      const out = this.out.scope.runInAsyncScope(() => this.params.onAgentToolResult?.({ toolName: name, result, isError }));
+      if (out && typeof out.then === "function") Promise.resolve(out).catch(failed);
     } catch (error) {
-      this.out.logger.warn?.(`onAgentToolResult handler failed: tool=${name} error=${error?.message ?? error}`);
+      failed(error);
     }
     const args = call.arguments ?? tool.args;
     const activity = this.sdk.projectAgentToolActivity({ toolCallId, name, phase: "result", args, meta: tool.meta, result, status });

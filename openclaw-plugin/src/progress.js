@@ -16,6 +16,8 @@
 
 import { AsyncResource } from "node:async_hooks";
 
+import { UNLIMITED_TIMEOUT_MS } from "./result-wait.js";
+
 import { ReplyProgress } from "./progress-reply.js";
 import { progressHelpers } from "./progress-sdk.js";
 import { ToolProgress } from "./progress-tools.js";
@@ -26,8 +28,6 @@ export { progressHelpers };
 const MAX_QUEUED_EVENTS = 4096;
 /** The most text one merged delta may hold while waiting (the bridge's own bound). */
 const MAX_QUEUED_DELTA_CHARS = 1024 * 1024;
-/** A budget at or above this is "no deadline" for OpenClaw's lane (the runner's threshold). */
-const UNLIMITED_TIMEOUT_MS = 2_147_000_000;
 
 const DELTA_TYPES = new Set(["assistantDelta", "reasoningDelta", "toolOutputDelta"]);
 /** Events whose loss a later one repairs (a final, the next plan), so a full queue drops them. */

@@ -6,6 +6,23 @@
 
 import { RpcTimeoutError } from "./rpc-client.js";
 
+/** A budget at or above this is "no deadline" for OpenClaw's lane (the runner's threshold). */
+export const UNLIMITED_TIMEOUT_MS = 2_147_000_000;
+/** The longest delay one Node timer takes (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * How long to wait for a result of an attempt with budget `timeoutMs`: the budget plus `graceMs`,
+ * or no limit for an unlimited (or absent) budget.
+ * @param {unknown} timeoutMs
+ * @param {number} graceMs
+ * @returns {number | undefined}
+ */
+export function resultDeadline(timeoutMs, graceMs) {
+  if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) return undefined;
+  return timeoutMs >= UNLIMITED_TIMEOUT_MS ? undefined : timeoutMs + graceMs;
+}
+
 export class ResultWait {
   /**
    * @param {number} ms how long to wait from `race`
@@ -52,7 +69,9 @@ export class ResultWait {
   #arm(ms) {
     this.#disarm();
     if (this.done || !this.fire) return;
-    this.timer = setTimeout(() => this.fire?.(), ms);
+    // Longer waits than one timer takes are chained, so they never fire early.
+    const step = Math.min(ms, MAX_TIMER_MS);
+    this.timer = setTimeout(() => (ms > step ? this.#arm(ms - step) : this.fire?.()), step);
     this.timer.unref?.();
   }
 

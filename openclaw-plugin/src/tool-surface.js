@@ -100,6 +100,9 @@ export function toolSurfaceOptions(
   return options;
 }
 
+/** How long an attempt's end waits for its tools' run cleanups. */
+const RUN_CLEANUP_LIMIT_MS = 10_000;
+
 /** Cleanups tools registered for this attempt, run once when it ends (failures only logged). */
 export class RunCleanups {
   constructor() {
@@ -116,9 +119,23 @@ export class RunCleanups {
    * @param {string} reason
    * @param {{warn?: (text: string) => void}} [logger]
    */
-  async run(reason, logger) {
+  async run(reason, logger, limitMs = RUN_CLEANUP_LIMIT_MS) {
     const cleanups = this.cleanups.splice(0);
-    const results = await Promise.allSettled(cleanups.map(async (cleanup) => cleanup(reason)));
+    if (cleanups.length === 0) return;
+    const settled = Promise.allSettled(cleanups.map(async (cleanup) => cleanup(reason)));
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer;
+    // A cleanup that never settles must not hold the attempt's result back from OpenClaw.
+    const late = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(undefined), limitMs);
+      timer.unref?.();
+    });
+    const results = await Promise.race([settled, late]);
+    clearTimeout(timer);
+    if (!results) {
+      logger?.warn?.(`clawbridge: tools' run cleanups did not finish within ${limitMs} ms; the attempt ends without them`);
+      return;
+    }
     for (const result of results) {
       if (result.status === "rejected") {
         logger?.warn?.(`clawbridge: a tool's run cleanup failed: ${result.reason?.message ?? result.reason}`);

@@ -148,6 +148,16 @@ test("run cleanups run once when the attempt ends; a failing one is logged", asy
   assert.match(logger.lines.join("\n"), /run cleanup failed: still busy/);
 });
 
+test("a run cleanup that never settles does not hold the attempt's end", async () => {
+  const cleanups = new RunCleanups();
+  const logger = recordingLogger();
+  cleanups.register(() => new Promise(() => {}));
+  const started = Date.now();
+  await cleanups.run("the attempt ended", logger, 50);
+  assert.ok(Date.now() - started < 5000);
+  assert.match(logger.lines.join("\n"), /did not finish within 50 ms/);
+});
+
 test("through the bridge: createToolSurface gets the run context and the attempt runs its tools' cleanups", async (t) => {
   const built = [];
   const env = pluginUnderTest({

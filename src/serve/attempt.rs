@@ -176,6 +176,12 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
             format!("{} cannot start with the environment OpenClaw prepared: {problem}.", job.harness.info.label),
         ));
     }
+    if let Some(Err(problem)) = params.auth.as_ref().map(super::prepared_env::check_route_auth) {
+        return Err(preflight(
+            format!("the attempt's route auth {problem}"),
+            format!("{} cannot use the route's credentials OpenClaw prepared: {problem}.", job.harness.info.label),
+        ));
+    }
     if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {
         return Err(preflight(
             format!("{} cannot take {denied} away from its agent, which the host's tool policy denies", facts.process),
@@ -213,9 +219,6 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         model: params.model_id.clone(),
     };
     let pipeline = host_pipeline_for(&job, label);
-    if let Some(budget) = budget {
-        budget.attach(pipeline.sender());
-    }
     job.steer.opened(native.steering());
     let mut tools = RunningTools::default();
     let turn = {
@@ -227,6 +230,14 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
             match budget_terminal(event, timed_out(), params.timeout_ms) {
                 Some(timeout) => pipeline.push(&timeout),
                 None => pipeline.push(event),
+            }
+            if let Event::TurnStarted { .. } = event {
+                // The budget's pauses join the stream only after `turnStarted`, which stays the
+                // first event: an approval is handled beside the turn's own lines and can be asked
+                // before the turn's start went through (a pause already under way is told then).
+                if let Some(budget) = budget {
+                    budget.attach(pipeline.sender());
+                }
             }
         };
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await

@@ -37,8 +37,11 @@ struct Inner {
     timed_out: AtomicBool,
     /// Cancelled when the budget runs out.
     cancel: CancellationToken,
-    /// The turn's event stream, once it runs; pauses before that are not streamed.
+    /// The turn's event stream, once its `turnStarted` went through.
     events: OnceLock<PipelineSender>,
+    /// What was told before that: the first pause and the latest change (at most two events),
+    /// which is all the host needs to end in the same state; streamed when the stream opens.
+    held: Mutex<Vec<Event>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +66,7 @@ impl AttemptBudget {
             timed_out: AtomicBool::new(false),
             cancel,
             events: OnceLock::new(),
+            held: Mutex::new(Vec::new()),
         });
         tokio::spawn(run_timer(inner.clone()));
         AttemptBudget { inner }
@@ -73,13 +77,17 @@ impl AttemptBudget {
         self.inner.timed_out.load(Ordering::Relaxed)
     }
 
-    /// Streams pauses and resumes into `events` from now on (a pause already under way is told).
+    /// Streams pauses and resumes into `events` from now on, after what was told before (the first
+    /// pause and the latest change), so the host ends in the budget's state.
     pub fn attach(&self, events: PipelineSender) {
+        let mut held = self.inner.held.lock().unwrap_or_else(PoisonError::into_inner);
         if self.inner.events.set(events).is_err() {
             return;
         }
-        if let State::Paused { remaining, .. } = *self.inner.lock() {
-            self.inner.emit(Event::BudgetPaused { remaining_ms: millis(remaining) });
+        if let Some(events) = self.inner.events.get() {
+            for event in held.drain(..) {
+                events.push(&event);
+            }
         }
     }
 
@@ -124,8 +132,14 @@ impl Inner {
     }
 
     fn emit(&self, event: Event) {
-        if let Some(events) = self.events.get() {
-            events.push(&event);
+        // Under the lock `attach` holds, so nothing slips between the held events and the stream.
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        match self.events.get() {
+            Some(events) => events.push(&event),
+            None => {
+                held.truncate(1);
+                held.push(event);
+            }
         }
     }
 }
@@ -322,5 +336,36 @@ mod tests {
         pipeline.finish(&recorder.finish(None)).await;
         let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
         assert_eq!(seen, vec![Event::BudgetPaused { remaining_ms: 750 }, Event::BudgetResumed { remaining_ms: 750 }]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_was_told_before_the_stream_opened_follows_once_it_opens_and_no_more() {
+        use clawbridge_bridge::sink::{EventStage, Pipeline};
+
+        struct Collect(Arc<Mutex<Vec<Event>>>);
+        impl EventStage for Collect {
+            fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
+                self.0.lock().unwrap_or_else(PoisonError::into_inner).push(event.clone());
+                Box::pin(async {})
+            }
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let pipeline = Pipeline::start(vec![Box::new(Collect(seen.clone()))], None);
+        let budget = AttemptBudget::start(Duration::from_millis(1000), CancellationToken::new());
+        // Three questions asked and answered before the turn's start went through.
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            drop(budget.pause());
+        }
+        budget.attach(pipeline.sender());
+        budget.close();
+        let recorder = clawbridge_bridge::attempt::AttemptRecorder::new();
+        pipeline.finish(&recorder.finish(None)).await;
+        let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        assert_eq!(
+            seen,
+            vec![Event::BudgetPaused { remaining_ms: 900 }, Event::BudgetResumed { remaining_ms: 700 }],
+            "the first pause and the latest change: the host ends in the budget's state"
+        );
     }
 }

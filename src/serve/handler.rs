@@ -331,6 +331,11 @@ impl Server {
         // A detached run leaves the session's durable state alone: continuing its native thread
         // would write to it, and binding the run's own thread would change which one it continues.
         let durable = !params.is_detached();
+        if !durable {
+            // Nor may it take or replace what a backend keeps for the session between attempts
+            // (Claude's warm CLI): it runs under a key of its own.
+            settings.session_key = format!("{}#detached:{}", settings.session_key, params.attempt_id);
+        }
         if durable && harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
         }

@@ -1,10 +1,13 @@
-//! The checks on `attempt/run`'s `processEnv` (the environment OpenClaw prepared for the run's
-//! native processes, docs/host-protocol.md#attemptrun): bounded, and only names a process
-//! environment can hold, so nothing the host sends can break or bloat a spawn.
+//! The checks on what `attempt/run` hands a native process's environment
+//! (docs/host-protocol.md#attemptrun): `processEnv` (the environment OpenClaw prepared for the
+//! run's native processes) and `auth` (the route's endpoint, key and headers). Both are bounded and
+//! hold only what an environment variable can carry, so nothing the host sends can break, bloat or
+//! smuggle extra lines into a spawn.
 
 use std::collections::BTreeMap;
 
 use clawbridge_bridge::supervisor::LOADER_INJECTION;
+use clawbridge_protocol::host::RouteAuth;
 
 /// The most variables one attempt may set.
 pub const MAX_VARS: usize = 256;
@@ -34,6 +37,37 @@ pub fn check(env: &BTreeMap<String, String>) -> Result<(), String> {
         }
         if value.contains('\0') {
             return Err(format!("gives {name} a value with a NUL byte"));
+        }
+    }
+    Ok(())
+}
+
+/// The most headers a route may add.
+pub const MAX_HEADERS: usize = 64;
+/// The longest header name, endpoint or key.
+pub const MAX_AUTH_FIELD: usize = 4096;
+
+/// `Err` names what of the route's auth cannot reach a native process, and why. Header names and
+/// values become lines of one variable (`Name: value`), so neither may hold a line break.
+pub fn check_route_auth(auth: &RouteAuth) -> Result<(), String> {
+    if auth.headers.len() > MAX_HEADERS {
+        return Err(format!("adds {} headers, more than {MAX_HEADERS}", auth.headers.len()));
+    }
+    let fields = [("the endpoint", auth.base_url.as_deref()), ("the key", auth.api_key.as_deref())];
+    for (what, value) in fields {
+        if let Some(value) = value {
+            if value.len() > MAX_AUTH_FIELD || value.contains(['\0', '\r', '\n']) {
+                return Err(format!("gives {what} more than {MAX_AUTH_FIELD} bytes or a line break or NUL"));
+            }
+        }
+    }
+    for (name, value) in &auth.headers {
+        let name_ok = !name.is_empty() && name.len() <= MAX_AUTH_FIELD && !name.contains([':', '\0', '\r', '\n']);
+        if !name_ok {
+            return Err(format!("adds a header named {:?}, which is not a header name", truncated(name)));
+        }
+        if value.len() > MAX_VALUE || value.contains(['\0', '\r', '\n']) {
+            return Err(format!("gives header {} more than {MAX_VALUE} bytes or a line break or NUL", truncated(name)));
         }
     }
     Ok(())
@@ -76,5 +110,27 @@ mod tests {
         assert!(check(&env(&[("A", &"x".repeat(MAX_VALUE))])).is_ok());
         let many: BTreeMap<String, String> = (0..=MAX_VARS).map(|i| (format!("V{i}"), String::new())).collect();
         assert!(check(&many).unwrap_err().contains("more than 256"));
+    }
+
+    #[test]
+    fn route_auth_is_bounded_and_holds_no_line_breaks() {
+        let auth = |base: &str, header: (&str, &str)| RouteAuth {
+            base_url: Some(base.into()),
+            api_key: Some("sk-x".into()),
+            headers: [(header.0.to_string(), header.1.to_string())].into_iter().collect(),
+        };
+        assert_eq!(check_route_auth(&auth("https://api.example", ("X-Team", "a"))), Ok(()));
+        assert!(
+            check_route_auth(&auth("https://api.example", ("X-Team", "a\nX-Admin: yes")))
+                .unwrap_err()
+                .contains("X-Team")
+        );
+        assert!(check_route_auth(&auth("https://api.example", ("X: Y", "a"))).is_err());
+        assert!(check_route_auth(&auth("https://api.example\r\n", ("X-Team", "a"))).unwrap_err().contains("endpoint"));
+        let many = RouteAuth {
+            headers: (0..=MAX_HEADERS).map(|i| (format!("X-{i}"), "v".into())).collect(),
+            ..RouteAuth::default()
+        };
+        assert!(check_route_auth(&many).unwrap_err().contains("headers"));
     }
 }

@@ -97,11 +97,12 @@ impl ClaudeBackend {
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
         let mut auth_profile = config.inherit_cli_environment();
+        // The environment the host prepared for this attempt, on top of the CLI's own; the route's
+        // auth goes last, so it is never overridden by it.
+        config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         if let Some(auth) = &settings.route_auth {
             auth_profile = super::auth::apply(&mut config, auth);
         }
-        // The environment the host prepared for this attempt, on top of the CLI's own.
-        config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config.registry.clone_from(&settings.registry);

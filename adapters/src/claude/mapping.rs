@@ -681,7 +681,13 @@ impl TurnMapper {
             .and_then(|s| s.get("exitCode").or_else(|| s.get("exit_code")))
             .and_then(Value::as_i64)
             .and_then(|c| i32::try_from(c).ok());
-        let images = result_images(&result.content);
+        // Bounded like a host tool's images: what is left out is said in the text.
+        let (images, left_out) = clawbridge_bridge::input::tool_images(result_images(&result.content));
+        let text = match left_out {
+            Some(note) if text.is_empty() => note,
+            Some(note) => format!("{text}\n{note}"),
+            None => text,
+        };
         let output = (!text.is_empty() || !images.is_empty()).then(|| {
             let mut output = capped(&text);
             output.images = images;

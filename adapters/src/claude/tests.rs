@@ -826,3 +826,26 @@ fn each_streamed_model_call_reports_the_turns_usage_so_far_and_the_result_has_th
     assert_eq!((usages[1].input_tokens, usages[1].output_tokens, usages[1].cached_input_tokens), (270, 20, 20));
     assert_eq!(usages[2].output_tokens, 20, "the result's own total (this fixture's) comes last");
 }
+
+#[test]
+fn a_native_tool_result_s_images_are_bounded_like_a_host_tool_s() {
+    let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}});
+    let content: Vec<Value> = std::iter::once(json!({"type": "text", "text": "shots"}))
+        .chain(std::iter::repeat_n(image, clawbridge_bridge::input::MAX_IMAGES + 1))
+        .collect();
+    let results = line(json!({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": content, "is_error": false}]},
+        "parent_tool_use_id": null, "session_id": "s-1"}));
+    let (_, events) =
+        run(&[init(), assistant("m1", tool_use("toolu_1", "Read", json!({"file_path": "/w/a.png"}))), results]);
+    let finish = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolFinished(finish) => Some(finish),
+            _ => None,
+        })
+        .expect("the tool finished");
+    let output = finish.output.as_ref().expect("an output");
+    assert_eq!(output.images.len(), clawbridge_bridge::input::MAX_IMAGES);
+    assert!(output.text.starts_with("shots\n[1 image(s) of this result were left out"), "{}", output.text);
+}

@@ -12,7 +12,7 @@ use crate::attempt::hooks::HostToolSpec;
 
 /// `attempt/run` params: the subset of `AgentHarnessAttemptParamsV2` a native backend needs, plus the
 /// attempt's routing id.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptRunParams {
     /// Chosen by the host, unique among the connection's running attempts; every event, host request
@@ -90,6 +90,35 @@ pub struct AttemptRunParams {
     /// Absent means `durable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<SessionPersistence>,
+}
+
+/// What an attempt's params show in a log: their shape, never the prompt's text, the images, or the
+/// values of the environment the host prepared (they may hold credentials).
+impl std::fmt::Debug for AttemptRunParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AttemptRunParams")
+            .field("attempt_id", &self.attempt_id)
+            .field("harness_id", &self.harness_id)
+            .field("session_id", &self.session_id)
+            .field("session_key", &self.session_key)
+            .field("run_id", &self.run_id)
+            .field("prompt_bytes", &self.prompt.len())
+            .field("images", &self.images.len())
+            .field("workspace_dir", &self.workspace_dir)
+            .field("cwd", &self.cwd)
+            .field("provider", &self.provider)
+            .field("model_id", &self.model_id)
+            .field("think_level", &self.think_level)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("host_tools", &self.host_tools.len())
+            .field("disable_tools", &self.disable_tools)
+            .field("tools_allow", &self.tools_allow)
+            .field("tool_execution_allow", &self.tool_execution_allow)
+            .field("process_env", &self.process_env.keys().collect::<Vec<_>>())
+            .field("auth", &self.auth)
+            .field("session_persistence", &self.session_persistence)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `sessionPersistence` of the host's run.
