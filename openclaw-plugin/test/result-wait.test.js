@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "node:test";
 
-import { ResultWait } from "../src/result-wait.js";
+import { ResultWait, UNLIMITED_TIMEOUT_MS, resultDeadline } from "../src/result-wait.js";
 import { RpcTimeoutError } from "../src/rpc-client.js";
 
 /** Whether `promise` settled within `ms`: "resolved", "rejected" or "pending". */
@@ -40,4 +40,22 @@ test("a result that comes in time clears the wait for good", async () => {
   wait.pause();
   wait.resume(1);
   assert.equal(wait.timer, null, "nothing armed after the result");
+});
+
+test("an unlimited or absent budget has no result deadline; a wait longer than one timer does not fire early", async () => {
+  assert.equal(resultDeadline(undefined, 120_000), undefined);
+  assert.equal(resultDeadline(0, 120_000), undefined);
+  assert.equal(resultDeadline(UNLIMITED_TIMEOUT_MS, 120_000), undefined, "the runner's unlimited budget");
+  assert.equal(resultDeadline(2 ** 31 - 1, 120_000), undefined);
+  assert.equal(resultDeadline(60_000, 120_000), 180_000);
+  const wait = new ResultWait(3_000_000_000, 0);
+  let settled = false;
+  const outcome = wait.race(new Promise(() => {})).then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await sleep(30);
+  assert.equal(settled, false, "past Node's longest timer the wait is chained, not cut to 1 ms");
+  wait.clear();
+  void outcome;
 });

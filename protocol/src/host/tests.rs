@@ -239,3 +239,15 @@ fn method_names_are_unique_and_host_requests_are_prefixed() {
 fn the_schema_is_deterministic() {
     assert_eq!(schema(), schema());
 }
+
+#[test]
+fn attempt_params_log_their_shape_not_the_prompt_or_the_prepared_environment() {
+    let params = AttemptRunParams {
+        prompt: "the user's secret plan".into(),
+        process_env: [("OPENCLAW_TOKEN".to_string(), "tok-very-secret".to_string())].into_iter().collect(),
+        ..AttemptRunParams::default()
+    };
+    let shown = format!("{params:?}");
+    assert!(shown.contains("OPENCLAW_TOKEN") && shown.contains("prompt_bytes: 22"), "{shown}");
+    assert!(!shown.contains("secret plan") && !shown.contains("tok-very-secret"), "{shown}");
+}
