@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::rpc::{HandlerError, NoProcess, PeerConfig, PeerEvent, RequestHandler, RpcPeer};
 use clawbridge_fixtures::peers::claude::{API_KEY, MARKER};
-use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
 use clawbridge_protocol::jsonrpc::{Dialect, Request};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -354,5 +354,65 @@ async fn a_claude_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_nati
     assert_eq!(open["terminal"]["kind"], "ok", "{open:#}");
     assert!(offered(asked).iter().any(|t| t == "Bash"), "{:?}", offered(asked));
     assert!(open["assistantTexts"].to_string().contains("live-42"), "without the policy the command runs: {open:#}");
+    shut_down(peer, child).await;
+}
+
+/// A command Claude Code runs in the background (Bash `run_in_background`) outlives its call but
+/// not the attempt: the CLI that runs it is stopped with the attempt instead of kept warm, so no
+/// native work goes on that the host no longer admits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_cli_that_started_background_work_stops_with_the_attempt() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let marker = format!("clawbridge-bg-{}", std::process::id());
+    let command = format!("sleep 300 && echo {marker}");
+    let scenario = json!({"rules": [
+        {"when": {"last_input_is_tool_result": true}, "reply": {"text": "It runs in the background."}},
+        {"when": {"last_user_text_contains": "background", "tool_offered": "Bash"},
+         "reply": {"tool_call": {"name": "Bash", "arguments": {"command": command, "run_in_background": true,
+                                                               "description": "wait in the background"}}}}
+    ], "default": {"text": "Nothing to do."}});
+    let mock = start_mock(&scenario).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let env = [
+        ("HOME", sandbox.home().into_os_string()),
+        ("TMPDIR", sandbox.tmp().into_os_string()),
+        ("CLAWBRIDGE_CLAUDE_BIN", claude.into_os_string()),
+        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
+        ("ANTHROPIC_API_KEY", API_KEY.into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+    ];
+    let (child, peer, _host) = serve(&sandbox.work(), state.path(), &env);
+    let bridge = child.id().expect("a pid");
+    let cli = format!("ANTHROPIC_BASE_URL={}\0", mock.base_url());
+    initialize(&peer).await;
+    let params = json!({"attemptId": "bg-1", "harnessId": "clawbridge-claude", "sessionId": "claude-bg", "runId": "bg-1",
+                        "prompt": "Start a sleep in the background, please.",
+                        "workspaceDir": sandbox.work().display().to_string(),
+                        "provider": "anthropic", "modelId": "claude-opus-5-5", "modelApi": "anthropic-messages"});
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker.as_str()))
+            })
+            .count()
+    };
+    let result = peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    let started = mock.model_requests().iter().any(|r| r.body.to_string().contains("running in background"));
+    assert!(started, "Claude Code started the command in the background: {}", describe_requests(&mock.requests()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while running() > 0 || !clis_of(bridge, &cli).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background command or its CLI outlived the attempt: {} process(es), CLIs {:?}",
+            running(),
+            clis_of(bridge, &cli)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     shut_down(peer, child).await;
 }

@@ -169,8 +169,13 @@ impl Backend for ClaudeBackend {
             // Per turn, like the hooks: the asker names this attempt.
             warm.answer_user_input_with(settings.user_input.clone().unwrap_or_else(|| Arc::new(NoUserInput)));
             let on_native_id = settings.on_native_id.clone();
-            let native =
-                ClaudeNative { warm: Some(warm), pool: self.pool.clone(), key: settings.session_key, on_native_id };
+            let native = ClaudeNative {
+                warm: Some(warm),
+                pool: self.pool.clone(),
+                key: settings.session_key,
+                on_native_id,
+                started_background_work: false,
+            };
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
     }
@@ -190,6 +195,15 @@ struct ClaudeNative {
     key: String,
     /// Told the Claude session id as soon as the CLI names it.
     on_native_id: Option<NativeIdListener>,
+    /// A turn started a command the CLI keeps running in the background (Bash
+    /// `run_in_background`): the CLI is stopped with the attempt instead of kept warm, so no native
+    /// work outlives the attempt that the host admitted it under.
+    started_background_work: bool,
+}
+
+/// Whether `call` starts work the CLI keeps running after the call returns.
+fn starts_background_work(call: &clawbridge_bridge::events::ToolCall) -> bool {
+    call.native && call.arguments.get("run_in_background").and_then(serde_json::Value::as_bool) == Some(true)
 }
 
 impl NativeSession for ClaudeNative {
@@ -200,10 +214,20 @@ impl NativeSession for ClaudeNative {
                 let source = "the Claude session was already handed back".into();
                 return Err(BackendError::Turn { source });
             };
-            warm.session()
-                .run_turn_with(input, self.on_native_id.as_ref(), sink, cancel)
+            let mut background = false;
+            let mut watched = |event: &clawbridge_bridge::events::Event| {
+                if let clawbridge_bridge::events::Event::ToolStarted(call) = event {
+                    background |= starts_background_work(call);
+                }
+                sink(event);
+            };
+            let result = warm
+                .session()
+                .run_turn_with(input, self.on_native_id.as_ref(), &mut watched, cancel)
                 .await
-                .map_err(|error| BackendError::Turn { source: Box::new(error) })
+                .map_err(|error| BackendError::Turn { source: Box::new(error) });
+            self.started_background_work |= background;
+            result
         })
     }
 
@@ -223,11 +247,16 @@ impl NativeSession for ClaudeNative {
     }
 
     fn shutdown(mut self: Box<Self>) -> BoxFuture<'static, ()> {
+        let Some(warm) = self.warm.take() else { return Box::pin(async {}) };
+        if self.started_background_work {
+            // Its background commands stop with it (they run in its process group); the next
+            // attempt resumes the Claude session in a new CLI.
+            tracing::info!(session = %self.key, "stopping the claude process: it ran commands in the background");
+            return Box::pin(warm.shutdown());
+        }
         // Kept warm for the session's next attempt; a process the turn had to stop is respawned
         // (with `--resume`) by that attempt.
-        if let Some(warm) = self.warm.take() {
-            self.pool.park(&self.key, warm);
-        }
+        self.pool.park(&self.key, warm);
         Box::pin(async {})
     }
 }
