@@ -125,6 +125,26 @@ fn start_host(log: HostLog) -> Bridge {
     Bridge { child, peer, log, _state: state }
 }
 
+/// `clawbridge serve` for a live codex behind the mock: only PATH from outside, the sandbox's
+/// HOME, TMPDIR and CODEX_HOME, the state dir and the codex binary.
+fn live_codex_command(
+    sandbox: &clawbridge_fixtures::peers::Sandbox,
+    state: &std::path::Path,
+    codex: &std::path::Path,
+) -> Command {
+    let mut command = command(state);
+    command
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CODEX_HOME", sandbox.codex_home())
+        .env("CLAWBRIDGE_STATE_DIR", state)
+        .env("CLAWBRIDGE_CODEX_BIN", codex);
+    command
+}
+
 fn init_params(version: u32) -> Value {
     json!({
         "protocolVersion": version,
@@ -488,16 +508,7 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
     let mock = start_mock(&command_mock(true)).await.unwrap();
     std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let mut command = command(state.path());
-    command
-        .current_dir(sandbox.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home())
-        .env("TMPDIR", sandbox.tmp())
-        .env("CODEX_HOME", sandbox.codex_home())
-        .env("CLAWBRIDGE_STATE_DIR", state.path())
-        .env("CLAWBRIDGE_CODEX_BIN", &codex);
+    let mut command = live_codex_command(&sandbox, state.path(), &codex);
     let mut child = command.spawn().unwrap();
     let log = Arc::new(HostLog::default());
     let (peer, mut events) = RpcPeer::start(
@@ -923,16 +934,7 @@ async fn a_live_codex_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_
     let mock = start_mock(&command_mock(false)).await.unwrap();
     std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
     let state = tempfile::tempdir().unwrap();
-    let mut command = command(state.path());
-    command
-        .current_dir(sandbox.work())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", sandbox.home())
-        .env("TMPDIR", sandbox.tmp())
-        .env("CODEX_HOME", sandbox.codex_home())
-        .env("CLAWBRIDGE_STATE_DIR", state.path())
-        .env("CLAWBRIDGE_CODEX_BIN", &codex);
+    let mut command = live_codex_command(&sandbox, state.path(), &codex);
     let mut child = command.spawn().unwrap();
     let log = Arc::new(HostLog::default());
     let (peer, _events) = RpcPeer::start(

@@ -139,6 +139,22 @@ fn processes_with(needle: &str) -> Vec<(u32, u32)> {
         .collect()
 }
 
+/// The bridge's environment for a live Claude Code 2.1.328 behind the mock model.
+fn live_env(
+    sandbox: &Sandbox,
+    claude: &std::path::Path,
+    mock: &clawbridge_fixtures::mock_model::MockModel,
+) -> [(&'static str, std::ffi::OsString); 6] {
+    [
+        ("HOME", sandbox.home().into_os_string()),
+        ("TMPDIR", sandbox.tmp().into_os_string()),
+        ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str().to_owned()),
+        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
+        ("ANTHROPIC_API_KEY", API_KEY.into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+    ]
+}
+
 /// The CLIs `bridge` runs (its children carrying `needle`).
 fn clis_of(bridge: u32, needle: &str) -> Vec<u32> {
     processes_with(needle).into_iter().filter(|(_, ppid)| *ppid == bridge).map(|(pid, _)| pid).collect()
@@ -224,14 +240,7 @@ async fn a_claude_attempt_serves_host_tools_and_the_next_attempt_continues_the_c
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&mock_scenario()).await.unwrap();
     let state = tempfile::tempdir().unwrap();
-    let env = [
-        ("HOME", sandbox.home().into_os_string()),
-        ("TMPDIR", sandbox.tmp().into_os_string()),
-        ("CLAWBRIDGE_CLAUDE_BIN", claude.clone().into_os_string()),
-        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
-        ("ANTHROPIC_API_KEY", API_KEY.into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-    ];
+    let env = live_env(&sandbox, &claude, &mock);
     let (child, peer, host) = serve(&sandbox.work(), state.path(), &env);
     let bridge = child.id().expect("a pid");
     // Only the CLIs this bridge started carry this mock's address in their environment.
@@ -313,14 +322,7 @@ async fn a_claude_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_nati
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&mock_scenario()).await.unwrap();
     let state = tempfile::tempdir().unwrap();
-    let env = [
-        ("HOME", sandbox.home().into_os_string()),
-        ("TMPDIR", sandbox.tmp().into_os_string()),
-        ("CLAWBRIDGE_CLAUDE_BIN", claude.clone().into_os_string()),
-        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
-        ("ANTHROPIC_API_KEY", API_KEY.into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-    ];
+    let env = live_env(&sandbox, &claude, &mock);
     let (child, peer, host) = serve(&sandbox.work(), state.path(), &env);
     initialize(&peer).await;
     let params = |attempt: &str, session: &str| {
@@ -374,14 +376,7 @@ async fn a_claude_cli_that_started_background_work_stops_with_the_attempt() {
     ], "default": {"text": "Nothing to do."}});
     let mock = start_mock(&scenario).await.unwrap();
     let state = tempfile::tempdir().unwrap();
-    let env = [
-        ("HOME", sandbox.home().into_os_string()),
-        ("TMPDIR", sandbox.tmp().into_os_string()),
-        ("CLAWBRIDGE_CLAUDE_BIN", claude.into_os_string()),
-        ("ANTHROPIC_BASE_URL", mock.base_url().into()),
-        ("ANTHROPIC_API_KEY", API_KEY.into()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-    ];
+    let env = live_env(&sandbox, &claude, &mock);
     let (child, peer, _host) = serve(&sandbox.work(), state.path(), &env);
     let bridge = child.id().expect("a pid");
     let cli = format!("ANTHROPIC_BASE_URL={}\0", mock.base_url());

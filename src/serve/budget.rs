@@ -115,6 +115,16 @@ impl AttemptBudget {
         PauseGuard { inner: self.inner.clone() }
     }
 
+    /// `work` with the budget held paused until it is done (the pause starts now, before it runs).
+    pub fn paused_while<T: Send + 'static>(&self, work: BoxFuture<'static, T>) -> BoxFuture<'static, T> {
+        let guard = self.pause();
+        Box::pin(async move {
+            let out = work.await;
+            drop(guard);
+            out
+        })
+    }
+
     /// The attempt ended: the budget stops for good.
     pub fn close(&self) {
         *self.inner.lock() = State::Closed;
@@ -223,13 +233,7 @@ pub struct PausingApprover {
 
 impl Approver for PausingApprover {
     fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
-        let guard = self.budget.pause();
-        let decision = self.inner.decide(request);
-        Box::pin(async move {
-            let decision = decision.await;
-            drop(guard);
-            decision
-        })
+        self.budget.paused_while(self.inner.decide(request))
     }
 }
 
@@ -243,13 +247,7 @@ pub struct PausingAsker {
 
 impl UserInputAsker for PausingAsker {
     fn ask(&self, request: UserInputRequest) -> BoxFuture<'static, Result<UserAnswers, String>> {
-        let guard = self.budget.pause();
-        let answers = self.inner.ask(request);
-        Box::pin(async move {
-            let answers = answers.await;
-            drop(guard);
-            answers
-        })
+        self.budget.paused_while(self.inner.ask(request))
     }
 }
 
