@@ -168,8 +168,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
     let cancel = CancellationToken::new();
     let ctrl_c = interrupt_on_ctrl_c(&cancel);
     let input = TurnInput::text(args.prompt.clone());
-    let result =
-        native.run_turn(TurnRequest { input: &input, sink: &mut |e: &Event| pipeline.push(e), cancel: &cancel }).await;
+    let result = native.run_turn(TurnRequest { input: &input, sink: &mut pipeline.sender(), cancel: &cancel }).await;
     ctrl_c.abort();
     let native_id = native.native_id();
     native.shutdown().await;

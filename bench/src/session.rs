@@ -153,10 +153,10 @@ async fn attempt_here(backend: &dyn Backend, program: &Path, host: HostSide) -> 
     let input = TurnInput::text(PROMPT);
     let mut events = 0u64;
     let turn = {
-        let mut sink = |event: &Event| {
+        let mut sink = pipeline.gated(|event: &Event| {
             events += 1;
             pipeline.push(event);
-        };
+        });
         let cancel = CancellationToken::new();
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &cancel }).await
     };

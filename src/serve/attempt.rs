@@ -222,7 +222,7 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     job.steer.opened(native.steering());
     let mut tools = RunningTools::default();
     let turn = {
-        let mut sink = |event: &Event| {
+        let mut sink = pipeline.gated(|event: &Event| {
             if let Event::TurnStarted { turn_id } = event {
                 job.steer.turn_started(turn_id);
             }
@@ -239,7 +239,7 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
                     budget.attach(pipeline.sender());
                 }
             }
-        };
+        });
         native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &job.cancel }).await
     };
     job.steer.turn_ended();

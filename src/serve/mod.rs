@@ -93,6 +93,8 @@ where
         handler_timeout: Duration::from_secs(24 * 3600),
         max_concurrent_handlers: 1024,
         label: "host".into(),
+        // A host may read slowly: its lag holds the attempts' native agents back, never ends them.
+        write_timeout: None,
         ..PeerConfig::default()
     };
     let (peer, mut events) =

@@ -215,12 +215,12 @@ impl NativeSession for ClaudeNative {
                 return Err(BackendError::Turn { source });
             };
             let mut background = false;
-            let mut watched = |event: &clawbridge_bridge::events::Event| {
+            let mut watched = clawbridge_bridge::attempt::relay(sink, |sink, event| {
                 if let clawbridge_bridge::events::Event::ToolStarted(call) = event {
                     background |= starts_background_work(call);
                 }
-                sink(event);
-            };
+                sink.push(event);
+            });
             let result = warm
                 .session()
                 .run_turn_with(input, self.on_native_id.as_ref(), &mut watched, cancel)

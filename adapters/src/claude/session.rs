@@ -33,11 +33,11 @@ use std::time::Duration;
 pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{Approver, HostTools, ToolTerminalObserver, UserInputAsker};
-use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits, TurnSink};
 use clawbridge_bridge::backend::{NativeIdListener, TurnInput};
 use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::connection::AgentConnection;
-use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind};
 use clawbridge_bridge::probe::{ProbeError, VersionProbe};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
@@ -363,10 +363,10 @@ impl ClaudeSession {
     pub async fn run_turn(
         &mut self,
         prompt: &str,
-        sink: &mut (dyn FnMut(&Event) + Send),
+        mut sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, ClaudeError> {
-        self.run_turn_with(&TurnInput::text(prompt), None, sink, cancel).await
+        self.run_turn_with(&TurnInput::text(prompt), None, &mut sink, cancel).await
     }
 
     /// [`run_turn`](Self::run_turn) with a whole turn input (images as `image` blocks of the user
@@ -376,7 +376,7 @@ impl ClaudeSession {
         &mut self,
         input: &TurnInput,
         on_native_id: Option<&NativeIdListener>,
-        sink: &mut (dyn FnMut(&Event) + Send),
+        sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, ClaudeError> {
         self.ensure_live().await?;
@@ -410,7 +410,16 @@ impl ClaudeSession {
         } else {
             self.steer_gate.open(live.conn.peer().clone());
             let gate = &self.steer_gate;
-            let mut turn = ClaudeTurn { live, mapper, version: &self.version, turn_begun: false, on_native_id, gate };
+            let answer_timeout = self.config.handshake_timeout;
+            let mut turn = ClaudeTurn {
+                live,
+                mapper,
+                version: &self.version,
+                turn_begun: false,
+                on_native_id,
+                gate,
+                answer_timeout,
+            };
             let driven = driver.run(&mut turn, limits, cancel).await;
             self.steer_gate.close();
             (driven, turn.mapper)
@@ -481,6 +490,8 @@ struct ClaudeTurn<'a> {
     on_native_id: Option<&'a NativeIdListener>,
     /// Says whether a `result` ends the turn or a steered line's part follows.
     gate: &'a SteerGate,
+    /// How long the interrupt's answer is waited for (in its own task, for the log only).
+    answer_timeout: Duration,
 }
 
 impl ClaudeTurn<'_> {
@@ -500,6 +511,18 @@ impl NativeTurn for ClaudeTurn<'_> {
                 // the line that answer caused, which can only have been read after it.
                 biased;
                 Some(note) = self.live.notes.recv() => self.on_note(note),
+                // A steered part the turn waits for will never come: end now, with why, rather
+                // than wait for the watchdog (the CLI's stdin is broken; the process is stopped).
+                why = self.gate.lost() => {
+                    self.mapper.drop_continuations();
+                    let mut closing = self.mapper.abandon(TerminalKind::Failed, why);
+                    for event in &mut closing {
+                        if let Event::TurnTerminal(terminal) = event {
+                            terminal.cause.get_or_insert(TerminalCause::BackendError);
+                        }
+                    }
+                    return Step::Ended(closing);
+                }
                 event = self.live.events.recv() => match event {
                     Some(PeerEvent::Notification(line)) => {
                         self.turn_begun = true;
@@ -548,10 +571,15 @@ impl NativeTurn for ClaudeTurn<'_> {
         let dropped = self.gate.drop_pending() + self.mapper.pending_continuations();
         self.mapper.drop_continuations();
         let request = InterruptRequest { cancel_queued: (dropped > 0).then_some(true), ..InterruptRequest::default() };
-        // The turn's `result` line ends the turn; the answer only says whether the CLI took the
-        // interrupt, so nobody waits for it.
+        // The line is queued here, before the turn can end, so it reaches the CLI ahead of the
+        // next turn's prompt. The turn's `result` line ends the turn; the answer only says whether
+        // the CLI took the interrupt, so nobody waits for it.
+        let answer = match peer.send_request("interrupt", Some(&request), self.answer_timeout).await {
+            Ok(answer) => answer,
+            Err(error) => return Err(format!("cannot write the interrupt to claude: {error}")),
+        };
         tokio::spawn(async move {
-            match peer.request("interrupt", Some(&request)).await {
+            match answer.await {
                 Ok(_) => tracing::debug!("claude accepted the interrupt"),
                 Err(error) => tracing::debug!(%error, "claude did not confirm the interrupt"),
             }

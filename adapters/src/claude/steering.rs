@@ -14,12 +14,15 @@ use clawbridge_bridge::backend::{BackendError, Steering};
 use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_protocol::claude::UserLine;
 use futures::future::BoxFuture;
+use tokio::sync::Notify;
 
 /// The running turn's side of steering.
 #[derive(Debug, Default)]
 pub struct SteerGate {
     /// Behind one lock: the turn's reads of `result` and the steers' counts are ordered.
     state: Mutex<GateState>,
+    /// Wakes the turn when a steered line it already waits for could not be written.
+    lost: Notify,
 }
 
 #[derive(Debug, Default)]
@@ -28,6 +31,9 @@ struct GateState {
     peer: Option<RpcPeer>,
     /// Steered lines whose `result` the turn has not read yet.
     pending: usize,
+    /// Why a steered line the turn already counted on (a `result` was read as its part's
+    /// beginning) never reached the CLI: the turn waits for nothing more and ends with this.
+    lost: Option<String>,
 }
 
 /// Why a steer was refused.
@@ -49,7 +55,18 @@ impl SteerGate {
 
     /// A turn starts on `peer`: steers are taken until it ends.
     pub fn open(&self, peer: RpcPeer) {
-        *self.state() = GateState { peer: Some(peer), pending: 0 };
+        *self.state() = GateState { peer: Some(peer), pending: 0, lost: None };
+    }
+
+    /// Waits until a steered line the turn counted on could not be written, with why. Cancel-safe.
+    pub async fn lost(&self) -> String {
+        loop {
+            let lost = self.lost.notified();
+            if let Some(why) = self.state().lost.clone() {
+                return why;
+            }
+            lost.await;
+        }
     }
 
     /// The turn read a `result`: `true` when a steered line's part still follows (the turn goes on),
@@ -87,9 +104,18 @@ impl SteerGate {
         match peer.notify("user", Some(&UserLine::text(text))).await {
             Ok(()) => Ok(()),
             Err(error) => {
+                let why = error.to_string();
                 let mut state = self.state();
-                state.pending = state.pending.saturating_sub(1);
-                Err(SteerError::Write(error.to_string()))
+                if state.pending > 0 {
+                    // No `result` was read for it yet: it simply does not count.
+                    state.pending -= 1;
+                } else if state.peer.is_some() {
+                    // A `result` was already read as the start of this line's part, so the turn
+                    // waits for a part that never comes: it must end now, naming why.
+                    state.lost = Some(format!("a steered line could not be written to claude: {why}"));
+                    self.lost.notify_waiters();
+                }
+                Err(SteerError::Write(why))
             }
         }
     }
@@ -128,5 +154,74 @@ mod tests {
         gate.state().pending = 3;
         assert_eq!(gate.drop_pending(), 3);
         assert!(!gate.on_result());
+    }
+
+    /// A CLI peer whose stdin nobody reads, with its writer's queue already full, so a steer's
+    /// write waits until the peer is closed, and fails then.
+    async fn blocked_peer() -> (RpcPeer, tokio::io::DuplexStream, tokio::io::DuplexStream) {
+        use clawbridge_bridge::rpc::{NoProcess, PeerConfig, RejectAll};
+        let (output, cli_stdout) = tokio::io::duplex(1024);
+        let (input, cli_stdin) = tokio::io::duplex(64);
+        let config = PeerConfig {
+            dialect: clawbridge_protocol::jsonrpc::Dialect::ClaudeControl,
+            outgoing_queue: 1,
+            write_timeout: None,
+            ..PeerConfig::default()
+        };
+        let (peer, _events) = RpcPeer::start(output, input, config, Arc::new(RejectAll), Arc::new(NoProcess));
+        // One line the writer is stuck writing, one that fills its queue.
+        for filler in ["x".repeat(1 << 20), "y".into()] {
+            peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
+        }
+        (peer, cli_stdout, cli_stdin)
+    }
+
+    #[tokio::test]
+    async fn a_steer_that_fails_after_the_turn_counted_on_it_tells_the_turn_why() {
+        let (peer, _out, _in) = blocked_peer().await;
+        let gate = Arc::new(SteerGate::default());
+        gate.open(peer.clone());
+        let steer = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.steer("also this").await }
+        });
+        // The line is counted before it is written; the turn then reads a `result` and, seeing
+        // the count, waits for that line's part.
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while gate.state().pending == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the steer counts its line");
+        assert!(gate.on_result(), "the turn goes on for the steered part");
+        peer.close();
+        let written = tokio::time::timeout(std::time::Duration::from_secs(10), steer).await.unwrap().unwrap();
+        assert!(matches!(written, Err(SteerError::Write(_))), "{written:?}");
+        let why =
+            tokio::time::timeout(std::time::Duration::from_secs(10), gate.lost()).await.expect("the turn is told");
+        assert!(why.contains("could not be written"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_steer_that_fails_before_any_result_counted_on_it_changes_nothing_for_the_turn() {
+        let (peer, _out, _in) = blocked_peer().await;
+        let gate = Arc::new(SteerGate::default());
+        gate.open(peer.clone());
+        let steer = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.steer("also this").await }
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while gate.state().pending == 0 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the steer counts its line");
+        peer.close();
+        assert!(tokio::time::timeout(std::time::Duration::from_secs(10), steer).await.unwrap().unwrap().is_err());
+        assert!(!gate.on_result(), "the turn's result ends it: no steered part follows");
+        assert!(gate.state().lost.is_none());
     }
 }

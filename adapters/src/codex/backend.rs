@@ -262,14 +262,14 @@ impl NativeSession for CodexNative {
             // host's request (an alias or an empty default). Said right after the turn starts, so
             // `turnStarted` stays the turn's first event.
             let mut model = self.thread.model.clone().filter(|m| !m.trim().is_empty());
-            let mut named = |event: &Event| {
-                sink(event);
+            let mut named = clawbridge_bridge::attempt::relay(sink, |sink, event| {
+                sink.push(event);
                 if matches!(event, Event::TurnStarted { .. }) {
                     if let Some(model) = model.take() {
-                        sink(&Event::ModelInUse { model });
+                        sink.push(&Event::ModelInUse { model });
                     }
                 }
-            };
+            });
             self.session
                 .run_turn_with(&self.thread.thread_id, input, &mut named, cancel)
                 .await

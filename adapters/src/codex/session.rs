@@ -7,7 +7,7 @@ use std::time::Duration;
 pub use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::{HostTools, ToolTerminalObserver, UserInputAsker};
-use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
+use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits, TurnSink};
 use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
@@ -364,10 +364,10 @@ impl CodexSession {
         &mut self,
         thread_id: &str,
         prompt: &str,
-        sink: &mut (dyn FnMut(&Event) + Send),
+        mut sink: &mut (dyn FnMut(&Event) + Send),
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, CodexError> {
-        self.run_turn_with(thread_id, &TurnInput::text(prompt), sink, cancel).await
+        self.run_turn_with(thread_id, &TurnInput::text(prompt), &mut sink, cancel).await
     }
 
     /// [`run_turn`](Self::run_turn) with a whole turn input: the prompt's images as `image` input
@@ -376,7 +376,7 @@ impl CodexSession {
         &mut self,
         thread_id: &str,
         input: &TurnInput,
-        sink: &mut (dyn FnMut(&Event) + Send),
+        sink: &mut dyn TurnSink,
         cancel: &CancellationToken,
     ) -> Result<AttemptResult, CodexError> {
         let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);

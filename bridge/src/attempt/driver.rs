@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -39,8 +40,59 @@ impl std::fmt::Debug for SessionHooks {
     }
 }
 
-/// The sink a turn's events go to as they happen (the person's view, a transcript, the host).
-pub type EventSink<'a> = &'a mut (dyn FnMut(&Event) + Send);
+/// Where a turn's events go as they happen (the person's view, a transcript, the host), and when
+/// it can take more: while [`room`](Self::room) says to wait, the driver reads no further native
+/// line, so a consumer that lags holds the native side back instead of growing memory
+/// (docs/peers/pipes.md#backpressure).
+pub trait TurnSink: Send {
+    /// Takes one event; never waits.
+    fn push(&mut self, event: &Event);
+
+    /// `None` while the sink has room; else a wait that ends once it has room again. The default
+    /// (any closure) always has room.
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        None
+    }
+}
+
+impl<F: FnMut(&Event) + Send> TurnSink for F {
+    fn push(&mut self, event: &Event) {
+        self(event);
+    }
+}
+
+/// The sink a turn's events go to.
+pub type EventSink<'a> = &'a mut dyn TurnSink;
+
+/// A sink in front of another that looks at (or adds to) each event and keeps the other's room, so
+/// a backend watching its events does not lose the host's backpressure. From [`relay`].
+pub struct Relay<'a, F> {
+    /// Where the events end up, and whose room counts.
+    inner: EventSink<'a>,
+    /// Gets each event with the inner sink to push it (and any it adds) to.
+    each: F,
+}
+
+impl<F> std::fmt::Debug for Relay<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay").finish_non_exhaustive()
+    }
+}
+
+/// A [`Relay`]: `each` gets every event and `inner` to push it to.
+pub fn relay<'a, F: FnMut(&mut dyn TurnSink, &Event) + Send>(inner: EventSink<'a>, each: F) -> Relay<'a, F> {
+    Relay { inner, each }
+}
+
+impl<F: FnMut(&mut dyn TurnSink, &Event) + Send> TurnSink for Relay<'_, F> {
+    fn push(&mut self, event: &Event) {
+        (self.each)(&mut *self.inner, event);
+    }
+
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        self.inner.room()
+    }
+}
 
 /// One step of a native turn's stream.
 #[derive(Debug)]
@@ -170,7 +222,7 @@ impl<'s> TurnDriver<'s> {
                     Err(_) => tracing::warn!("the host did not acknowledge a tool terminal in time"),
                 }
             }
-            (self.sink)(&event);
+            self.sink.push(&event);
         }
     }
 
@@ -207,11 +259,20 @@ impl<'s> TurnDriver<'s> {
                     }
                 }
             }
+            // A sink that lags stops the reading here: the native side waits on its full pipe.
+            let mut room = self.sink.room();
+            let full = room.is_some();
             tokio::select! {
                 // The stream first: a late wake-up must not let the deadline win over progress that
                 // is already queued.
                 biased;
-                step = turn.next() => match step {
+                () = async { if let Some(room) = room.as_mut() { room.await } }, if full => {
+                    // The native side could not progress while it waited for us.
+                    if !interrupting {
+                        deadline = Instant::now() + limits.idle;
+                    }
+                }
+                step = turn.next(), if !full => match step {
                     Step::Events(events) => {
                         // Only this turn's progress feeds the watchdog (chatter maps to no event).
                         if !interrupting && !events.is_empty() {
@@ -235,12 +296,18 @@ impl<'s> TurnDriver<'s> {
                     deadline = Instant::now() + limits.interrupt_grace;
                 }
                 () = tokio::time::sleep_until(deadline) => {
-                    if turn.has_queued() {
+                    // (Only while the stream is read: a full sink holds queued output back.)
+                    if turn.has_queued() && !full {
                         continue;
                     }
                     if interrupting {
                         let why = format!("interrupted; {backend} did not end the turn in time");
                         break (turn.abandon(TerminalKind::Aborted, why), true);
+                    }
+                    if full {
+                        // Waiting for the sink is not the native side's idleness.
+                        deadline = Instant::now() + limits.idle;
+                        continue;
                     }
                     let seen = self.activity.requests_seen();
                     let waiting = self.activity.people_pending() > 0 || self.active_tools > 0;

@@ -10,5 +10,5 @@ pub mod hooks;
 mod recorder;
 
 pub use activity::{TurnActivity, decide_approval};
-pub use driver::{DrivenTurn, NativeTurn, SessionHooks, Step, TurnDriver, TurnLimits};
+pub use driver::{DrivenTurn, NativeTurn, SessionHooks, Step, TurnDriver, TurnLimits, TurnSink, relay};
 pub use recorder::{AttemptRecorder, AttemptResult, Classification, ItemLifecycle, ReplayMetadata, ToolMeta};

@@ -30,6 +30,11 @@ pub enum GoneCause {
     /// The process exited but its output stayed open past a grace period: another process (a
     /// grandchild that inherited the pipe) holds it, so EOF would never come.
     OutputHeldOpen,
+    /// It stopped reading its input: one line could not be written within the write timeout.
+    InputStalled {
+        /// The write timeout that passed.
+        after: Duration,
+    },
 }
 
 impl fmt::Display for PeerGone {
@@ -38,6 +43,7 @@ impl fmt::Display for PeerGone {
             GoneCause::OutputClosed => f.write_str("the peer closed its output")?,
             GoneCause::ReadFailed(e) => write!(f, "reading from the peer failed ({e})")?,
             GoneCause::OutputHeldOpen => f.write_str("the peer exited while another process kept its output open")?,
+            GoneCause::InputStalled { after } => write!(f, "it stopped reading its stdin for {after:?}")?,
         }
         match self.exit {
             Some(exit) => write!(f, "; it ended with {exit}")?,

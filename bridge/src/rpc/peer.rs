@@ -7,6 +7,7 @@ use clawbridge_protocol::jsonrpc::{
     Dialect, ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, codes, outgoing,
 };
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -16,7 +17,9 @@ use tokio::task::{AbortHandle, JoinHandle};
 
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
-use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer};
+use crate::transport::{
+    DEFAULT_MAX_LINE_BYTES, Frame, LineSender, agent_write_timeout, frame_reader, spawn_line_writer_with_timeout,
+};
 
 /// How a peer connection behaves.
 #[derive(Clone, Debug)]
@@ -34,6 +37,10 @@ pub struct PeerConfig {
     pub max_concurrent_handlers: usize,
     /// Outgoing lines queued before senders wait.
     pub outgoing_queue: usize,
+    /// How long one line may take to be written before the peer counts as no longer reading: the
+    /// writer stops and the stream ends as [`GoneCause::InputStalled`]. `None` waits as long as it
+    /// takes (a host, which may read slowly on purpose).
+    pub write_timeout: Option<Duration>,
     /// Events queued for the consumer before the reader waits.
     pub event_queue: usize,
     /// Tag for logs.
@@ -53,6 +60,7 @@ impl Default for PeerConfig {
             handler_timeout: Duration::from_secs(600),
             max_concurrent_handlers: 64,
             outgoing_queue: 256,
+            write_timeout: Some(agent_write_timeout()),
             event_queue: 1024,
             label: "peer".into(),
             abort_handlers_on_close: false,
@@ -184,7 +192,7 @@ impl RpcPeer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (out, _writer_task) = spawn_line_writer(writer, config.outgoing_queue);
+        let (out, _writer_task) = spawn_line_writer_with_timeout(writer, config.outgoing_queue, config.write_timeout);
         let (events_tx, events) = mpsc::channel(config.event_queue.max(1));
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
@@ -223,6 +231,18 @@ impl RpcPeer {
         params: Option<&P>,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.send_request(method, params, timeout).await?.await
+    }
+
+    /// Queues a request for the writer and returns the wait (at most `timeout`) for its answer,
+    /// without waiting for it: whatever is sent after this returns is written after this request.
+    /// Dropping the wait forgets the request.
+    pub async fn send_request<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        timeout: Duration,
+    ) -> Result<BoxFuture<'static, Result<Value, RpcError>>, RpcError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -235,21 +255,17 @@ impl RpcPeer {
         // However this future ends — answered, failed, timed out, or dropped by a caller that gave
         // up (an aborted handler) — the waiter leaves the pending map: a long-lived peer must not
         // collect entries nobody waits for.
-        let _pending = PendingGuard { shared: &self.shared, id };
+        let pending = PendingGuard { shared: self.shared.clone(), id };
         let request_id = our_id(self.config.dialect, id);
         let call = outgoing::Call::new(self.config.dialect, Some(&request_id), method, params);
         if let Err(e) = self.out.send_json(&call).await {
             return Err(self.explain_send_failure(method, e).await);
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
-            Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
-            Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
-            Ok(Err(_)) => {
-                Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
-            }
-            Err(_) => Err(RpcError::Timeout { method: method.into(), after: timeout }),
-        }
+        let method = method.to_owned();
+        Ok(Box::pin(async move {
+            let _pending = pending;
+            wait_for_answer(&method, rx, timeout).await
+        }))
     }
 
     /// How many of our requests wait for an answer (for tests of the pending map's bounds).
@@ -288,12 +304,27 @@ impl RpcPeer {
     /// A write failure usually means the peer died; prefer reporting its exit over "broken pipe".
     async fn explain_send_failure(&self, method: &str, error: crate::transport::SendError) -> RpcError {
         let local = self.shared.closed_locally.load(Ordering::Relaxed);
-        if matches!(error, crate::transport::SendError::Closed) && !local {
+        let stopped =
+            matches!(error, crate::transport::SendError::Closed | crate::transport::SendError::Stalled { .. });
+        if stopped && !local {
             if let Ok(gone) = tokio::time::timeout(Duration::from_secs(5), self.closed()).await {
                 return RpcError::PeerGone { method: method.into(), gone };
             }
         }
         RpcError::not_sent(method, error)
+    }
+}
+
+/// The answer to one of our requests, at most `timeout` after it was sent.
+async fn wait_for_answer(method: &str, rx: oneshot::Receiver<Reply>, timeout: Duration) -> Result<Value, RpcError> {
+    match tokio::time::timeout(timeout, rx).await {
+        Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
+        Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
+        Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
+        Ok(Err(_)) => {
+            Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
+        }
+        Err(_) => Err(RpcError::Timeout { method: method.into(), after: timeout }),
     }
 }
 
@@ -318,6 +349,10 @@ impl ReaderTask {
             let next = tokio::select! {
                 // Output first: what the process wrote before it exited is already in the pipe.
                 biased;
+                // Except from a peer that stopped reading: it is unusable (a line may be half
+                // written), so its stream ends now, even while it keeps writing, and the turn on it
+                // with it.
+                after = self.peer.out.stalled_wait() => break GoneCause::InputStalled { after },
                 next = frames.next() => next,
                 () = &mut exited, if drain_deadline.is_none() => {
                     drain_deadline = Some(tokio::time::Instant::now() + OUTPUT_DRAIN_AFTER_EXIT);
@@ -455,14 +490,14 @@ impl ReaderTask {
 /// Waits for the handler of one peer request and sends exactly one answer — unless the peer
 /// withdrew the request (the handler was aborted), when it sends none.
 /// Removes one of our requests from the pending map when its caller's future ends.
-struct PendingGuard<'a> {
+struct PendingGuard {
     /// Holds the map.
-    shared: &'a Shared,
+    shared: Arc<Shared>,
     /// The request's id.
     id: i64,
 }
 
-impl Drop for PendingGuard<'_> {
+impl Drop for PendingGuard {
     fn drop(&mut self) {
         self.shared.lock().waiting.remove(&self.id);
     }

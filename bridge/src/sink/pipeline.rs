@@ -2,13 +2,16 @@
 //! and are processed by one task in order: every [`EventStage`] first, then the transcript mirror,
 //! whose rows are stored (and acknowledged) before the next event is taken. Finishing waits until
 //! every event went through, and closes the rows of a turn whose terminal never reached the mirror.
+//! A turn's sink from [`Pipeline::gated`] or [`Pipeline::sender`] holds the turn back while the
+//! queue is full ([`super::queue::MAX_QUEUED_BYTES`]).
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::queue::EventQueue;
+use super::queue::{EventQueue, room_in};
 use crate::attempt::AttemptResult;
+use crate::attempt::driver::TurnSink;
 use crate::events::Event;
 use crate::transcript::{Message, ModelLabel, TranscriptMirror};
 
@@ -66,6 +69,47 @@ impl PipelineSender {
     pub fn push(&self, event: &Event) {
         self.queue.push(event.clone());
     }
+
+    /// Bytes queued now (as [`event_bytes`](super::queue::event_bytes) counts them).
+    pub fn queued_bytes(&self) -> usize {
+        self.queue.queued_bytes()
+    }
+
+    /// The most bytes the pipeline's queue ever held at once.
+    pub fn high_water_bytes(&self) -> usize {
+        self.queue.high_water_bytes()
+    }
+}
+
+/// A turn's sink straight into the pipeline: the driver waits while its queue is full.
+impl TurnSink for PipelineSender {
+    fn push(&mut self, event: &Event) {
+        PipelineSender::push(self, event);
+    }
+
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        room_in(&self.queue)
+    }
+}
+
+/// A turn's sink that runs its own code per event (which pushes into the pipeline) and waits, like
+/// [`PipelineSender`], while the pipeline's queue is full. From [`Pipeline::gated`].
+#[derive(Debug)]
+pub struct GatedSink<F> {
+    /// What each event goes through.
+    push: F,
+    /// The queue whose room the driver waits for.
+    queue: Arc<EventQueue>,
+}
+
+impl<F: FnMut(&Event) + Send> TurnSink for GatedSink<F> {
+    fn push(&mut self, event: &Event) {
+        (self.push)(event);
+    }
+
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        room_in(&self.queue)
+    }
 }
 
 /// A running pipeline for one turn.
@@ -96,9 +140,16 @@ impl Pipeline {
         Pipeline { queue, task }
     }
 
-    /// The sink: queues one event (never blocks).
+    /// Queues one event (never blocks); a turn's sink should be [`gated`](Self::gated) instead, so
+    /// the turn waits while the queue is full.
     pub fn push(&self, event: &Event) {
         self.queue.push(event.clone());
+    }
+
+    /// A turn sink that passes each event to `push` (which queues it here, after whatever else
+    /// the caller does per event) and holds the turn back while this pipeline's queue is full.
+    pub fn gated<F: FnMut(&Event) + Send>(&self, push: F) -> GatedSink<F> {
+        GatedSink { push, queue: self.queue.clone() }
     }
 
     /// A handle that queues events into this pipeline from elsewhere (events the bridge itself

@@ -1,36 +1,63 @@
 //! The queue between an attempt's native event sink and its pipeline (docs/peers/pipes.md#backpressure).
 //!
-//! The sink runs on the native peer's reader, which must never wait for the host: a host that
-//! reads slowly would otherwise stall Codex itself. So `push` never blocks. It must not grow
-//! without bound either, so while the forwarder lags, a delta is merged into the delta queued just
-//! before it (same kind, same item) instead of being queued on its own. Every other event (starts,
-//! finals, tool terminals, usage, the terminal) is kept as is and in order; the final text comes
-//! from `assistantFinal` / `toolFinished`, never from deltas alone, so merging loses nothing the
-//! result needs. A merged delta stops growing at [`MAX_MERGED_DELTA_BYTES`]; what is cut is only
-//! streaming progress, and the count of cut bytes is kept for the log.
+//! The sink runs on the turn's driver, which reads the native peer: while the pipeline lags (a host
+//! that reads slowly), two things keep memory bounded. First, a delta is merged into the delta
+//! queued just before it (same kind, same item) instead of being queued on its own; the final text
+//! comes from `assistantFinal` / `toolFinished`, never from deltas alone, so merging loses nothing
+//! the result needs. A merged delta stops growing at [`MAX_MERGED_DELTA_BYTES`]; what is cut is only
+//! streaming progress, and the count of cut bytes is kept for the log. Second, every queued event is
+//! counted in bytes ([`event_bytes`]), and once the queue holds [`MAX_QUEUED_BYTES`] the driver waits
+//! for [`EventQueue::room`] before it reads the next native line: the peer's bounded channel fills,
+//! its reader stops reading, the child's stdout pipe fills and the child itself blocks. `push`
+//! itself never waits and never drops a non-delta event, so the queue may pass the cap by the events
+//! of the one native line that was being delivered (and the few the bridge adds itself, a turn's
+//! closing events among them).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use crate::events::Event;
+use crate::events::{CappedOutput, Event, ToolCall, ToolOutcome};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use std::sync::Arc;
 use tokio::sync::Notify;
 
 /// The most text one merged delta holds while the forwarder lags.
 pub const MAX_MERGED_DELTA_BYTES: usize = 1 << 20;
 
-/// A non-blocking, coalescing event queue with one consumer.
-#[derive(Debug, Default)]
+/// The queued bytes (by [`event_bytes`]) past which the producer waits for the consumer.
+pub const MAX_QUEUED_BYTES: usize = 8 << 20;
+
+/// What one queued event costs besides its text: the event's own size and its slot.
+const EVENT_OVERHEAD: usize = std::mem::size_of::<Event>() + 16;
+
+/// A coalescing event queue with one consumer, bounded in bytes (see the module docs).
+#[derive(Debug)]
 pub struct EventQueue {
     /// Events not yet taken, and whether the producer is done.
     inner: Mutex<Inner>,
     /// Wakes the consumer.
     ready: Notify,
+    /// Wakes a producer waiting for [`room`](Self::room).
+    drained: Notify,
+    /// The byte cap this queue applies ([`MAX_QUEUED_BYTES`] unless a test asks for less).
+    cap: usize,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue::with_cap(MAX_QUEUED_BYTES)
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Queued events, oldest first.
-    events: VecDeque<Event>,
+    /// Queued events with the bytes each was counted at, oldest first.
+    events: VecDeque<(Event, usize)>,
+    /// The sum of the queued events' counted bytes.
+    bytes: usize,
+    /// The most `bytes` ever were: what tests and the log read to see the cap held.
+    high_water: usize,
     /// Set by [`EventQueue::close`]: nothing more will come.
     closed: bool,
     /// Delta bytes dropped because a merged delta was full.
@@ -38,33 +65,48 @@ struct Inner {
 }
 
 impl EventQueue {
+    /// A queue whose producer waits past `cap` queued bytes.
+    pub fn with_cap(cap: usize) -> Self {
+        EventQueue { inner: Mutex::default(), ready: Notify::new(), drained: Notify::new(), cap }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Queues `event` without waiting; merges a delta into the queued delta of the same item when
     /// only other deltas were queued after that one (items streaming side by side — two commands'
     /// output — would otherwise never merge and the queue would grow with every delta).
     pub fn push(&self, event: Event) {
-        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut inner = self.lock();
         if inner.closed {
             // Only a handle outliving the turn pushes now; the stream already ended.
             return;
         }
         let mut dropped = None;
+        let mut merged = None;
         let same_item = inner
             .events
             .iter_mut()
             .rev()
-            .take_while(|queued| is_delta(queued))
-            .find_map(|queued| continuation(queued, &event));
-        if let Some((queued, delta)) = same_item {
+            .take_while(|(queued, _)| is_delta(queued))
+            .find_map(|(queued, counted)| Some((continuation(queued, &event)?, counted)));
+        if let Some(((queued, delta), counted)) = same_item {
             if delta.len() <= MAX_MERGED_DELTA_BYTES.saturating_sub(queued.len()) {
                 queued.push_str(delta);
-                return;
+                *counted += delta.len();
+                merged = Some(delta.len());
+            } else {
+                dropped = Some(delta.len() as u64);
             }
-            dropped = Some(delta.len() as u64);
         }
-        match dropped {
-            Some(bytes) => inner.dropped_bytes += bytes,
-            None => {
-                inner.events.push_back(event);
+        match (merged, dropped) {
+            (Some(bytes), _) => inner.add_bytes(bytes),
+            (None, Some(bytes)) => inner.dropped_bytes += bytes,
+            (None, None) => {
+                let bytes = event_bytes(&event);
+                inner.events.push_back((event, bytes));
+                inner.add_bytes(bytes);
                 self.ready.notify_one();
             }
         }
@@ -72,8 +114,9 @@ impl EventQueue {
 
     /// No more events will be pushed; the consumer drains what is queued, then gets `None`.
     pub fn close(&self) {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).closed = true;
+        self.lock().closed = true;
         self.ready.notify_one();
+        self.drained.notify_waiters();
     }
 
     /// The next event, waiting for one; `None` once closed and drained.
@@ -81,8 +124,13 @@ impl EventQueue {
         loop {
             let ready = self.ready.notified();
             {
-                let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                if let Some(event) = inner.events.pop_front() {
+                let mut inner = self.lock();
+                if let Some((event, bytes)) = inner.events.pop_front() {
+                    let was_full = inner.bytes >= self.cap;
+                    inner.bytes -= bytes;
+                    if was_full && inner.bytes < self.cap {
+                        self.drained.notify_waiters();
+                    }
                     return Some(event);
                 }
                 if inner.closed {
@@ -93,24 +141,142 @@ impl EventQueue {
         }
     }
 
+    /// Whether the producer may go on (fewer than the cap's bytes are queued, or the queue closed).
+    pub fn has_room(&self) -> bool {
+        let inner = self.lock();
+        inner.closed || inner.bytes < self.cap
+    }
+
+    /// Waits until [`has_room`](Self::has_room). Cancel-safe.
+    pub async fn room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            if self.has_room() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
     /// Delta bytes cut so far (only while the consumer lagged behind a full merged delta).
     pub fn dropped_bytes(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).dropped_bytes
+        self.lock().dropped_bytes
+    }
+
+    /// Bytes queued now, as [`event_bytes`] counts them.
+    pub fn queued_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// The most bytes ever queued at once.
+    pub fn high_water_bytes(&self) -> usize {
+        self.lock().high_water
     }
 
     /// How many events are queued.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).events.len()
+        self.lock().events.len()
     }
 }
 
-/// The queued delta's text and the new delta's, when `next` continues `back` (same kind, same item).
+impl Inner {
+    fn add_bytes(&mut self, bytes: usize) {
+        self.bytes += bytes;
+        self.high_water = self.high_water.max(self.bytes);
+    }
+}
+
+/// A wait for room in `queue`, or `None` when it has room now (what a turn sink hands its driver).
+pub fn room_in(queue: &Arc<EventQueue>) -> Option<BoxFuture<'static, ()>> {
+    if queue.has_room() {
+        return None;
+    }
+    let queue = queue.clone();
+    Some(Box::pin(async move { queue.room().await }))
+}
+
+/// What a queued event costs, in bytes: an upper bound of the heap it holds — the lengths of its
+/// texts, a tool's arguments walked node by node ([`value_bytes`]), plus a fixed overhead per event
+/// for the event itself. Cheap: nothing is serialised.
+pub fn event_bytes(event: &Event) -> usize {
+    let texts = match event {
+        Event::TurnStarted { turn_id: a } => a.len(),
+        Event::AssistantDelta { item_id: a, delta: b }
+        | Event::AssistantFinal { item_id: a, text: b }
+        | Event::ReasoningDelta { item_id: a, delta: b }
+        | Event::ToolOutputDelta { call_id: a, delta: b } => a.len() + b.len(),
+        Event::ReasoningFinal { item_id, text, signature } => {
+            item_id.len() + text.len() + signature.as_ref().map_or(0, String::len)
+        }
+        Event::Plan(plan) => {
+            plan.explanation.as_ref().map_or(0, String::len)
+                + plan.steps.iter().map(|s| s.step.len() + EVENT_OVERHEAD).sum::<usize>()
+        }
+        Event::ToolStarted(call) => call_bytes(call),
+        Event::ToolFinished(finish) => {
+            call_bytes(&finish.call) + outcome_bytes(&finish.outcome) + finish.output.as_ref().map_or(0, output_bytes)
+        }
+        Event::ModelRetry { message, .. } | Event::ModelInUse { model: message } => message.len(),
+        Event::TurnTerminal(terminal) => terminal.message.as_ref().map_or(0, String::len),
+        Event::Usage(_)
+        | Event::ModelCallStarted {}
+        | Event::BudgetPaused { .. }
+        | Event::BudgetResumed { .. }
+        | Event::Unknown => 0,
+    };
+    EVENT_OVERHEAD + texts
+}
+
+fn call_bytes(call: &ToolCall) -> usize {
+    call.call_id.len() + call.tool_name.len() + value_bytes(&call.arguments)
+}
+
+fn outcome_bytes(outcome: &ToolOutcome) -> usize {
+    let texts: [Option<&String>; 2] = match outcome {
+        ToolOutcome::Failure { error, error_code, .. } => [error.as_ref(), error_code.as_ref()],
+        ToolOutcome::Declined { reason } | ToolOutcome::Cancelled { reason } => [reason.as_ref(), None],
+        ToolOutcome::Backgrounded { detail } => [detail.as_ref(), None],
+        // Newer outcomes hold no text this bridge knows of.
+        _ => [None, None],
+    };
+    texts.into_iter().flatten().map(String::len).sum()
+}
+
+fn output_bytes(output: &CappedOutput) -> usize {
+    output.text.len() + output.images.iter().map(|i| i.data.len() + i.mime_type.len() + EVENT_OVERHEAD).sum::<usize>()
+}
+
+/// A JSON value's heap, bounded from above: each node's own size, its strings and keys. Walked with
+/// an explicit stack, so a deeply nested value cannot exhaust the thread's stack.
+fn value_bytes(value: &Value) -> usize {
+    let node = std::mem::size_of::<Value>();
+    let mut total = 0;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        total += node;
+        match value {
+            Value::String(s) => total += s.len(),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                for (key, item) in map {
+                    // A map entry holds its key and its links besides the value.
+                    total += key.len() + std::mem::size_of::<String>() + 3 * std::mem::size_of::<usize>();
+                    stack.push(item);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+    total
+}
+
 /// Whether `event` is a streamed delta (what merging may move past: other items' deltas only).
 fn is_delta(event: &Event) -> bool {
     matches!(event, Event::AssistantDelta { .. } | Event::ReasoningDelta { .. } | Event::ToolOutputDelta { .. })
 }
 
+/// The queued delta's text and the new delta's, when `next` continues `back` (same kind, same item).
 fn continuation<'a, 'b>(back: &'a mut Event, next: &'b Event) -> Option<(&'a mut String, &'b str)> {
     match (back, next) {
         (Event::AssistantDelta { item_id: a, delta: queued }, Event::AssistantDelta { item_id: b, delta })
@@ -204,6 +370,72 @@ mod tests {
         assert_eq!(delta.len(), MAX_MERGED_DELTA_BYTES);
         assert_eq!(queue.dropped_bytes(), (40 * chunk.len() - MAX_MERGED_DELTA_BYTES) as u64);
         assert!(queue.next().await.is_none());
+    }
+
+    fn final_text(n: usize, text: &str) -> Event {
+        Event::AssistantFinal { item_id: format!("i{n}"), text: text.into() }
+    }
+
+    #[tokio::test]
+    async fn every_event_is_counted_in_bytes_and_a_full_queue_says_so_until_it_drains_below_the_cap() {
+        let queue = EventQueue::with_cap(10_000);
+        let text = "x".repeat(1000);
+        let mut pushed = 0;
+        while queue.has_room() {
+            queue.push(final_text(pushed, &text));
+            pushed += 1;
+        }
+        // Every event counted: its text plus the overhead, nothing merged or dropped.
+        assert!(pushed < 10, "1000-byte texts fill a 10 000-byte cap within ten events: {pushed}");
+        assert_eq!(queue.queued_bytes(), (0..pushed).map(|n| event_bytes(&final_text(n, &text))).sum::<usize>());
+        assert!(queue.queued_bytes() >= 10_000);
+        let waiting = tokio::spawn({
+            let queue = std::sync::Arc::new(queue);
+            let waiter = queue.clone();
+            let room = async move { waiter.room().await };
+            async move {
+                let waited = tokio::spawn(room);
+                // One event taken is enough to go below the cap again.
+                assert!(queue.next().await.is_some());
+                waited.await.unwrap();
+                assert!(queue.has_room());
+                queue
+            }
+        });
+        let queue = tokio::time::timeout(std::time::Duration::from_secs(10), waiting).await.unwrap().unwrap();
+        assert_eq!(queue.high_water_bytes(), (0..pushed).map(|n| event_bytes(&final_text(n, &text))).sum::<usize>());
+        queue.close();
+        let mut rest = 0;
+        while queue.next().await.is_some() {
+            rest += 1;
+        }
+        assert_eq!(rest, pushed - 1, "nothing dropped");
+        assert_eq!(queue.queued_bytes(), 0);
+    }
+
+    #[test]
+    fn the_byte_count_bounds_the_text_a_tool_event_holds() {
+        let arguments = serde_json::json!({"command": "x".repeat(5000), "nested": [[["deep"]]]});
+        let call = crate::events::ToolCall {
+            call_id: "c".into(),
+            tool_name: "shell".into(),
+            arguments,
+            native: true,
+            native_mutation: None,
+        };
+        let counted = event_bytes(&Event::ToolStarted(call.clone()));
+        let serialised = serde_json::to_vec(&call).unwrap().len();
+        assert!(counted > serialised, "counted {counted} < serialised {serialised}");
+    }
+
+    #[tokio::test]
+    async fn a_closed_queue_always_has_room() {
+        let queue = EventQueue::with_cap(1);
+        queue.push(final_text(0, "a"));
+        assert!(!queue.has_room());
+        queue.close();
+        assert!(queue.has_room(), "a producer that waits on a finished pipeline must not hang");
+        queue.room().await;
     }
 
     #[tokio::test]

@@ -1,4 +1,8 @@
-use std::sync::Arc;
+//! The one writer of a peer's input: whole lines from a queue bounded in lines and bytes, each
+//! written within a time limit when one is set (docs/peers/pipes.md#write-timeout).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -16,6 +20,35 @@ pub enum SendError {
     /// The message could not be serialised as JSON.
     #[error("could not serialise an outgoing message: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The peer stopped reading: one line could not be written within the write timeout, so the
+    /// writer stopped and closed the stream.
+    #[error("the peer stopped reading its input for {after:?}")]
+    Stalled {
+        /// The write timeout that passed.
+        after: Duration,
+    },
+}
+
+/// How long one line may take to reach a native agent's stdin by default (a setting:
+/// [`WRITE_TIMEOUT_ENV`]). A reading agent takes a line in microseconds; one that has not taken a
+/// line for this long has stopped reading, and waiting longer only hangs the turn.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `CLAWBRIDGE_WRITE_TIMEOUT_MS`: the write timeout for native agents, in milliseconds (0 or
+/// unreadable: the default).
+pub const WRITE_TIMEOUT_ENV: &str = "CLAWBRIDGE_WRITE_TIMEOUT_MS";
+
+/// The write timeout for native agents: [`WRITE_TIMEOUT_ENV`] when set, else [`DEFAULT_WRITE_TIMEOUT`].
+/// Read once per process.
+pub fn agent_write_timeout() -> Duration {
+    static TIMEOUT: OnceLock<Duration> = OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        std::env::var(WRITE_TIMEOUT_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map_or(DEFAULT_WRITE_TIMEOUT, Duration::from_millis)
+    })
 }
 
 /// How long closing the stream may take (closing a pipe does not wait for its reader).
@@ -36,6 +69,8 @@ pub struct LineSender {
     budget: Arc<Semaphore>,
     /// Cancelling it makes the writer task stop and drop the stream (closing the child's stdin).
     close: CancellationToken,
+    /// Set by the writer task when a line did not go out within the write timeout: why it stopped.
+    stalled: Arc<OnceLock<Duration>>,
 }
 
 impl LineSender {
@@ -50,20 +85,43 @@ impl LineSender {
     pub async fn send_line(&self, line: Bytes) -> Result<(), SendError> {
         debug_assert!(line.ends_with(b"\n") && memchr::memchr(b'\n', &line) == Some(line.len() - 1));
         if self.close.is_cancelled() {
-            return Err(SendError::Closed);
+            return Err(self.stopped());
         }
         // A line longer than the whole budget takes all of it: it waits for the queue to drain.
         // Either wait ends at `close` (a peer that stopped reading must not hold a sender forever).
         let cost = u32::try_from(line.len().min(MAX_QUEUED_BYTES)).unwrap_or(u32::MAX);
         let permit = tokio::select! {
             biased;
-            () = self.close.cancelled() => return Err(SendError::Closed),
-            permit = self.budget.clone().acquire_many_owned(cost) => permit.map_err(|_| SendError::Closed)?,
+            () = self.close.cancelled() => return Err(self.stopped()),
+            permit = self.budget.clone().acquire_many_owned(cost) => permit.map_err(|_| self.stopped())?,
         };
         tokio::select! {
             biased;
-            () = self.close.cancelled() => Err(SendError::Closed),
-            sent = self.queue.send((line, permit)) => sent.map_err(|_| SendError::Closed),
+            () = self.close.cancelled() => Err(self.stopped()),
+            sent = self.queue.send((line, permit)) => sent.map_err(|_| self.stopped()),
+        }
+    }
+
+    /// Why sending fails now that the writer stopped.
+    fn stopped(&self) -> SendError {
+        match self.stalled.get() {
+            Some(after) => SendError::Stalled { after: *after },
+            None => SendError::Closed,
+        }
+    }
+
+    /// The write timeout that passed, once the writer stopped because the peer stopped reading.
+    pub fn stalled(&self) -> Option<Duration> {
+        self.stalled.get().copied()
+    }
+
+    /// Waits until the writer stops because the peer stopped reading, with the timeout that passed;
+    /// never ends for a writer that stops otherwise (closed, EPIPE) or keeps going.
+    pub async fn stalled_wait(&self) -> Duration {
+        self.close.cancelled().await;
+        match self.stalled() {
+            Some(after) => after,
+            None => std::future::pending().await,
         }
     }
 
@@ -80,26 +138,55 @@ impl LineSender {
 
 /// Starts a task that writes queued lines to `stream` in order, flushing whenever the queue runs dry.
 /// The task ends when every sender is dropped, [`LineSender::close`] is called, or a write fails
-/// (EPIPE: the peer is gone); the stream is dropped at that point.
+/// (EPIPE: the peer is gone); the stream is dropped at that point. No write timeout.
 pub fn spawn_line_writer<W>(stream: W, queue_capacity: usize) -> (LineSender, JoinHandle<std::io::Result<()>>)
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    spawn_line_writer_with_timeout(stream, queue_capacity, None)
+}
+
+/// [`spawn_line_writer`], and a line (with its flush) that takes longer than `write_timeout` to
+/// write stops the writer as a peer that stopped reading: the stream is closed and every send
+/// from then on fails with [`SendError::Stalled`].
+pub fn spawn_line_writer_with_timeout<W>(
+    stream: W,
+    queue_capacity: usize,
+    write_timeout: Option<Duration>,
+) -> (LineSender, JoinHandle<std::io::Result<()>>)
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::channel(queue_capacity.max(1));
     let close = CancellationToken::new();
     let budget = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
-    let task = tokio::spawn(write_lines(stream, rx, close.clone(), budget.clone()));
-    (LineSender { queue: tx, budget, close }, task)
+    let stalled = Arc::new(OnceLock::new());
+    let writer = Writer { close: close.clone(), budget: budget.clone(), stalled: stalled.clone(), write_timeout };
+    let task = tokio::spawn(writer.write_lines(stream, rx));
+    (LineSender { queue: tx, budget, close, stalled }, task)
 }
 
-async fn write_lines<W: AsyncWrite + Unpin>(
-    stream: W,
-    mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
+/// The writer task's side of a [`LineSender`].
+struct Writer {
+    /// Stops the task; cancelled by the task itself whenever it ends.
     close: CancellationToken,
+    /// The senders' byte budget, closed when the task ends so waiting senders wake.
     budget: Arc<Semaphore>,
-) -> std::io::Result<()> {
-    let mut out = tokio::io::BufWriter::new(stream);
-    let result = async {
+    /// Where the task says it stopped because a write timed out.
+    stalled: Arc<OnceLock<Duration>>,
+    /// How long one line may take; `None`: as long as it takes.
+    write_timeout: Option<Duration>,
+}
+
+impl Writer {
+    async fn write_lines<W: AsyncWrite + Unpin>(
+        self,
+        stream: W,
+        mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
+    ) -> std::io::Result<()> {
+        let Writer { close, budget, stalled, write_timeout } = self;
+        let mut out = tokio::io::BufWriter::new(stream);
+        let result = async {
         loop {
             // The permit is released once the line is written (or dropped with the writer).
             let (line, _budget) = tokio::select! {
@@ -115,30 +202,43 @@ async fn write_lines<W: AsyncWrite + Unpin>(
                 biased;
                 _ = close.cancelled() => return Ok(()),
                 written = async {
-                    out.write_all(&line).await?;
-                    if queue.is_empty() {
-                        out.flush().await?;
+                    let write = async {
+                        out.write_all(&line).await?;
+                        if queue.is_empty() {
+                            out.flush().await?;
+                        }
+                        Ok::<(), std::io::Error>(())
+                    };
+                    let Some(limit) = write_timeout else { return write.await };
+                    match tokio::time::timeout(limit, write).await {
+                        Ok(written) => written,
+                        Err(_) => {
+                            // Recorded before `close` fires below, so every sender it wakes sees why.
+                            let _ = stalled.set(limit);
+                            tracing::warn!(after = ?limit, "the peer stopped reading its input; closing it");
+                            Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the peer stopped reading its input"))
+                        }
                     }
-                    Ok::<(), std::io::Error>(())
                 } => written?,
             }
         }
     }
     .await;
-    // Whatever ended the loop, later sends must fail fast rather than queue into the void, and
-    // senders waiting for the byte budget wake up.
-    close.cancel();
-    budget.close();
-    if let Err(e) = &result {
-        tracing::debug!(error = %e, "outgoing stream failed; the peer is probably gone");
+        // Whatever ended the loop, later sends must fail fast rather than queue into the void, and
+        // senders waiting for the byte budget wake up.
+        close.cancel();
+        budget.close();
+        if let Err(e) = &result {
+            tracing::debug!(error = %e, "outgoing stream failed; the peer is probably gone");
+        }
+        // The stream itself is shut down, not the buffer around it: flushing what is buffered would wait
+        // forever on a peer that stopped reading, keeping its stdin open (a normal end has flushed
+        // already). Shutting down, rather than dropping, also ends the stream when it is one half of a
+        // split, whose drop alone closes nothing.
+        let mut stream = out.into_inner();
+        let _ = tokio::time::timeout(SHUTDOWN_LIMIT, stream.shutdown()).await;
+        result
     }
-    // The stream itself is shut down, not the buffer around it: flushing what is buffered would wait
-    // forever on a peer that stopped reading, keeping its stdin open (a normal end has flushed
-    // already). Shutting down, rather than dropping, also ends the stream when it is one half of a
-    // split, whose drop alone closes nothing.
-    let mut stream = out.into_inner();
-    let _ = tokio::time::timeout(SHUTDOWN_LIMIT, stream.shutdown()).await;
-    result
 }
 
 #[cfg(test)]
@@ -235,6 +335,50 @@ mod tests {
         .await;
         assert!(blocked.is_err(), "sends must block once the queue and the pipe are full");
         assert!(sent < 10, "only a bounded number of lines may be queued, got {sent}");
+    }
+
+    #[tokio::test]
+    async fn a_line_the_peer_does_not_take_in_time_stops_the_writer_and_every_send_names_the_stall() {
+        // Nobody reads `server`: a line bigger than the pipe cannot be written.
+        let (client, mut server) = tokio::io::duplex(64);
+        let limit = std::time::Duration::from_millis(200);
+        let (tx, task) = spawn_line_writer_with_timeout(client, 4, Some(limit));
+        tx.send_line(half_budget_line()).await.unwrap();
+        let stalled = tokio::time::timeout(std::time::Duration::from_secs(30), tx.stalled_wait()).await;
+        assert_eq!(stalled.expect("the writer gives up"), limit);
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(30), task).await.unwrap().unwrap();
+        assert_eq!(ended.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+        match tx.send_json(&1).await {
+            Err(SendError::Stalled { after }) => assert_eq!(after, limit),
+            other => panic!("expected the stall, got {other:?}"),
+        }
+        // The stream was closed: the reader reaches EOF after the bytes that went out.
+        let mut rest = Vec::new();
+        tokio::time::timeout(std::time::Duration::from_secs(5), server.read_to_end(&mut rest)).await.unwrap().unwrap();
+        assert!(rest.len() < MAX_QUEUED_BYTES / 2);
+    }
+
+    #[tokio::test]
+    async fn a_slow_reader_within_the_write_timeout_loses_nothing() {
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, task) = spawn_line_writer_with_timeout(client, 4, Some(std::time::Duration::from_secs(30)));
+        let reader = tokio::spawn(async move {
+            let mut all = Vec::new();
+            let mut chunk = [0u8; 16];
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                match server.read(&mut chunk).await.unwrap() {
+                    0 => break all,
+                    n => all.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        for i in 0..20 {
+            tx.send_json(&i).await.unwrap();
+        }
+        drop(tx);
+        task.await.unwrap().unwrap();
+        assert_eq!(reader.await.unwrap().iter().filter(|b| **b == b'\n').count(), 20);
     }
 
     #[tokio::test]
