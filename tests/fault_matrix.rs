@@ -607,6 +607,38 @@ fn a_bridge_sigkilled_mid_turn_is_restarted_reaping_orphans_without_duplicate_ro
     );
 }
 
+/// Row: a server that stops reading its stdin. Right after `turn/start` it sends 20 000 requests
+/// and freezes without reading a single answer: once the pipe is full, a line cannot be written
+/// within the write timeout (short here, `CLAWBRIDGE_WRITE_TIMEOUT_MS`), the turn fails naming
+/// the cause instead of waiting for the idle watchdog, and the server is stopped.
+#[test]
+fn a_server_that_stops_reading_its_stdin_fails_the_turn_naming_the_cause_and_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let turn = RecordedTurn::load("command-auto");
+    let mut tail: Vec<Value> = (0..20_000)
+        .map(|n| json!({"send": {"id": 900_000 + n, "method": "fake/unanswerable", "params": {"n": n}}}))
+        .collect();
+    tail.push(json!({"freeze": true}));
+    let deaf = turn.script(dir.path(), "deaf", 0, &tail);
+    let codex = codex_wrapper(dir.path(), "codex-deaf", &scripted_fake(&deaf, &[]));
+    let out = clawbridge_run(&state, &codex, "deaf")
+        .env("CLAWBRIDGE_WRITE_TIMEOUT_MS", "500")
+        .output()
+        .expect("clawbridge run starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let result = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|line| line.get("result").cloned())
+        .unwrap_or_else(|| panic!("a result: {stdout} {stderr}"));
+    assert_eq!(result["terminal"]["kind"], "failed", "{result}");
+    let message = result["terminal"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("stopped reading its stdin for 500ms"), "the cause is named: {message}");
+    assert!(registered_groups(&state.join("pids")).is_empty(), "the server was stopped");
+}
+
 /// Row: 1000 spawn/stop cycles. Counting this process's open fds and zombie children only means
 /// something when no other test runs in it, so the test re-runs itself alone in a child process.
 #[test]

@@ -599,3 +599,110 @@ impl NativeTurn for ClaudeTurn<'_> {
         self.mapper.is_complete()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clawbridge_bridge::rpc::RejectAll;
+    use clawbridge_bridge::supervisor::{CommandSpec, StopPolicy};
+    use clawbridge_protocol::claude::UserLine;
+
+    use super::*;
+
+    /// The interrupt's line reaches the CLI before the next turn's prompt, however soon after the
+    /// interrupt that prompt is written (the turn can end at once on a `result` already queued).
+    #[tokio::test]
+    async fn the_interrupt_line_is_written_before_the_next_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("stdin");
+        // A stand-in CLI that keeps every line it is given (shell builtins only).
+        let keep = "while IFS= read -r line; do printf '%s\\n' \"$line\"; done > \"$0\"";
+        let spec = CommandSpec::new("/bin/sh").args(["-c".as_ref(), keep.as_ref(), copy.as_os_str()]);
+        let config = PeerConfig { dialect: Dialect::ClaudeControl, ..PeerConfig::default() };
+        let (conn, events) =
+            AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
+        let (_notes_tx, notes) = mpsc::channel(1);
+        let mut live = Live { conn, events, notes };
+        let gate = SteerGate::default();
+        let version = Version::new(2, 1, 328);
+        let mut turn = ClaudeTurn {
+            live: &mut live,
+            mapper: TurnMapper::new("t"),
+            version: &version,
+            turn_begun: true,
+            on_native_id: None,
+            gate: &gate,
+            answer_timeout: Duration::from_secs(1),
+        };
+        assert_eq!(turn.interrupt().await, Ok(true));
+        live.conn.peer().notify("user", Some(&UserLine::text("the next prompt"))).await.unwrap();
+        let mut lines = Vec::new();
+        for _ in 0..1000 {
+            lines = std::fs::read_to_string(&copy).unwrap_or_default().lines().map(str::to_owned).collect();
+            if lines.len() >= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        live.conn.shutdown(StopPolicy::default()).await;
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("\"interrupt\""), "the interrupt first: {lines:?}");
+        assert!(lines[1].contains("the next prompt"), "{lines:?}");
+    }
+
+    /// A steered line is counted, the turn reads a `result` and so waits for that line's part, and
+    /// then the line cannot be written: the turn ends at once, naming why, instead of waiting for
+    /// a part that never comes.
+    #[tokio::test]
+    async fn a_steered_line_lost_while_the_turn_waits_for_it_ends_the_turn_with_the_cause() {
+        // A stand-in CLI that reads nothing and keeps its stdout open.
+        let spec = CommandSpec::new("/bin/sh").args(["-c", "exec sleep 600"]);
+        let config = PeerConfig {
+            dialect: Dialect::ClaudeControl,
+            outgoing_queue: 1,
+            write_timeout: None,
+            ..PeerConfig::default()
+        };
+        let (conn, events) =
+            AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
+        let peer = conn.peer().clone();
+        // One line the writer is stuck writing, one that fills its queue: the steer's write waits.
+        for filler in ["x".repeat(1 << 20), "y".into()] {
+            peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
+        }
+        let (_notes_tx, notes) = mpsc::channel(1);
+        let mut live = Live { conn, events, notes };
+        let gate = Arc::new(SteerGate::default());
+        gate.open(peer.clone());
+        let steer = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.steer("also this").await }
+        });
+        tokio::task::yield_now().await;
+        let version = Version::new(2, 1, 328);
+        let mut turn = ClaudeTurn {
+            live: &mut live,
+            mapper: TurnMapper::new("t"),
+            version: &version,
+            turn_begun: true,
+            on_native_id: None,
+            gate: &gate,
+            answer_timeout: Duration::from_secs(1),
+        };
+        // The steer ran up to its waiting write (one thread: the yield let it), so its line is
+        // counted; this is what `next` does on a `result` then.
+        assert!(gate.on_result(), "the steered line is counted");
+        turn.mapper.expect_continuation();
+        peer.close();
+        let step = tokio::time::timeout(Duration::from_secs(30), turn.next()).await.expect("the turn ends");
+        let Step::Ended(closing) = step else { panic!("the turn ends: {step:?}") };
+        let terminal = closing.iter().find_map(|e| match e {
+            Event::TurnTerminal(t) => Some(t.clone()),
+            _ => None,
+        });
+        let terminal = terminal.expect("a terminal");
+        assert_eq!(terminal.kind, TerminalKind::Failed);
+        assert!(terminal.message.as_deref().unwrap_or_default().contains("steered line could not be written"));
+        assert!(steer.await.unwrap().is_err());
+        live.conn.shutdown(StopPolicy { after_stdin_close: Duration::ZERO, ..StopPolicy::default() }).await;
+    }
+}
