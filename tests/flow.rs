@@ -147,6 +147,7 @@ async fn a_host_that_stops_reading_holds_the_agent_back_under_the_cap_and_then_g
     let answer: Value = within(streaming).await.unwrap().expect("the agent finished once the host read again");
     assert_eq!(answer["sent"], EVENTS);
 
+    conn.shutdown(polite_stop()).await;
     let seen = seen.lock().unwrap();
     let finals: Vec<u64> = seen
         .iter()
@@ -158,5 +159,4 @@ async fn a_host_that_stops_reading_holds_the_agent_back_under_the_cap_and_then_g
     assert_eq!(finals.len(), EVENTS, "every event arrived");
     assert!(finals.iter().enumerate().all(|(i, seq)| *seq == i as u64), "in order");
     assert!(matches!(seen.last(), Some(Event::TurnTerminal(_))), "the terminal last");
-    conn.shutdown(polite_stop()).await;
 }

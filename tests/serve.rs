@@ -638,8 +638,15 @@ fn fake_codex(dir: &std::path::Path, until_interrupted: bool) -> std::path::Path
 
 /// A bridge whose Codex harness runs `codex`.
 fn start_with_codex(codex: &std::path::Path) -> Bridge {
+    start_with_codex_env(codex, &[])
+}
+
+/// [`start_with_codex`] with more variables in the bridge's environment.
+fn start_with_codex_env(codex: &std::path::Path, env: &[(&str, &str)]) -> Bridge {
     let state = tempfile::tempdir().unwrap();
-    let mut child = command(state.path()).env("CLAWBRIDGE_CODEX_BIN", codex).spawn().expect("clawbridge serve starts");
+    let mut command = command(state.path());
+    command.env("CLAWBRIDGE_CODEX_BIN", codex).envs(env.iter().copied());
+    let mut child = command.spawn().expect("clawbridge serve starts");
     let log = Arc::new(HostLog::default());
     let (peer, mut events) = RpcPeer::start(
         child.stdout.take().unwrap(),
@@ -663,6 +670,29 @@ fn codex_params(attempt: &str, session: &str) -> Value {
     json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": session, "runId": attempt,
            "prompt": "Say hello.", "workspaceDir": std::env::temp_dir().display().to_string(),
            "provider": "mock", "modelId": "mock-model"})
+}
+
+/// A Codex app-server that stops reading its stdin mid-turn (it sends 20 000 requests right after
+/// `turn/start` and freezes without reading an answer) fails the attempt within the write timeout
+/// (short here), naming the cause, instead of holding it until the idle watchdog.
+#[tokio::test]
+async fn an_attempt_whose_codex_stops_reading_its_stdin_fails_naming_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), false);
+    let script_path = dir.path().join("turn.json");
+    let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&script_path).unwrap()).unwrap();
+    let mut deaf: Vec<Value> = (0..20_000)
+        .map(|n| json!({"send": {"id": 900_000 + n, "method": "fake/unanswerable", "params": {"n": n}}}))
+        .collect();
+    deaf.push(json!({"freeze": true}));
+    script["after"]["turn/start"] = Value::Array(deaf);
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    let bridge = start_with_codex_env(&codex, &[("CLAWBRIDGE_WRITE_TIMEOUT_MS", "500")]);
+    initialize(&bridge).await;
+    let result = bridge.peer.request("attempt/run", Some(&codex_params("deaf-1", "deaf-s"))).await.expect("answered");
+    assert_eq!(result["terminal"]["kind"], "failed", "{result:#}");
+    let message = result["terminal"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("stopped reading its stdin for 500ms"), "the cause is named: {result:#}");
 }
 
 /// `sessionPersistence: "detached"` writes nothing durable for the session: no transcript rows, no

@@ -146,3 +146,39 @@ async fn a_cause_the_native_side_already_named_is_kept() {
     let (result, _) = drive(turn, false).await;
     assert_eq!(result.cause, Some(TerminalCause::BackendError));
 }
+
+/// A sink whose consumer never takes anything: full after its first event.
+struct NeverDrained {
+    /// Events pushed.
+    pushed: Vec<Event>,
+}
+
+impl TurnSink for NeverDrained {
+    fn push(&mut self, event: &Event) {
+        self.pushed.push(event.clone());
+    }
+
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        (!self.pushed.is_empty()).then(|| Box::pin(std::future::pending()) as BoxFuture<'static, ()>)
+    }
+}
+
+#[tokio::test]
+async fn a_full_sink_stops_the_reading_without_counting_as_idle_and_a_cancel_still_ends_the_turn() {
+    let delta = |n: usize| Event::AssistantDelta { item_id: "m".into(), delta: n.to_string() };
+    let mut turn = Scripted::new((0..100).map(|n| Step::Events(vec![delta(n)])).collect(), None);
+    let mut sink = NeverDrained { pushed: Vec::new() };
+    let cancel = CancellationToken::new();
+    let driver = TurnDriver::new(Arc::new(NoObserver), Arc::new(TurnActivity::default()), &mut sink);
+    let canceller = async {
+        // Many idle limits pass while the sink is full: the native side is not idle, it is held.
+        tokio::time::sleep(LIMITS.idle * 5).await;
+        cancel.cancel();
+    };
+    let (driven, ()) = tokio::join!(driver.run(&mut turn, LIMITS, &cancel), canceller);
+    let result = driven.finish(None);
+    assert_eq!((result.terminal.kind, result.terminal.cause), (TerminalKind::Aborted, Some(TerminalCause::Cancelled)));
+    assert_eq!(turn.steps.len(), 99, "nothing more was read once the sink was full");
+    assert!(matches!(sink.pushed.last(), Some(Event::TurnTerminal(_))), "the closing terminal is still delivered");
+    assert_eq!(sink.pushed.len(), 2, "the first delta, then the terminal");
+}

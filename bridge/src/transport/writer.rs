@@ -378,7 +378,8 @@ mod tests {
         }
         drop(tx);
         task.await.unwrap().unwrap();
-        assert_eq!(reader.await.unwrap().iter().filter(|b| **b == b'\n').count(), 20);
+        let all = reader.await.unwrap();
+        assert_eq!(memchr::memchr_iter(b'\n', &all).count(), 20);
     }
 
     #[tokio::test]
