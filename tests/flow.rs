@@ -78,7 +78,9 @@ impl NativeTurn for Streamed {
 
 /// The host: takes nothing while `reading` is false, then keeps what it is given.
 struct Host {
+    /// Whether the host reads; it stops before the first event until this turns true.
     reading: watch::Receiver<bool>,
+    /// Every event the host was given, in order.
     seen: Arc<std::sync::Mutex<Vec<Event>>>,
 }
 

@@ -2,7 +2,9 @@
 //! to the host (once per tool, before anything else sees it), counts the native tools still
 //! running, keeps the idle deadline (suspended while a person or a tool is pending), and gives an
 //! interrupted turn its grace. A backend supplies only its [`NativeTurn`]: how its stream advances,
-//! how it interrupts, and how it closes a turn it must abandon.
+//! how it interrupts, and how it closes a turn it must abandon. While the [`TurnSink`] is full (a
+//! lagging host) the driver takes no further step, so the native side waits on its own pipe; a
+//! cancel and its grace still end the turn then.
 //!
 //! Why each guard exists: `docs/peers/codex.md` (idle watchdog, tools that run silently) and
 //! `docs/peers/claude.md` (interrupt grace, a late `result`).
