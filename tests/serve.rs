@@ -693,6 +693,7 @@ async fn an_attempt_whose_codex_stops_reading_its_stdin_fails_naming_the_cause()
     assert_eq!(result["terminal"]["kind"], "failed", "{result:#}");
     let message = result["terminal"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("stopped reading its stdin for 500ms"), "the cause is named: {result:#}");
+    assert_eq!(result["terminal"]["cause"], "backendExited", "its stream ended: {result:#}");
 }
 
 /// `sessionPersistence: "detached"` writes nothing durable for the session: no transcript rows, no
