@@ -182,3 +182,18 @@ async fn a_full_sink_stops_the_reading_without_counting_as_idle_and_a_cancel_sti
     assert!(matches!(sink.pushed.last(), Some(Event::TurnTerminal(_))), "the closing terminal is still delivered");
     assert_eq!(sink.pushed.len(), 2, "the first delta, then the terminal");
 }
+
+#[test]
+fn a_relay_keeps_the_room_of_the_sink_behind_it() {
+    let mut full = NeverDrained { pushed: vec![terminal(TerminalKind::Ok)] };
+    let mut added = 0;
+    let mut relay = relay(&mut full, |sink, event| {
+        sink.push(event);
+        sink.push(event);
+        added += 1;
+    });
+    assert!(relay.room().is_some(), "a backend watching its events must not hide the host's lag");
+    relay.push(&terminal(TerminalKind::Ok));
+    drop(relay);
+    assert_eq!((full.pushed.len(), added), (3, 1));
+}
