@@ -193,6 +193,35 @@ async fn a_dropped_agent_that_exited_by_itself_leaves_no_descendant() {
     }
 }
 
+/// A descendant that leaves the group *and* clears its environment (token included) is found only
+/// by the agent's cgroup: where the machine gave the agent one, it is killed; where it did not,
+/// this is the fallback's stated limit (docs/containment.md), and the stop reports nothing found.
+#[tokio::test]
+async fn an_env_clearing_descendant_is_stopped_exactly_where_the_agent_has_a_cgroup() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = fresh_marker("env-clearing");
+    let _cleanup = Cleanup(marker.clone());
+    let path = dir.path().join("agent");
+    let text = format!("#!/bin/sh\nenv -i {MARKER_VAR}={marker} setsid sleep 300 </dev/null >/dev/null 2>&1 &\nexec cat\n");
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let options = SpawnOptions { die_with_bridge: false, ..SpawnOptions::default() };
+    let options = SpawnOptions { containment: Containment::CgroupWhereAvailable, ..options };
+    let mut child = ChildProcess::spawn(&CommandSpec::new(&path), options).unwrap();
+    wait_until("the descendant runs", Duration::from_secs(10), || !carriers(MARKER_VAR, &marker).is_empty());
+    let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", child.pid()))
+        .unwrap()
+        .lines()
+        .any(|line| line.starts_with("0::") && line.contains("/clawbridge-"));
+    let outcome = child.stop(quick_stop()).await;
+    if in_cgroup {
+        assert_eq!(outcome.outside_group, 1, "the cgroup found the descendant without a token");
+        assert!(carriers(MARKER_VAR, &marker).is_empty(), "and it is gone");
+    } else {
+        assert_eq!(outcome.outside_group, 0, "without a cgroup nothing can find it (the stated limit)");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // `clawbridge run` and `clawbridge reap`
 // ---------------------------------------------------------------------------------------------
