@@ -99,9 +99,10 @@ async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()
     let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
     let reaped = registry.reap_orphans(grace).await.context("reaping orphaned agents")?;
     for orphan in &reaped {
-        let group = orphan
-            .pgid
-            .map_or_else(|| "an agent whose bridge died before recording its pid".to_string(), |pgid| format!("process group {pgid}"));
+        let group = orphan.pgid.map_or_else(
+            || "an agent whose bridge died before recording its pid".to_string(),
+            |pgid| format!("process group {pgid}"),
+        );
         let cgroup = orphan.cgroup.as_ref().map(|dir| format!(", cgroup {}", dir.display())).unwrap_or_default();
         println!(
             "reaped {group} ({} live processes, {} of them outside the group{cgroup}) left by bridge pid {}",

@@ -202,7 +202,8 @@ async fn an_env_clearing_descendant_is_stopped_exactly_where_the_agent_has_a_cgr
     let marker = fresh_marker("env-clearing");
     let _cleanup = Cleanup(marker.clone());
     let path = dir.path().join("agent");
-    let text = format!("#!/bin/sh\nenv -i {MARKER_VAR}={marker} setsid sleep 300 </dev/null >/dev/null 2>&1 &\nexec cat\n");
+    let text =
+        format!("#!/bin/sh\nenv -i {MARKER_VAR}={marker} setsid sleep 300 </dev/null >/dev/null 2>&1 &\nexec cat\n");
     std::fs::write(&path, text).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     let options = SpawnOptions { die_with_bridge: false, ..SpawnOptions::default() };
@@ -309,7 +310,7 @@ fn reap_after_a_sigkilled_run_leaves_no_survivor() {
         assert!(report.contains("1 of them outside the group"), "reap names the escaped descendant: {report}");
         let survivors = carriers(MARKER_VAR, &marker);
         assert!(survivors.is_empty(), "cgroups {cgroups}: {survivors:?} survived reap; reap said: {report}");
-        let records = std::fs::read_dir(state.join("pids")).map(|d| d.count()).unwrap_or(0);
+        let records = std::fs::read_dir(state.join("pids")).map(Iterator::count).unwrap_or(0);
         assert_eq!(records, 0, "no pid record is left");
     }
 }

@@ -118,10 +118,7 @@ pub(crate) fn token_carriers(token: &Token) -> Vec<i32> {
     let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    all.flatten()
-        .map(|p| p.pid())
-        .filter(|&pid| pid != me && environ_carries(pid, &entry) && is_live(pid))
-        .collect()
+    all.flatten().map(|p| p.pid()).filter(|&pid| pid != me && environ_carries(pid, &entry) && is_live(pid)).collect()
 }
 
 fn environ_carries(pid: i32, entry: &[u8]) -> bool {
@@ -137,9 +134,7 @@ fn environ_carries(pid: i32, entry: &[u8]) -> bool {
 
 /// Not a zombie: a zombie holds nothing and cannot be killed further.
 pub(crate) fn is_live(pid: i32) -> bool {
-    procfs::process::Process::new(pid)
-        .and_then(|p| p.stat())
-        .is_ok_and(|s| !matches!(s.state, 'Z' | 'X' | 'x'))
+    procfs::process::Process::new(pid).and_then(|p| p.stat()).is_ok_and(|s| !matches!(s.state, 'Z' | 'X' | 'x'))
 }
 
 /// Sends `signal` to each pid; the count of those that existed.
@@ -168,9 +163,8 @@ fn own_cgroup_dir() -> Result<PathBuf, CgroupUnavailable> {
         .ok_or(CgroupUnavailable::NotInCgroup2)?
         .pathname;
     // The mount shows the hierarchy from its root; the bridge's path is relative to the hierarchy's.
-    let relative = Path::new(&own)
-        .strip_prefix(&mount.root)
-        .map_err(|_| CgroupUnavailable::OutsideMount { own: own.clone() })?;
+    let relative =
+        Path::new(&own).strip_prefix(&mount.root).map_err(|_| CgroupUnavailable::OutsideMount { own: own.clone() })?;
     if relative.components().any(|c| !matches!(c, Component::Normal(_))) {
         return Err(CgroupUnavailable::OutsideMount { own });
     }
@@ -332,11 +326,8 @@ mod tests {
     #[test]
     fn a_child_carrying_the_token_is_found_and_one_without_it_is_not() {
         let token = Token::fresh().unwrap();
-        let mut carrier = std::process::Command::new("sleep")
-            .arg("30")
-            .env(CONTAINMENT_VAR, token.as_str())
-            .spawn()
-            .unwrap();
+        let mut carrier =
+            std::process::Command::new("sleep").arg("30").env(CONTAINMENT_VAR, token.as_str()).spawn().unwrap();
         let other_token = Token::fresh().unwrap();
         let mut other =
             std::process::Command::new("sleep").arg("30").env(CONTAINMENT_VAR, other_token.as_str()).spawn().unwrap();

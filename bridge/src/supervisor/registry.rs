@@ -118,10 +118,8 @@ impl Drop for Registration {
 }
 
 fn write_record(path: &Path, record: &Record) -> Result<(), RegistryError> {
-    let bytes = serde_json::to_vec(record).map_err(|e| RegistryError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e),
-    })?;
+    let bytes = serde_json::to_vec(record)
+        .map_err(|e| RegistryError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) })?;
     crate::state_files::replace(path, &bytes).map_err(|source| RegistryError::Io { path: path.to_path_buf(), source })
 }
 
@@ -214,7 +212,8 @@ async fn reap_record(record: &Record, grace: Duration) -> Option<ReapedOrphan> {
     });
     let live = |record: &Record| -> (BTreeSet<i32>, BTreeSet<i32>) {
         let group: BTreeSet<i32> = orphaned_members(record).into_iter().collect();
-        let mut outside: BTreeSet<i32> = token.as_ref().map(containment::token_carriers).unwrap_or_default().into_iter().collect();
+        let mut outside: BTreeSet<i32> =
+            token.as_ref().map(containment::token_carriers).unwrap_or_default().into_iter().collect();
         if let Some(dir) = cgroup {
             outside.extend(containment::members(dir));
         }
