@@ -270,7 +270,10 @@ impl ChildProcess {
             if cgroup.contains(pid as i32) || !containment::remove(cgroup.dir()) {
                 return Some(cgroup);
             }
-            log_cgroup_fallback(&format!("the child could not join {}", cgroup.dir().display()));
+            log_cgroup_fallback(&format!(
+                "the child is not in {} (it could not join, or already exited)",
+                cgroup.dir().display()
+            ));
             if let Some(registration) = registration.as_mut() {
                 let _ = registration.without_cgroup();
             }
@@ -428,13 +431,18 @@ impl ChildProcess {
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             let cgroup_removed = self.cgroup.as_ref().is_none_or(|cgroup| containment::remove(cgroup.dir()));
-            if cgroup_removed && (outside.is_empty() || self.outside_group().is_empty()) {
+            let remaining = if outside.is_empty() { Vec::new() } else { self.outside_group() };
+            if cgroup_removed && remaining.is_empty() {
                 self.descendants_gone = true;
                 return (outside.len(), true);
             }
             if tokio::time::Instant::now() >= deadline {
                 tracing::warn!(child = %self.label, pid = self.pid, "descendants outside the process group survived SIGKILL");
                 return (outside.len(), false);
+            }
+            if !remaining.is_empty() {
+                // One a token carrier forked between the scan and its SIGKILL carries the token too.
+                self.kill_descendants();
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

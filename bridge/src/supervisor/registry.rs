@@ -170,6 +170,11 @@ impl PidRegistry {
         let mut reaped = Vec::new();
         for entry in entries.flatten() {
             let path = entry.path();
+            if is_stale_temp_file(&entry) {
+                // A bridge killed while replacing a record: the record it replaced still holds.
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
@@ -200,9 +205,46 @@ impl PidRegistry {
     }
 }
 
-/// Stops what one orphaned record names; `Some` when anything was still running.
+/// What an orphaned record lets the reaper find.
+struct Orphan<'a> {
+    /// The record, for its group (pid and start time guard).
+    record: &'a Record,
+    /// Its token, if well formed.
+    token: Option<Token>,
+    /// Its cgroup, if it is one of the bridge's.
+    cgroup: Option<&'a Path>,
+}
+
+impl Orphan<'_> {
+    /// Live members of the recorded group, and live processes outside it that carry the token
+    /// or sit in the cgroup.
+    fn live(&self) -> (BTreeSet<i32>, BTreeSet<i32>) {
+        let group: BTreeSet<i32> = orphaned_members(self.record).into_iter().collect();
+        let mut outside: BTreeSet<i32> =
+            self.token.as_ref().map(containment::token_carriers).unwrap_or_default().into_iter().collect();
+        if let Some(dir) = self.cgroup {
+            outside.extend(containment::members(dir));
+        }
+        let outside = outside.difference(&group).copied().collect();
+        (group, outside)
+    }
+
+    /// Signals everything found; SIGKILL also goes to the whole cgroup at once.
+    fn signal(&self, group: &BTreeSet<i32>, outside: &BTreeSet<i32>, signal: Signal) {
+        if let (false, Some(pgid)) = (group.is_empty(), self.record.pid) {
+            signal_group(pgid, signal);
+        }
+        if let (Signal::SIGKILL, Some(dir)) = (signal, self.cgroup) {
+            containment::kill_all(dir);
+        }
+        containment::signal_each(&outside.iter().copied().collect::<Vec<_>>(), signal);
+    }
+}
+
+/// Stops what one orphaned record names: SIGTERM, up to `grace`, then SIGKILL (repeated, so what
+/// forked meanwhile goes too) until nothing is found; then removes the cgroup. `Some` when anything
+/// was still running.
 async fn reap_record(record: &Record, grace: Duration) -> Option<ReapedOrphan> {
-    let token = record.token.as_deref().and_then(Token::parse);
     let cgroup = record.cgroup.as_deref().filter(|dir| {
         let ours = containment::is_agent_cgroup(dir);
         if !ours {
@@ -210,67 +252,44 @@ async fn reap_record(record: &Record, grace: Duration) -> Option<ReapedOrphan> {
         }
         ours
     });
-    let live = |record: &Record| -> (BTreeSet<i32>, BTreeSet<i32>) {
-        let group: BTreeSet<i32> = orphaned_members(record).into_iter().collect();
-        let mut outside: BTreeSet<i32> =
-            token.as_ref().map(containment::token_carriers).unwrap_or_default().into_iter().collect();
-        if let Some(dir) = cgroup {
-            outside.extend(containment::members(dir));
-        }
-        let outside = outside.difference(&group).copied().collect();
-        (group, outside)
-    };
-    let (group, outside) = live(record);
-    let stopped = if group.is_empty() && outside.is_empty() {
-        None
-    } else {
+    let orphan = Orphan { record, token: record.token.as_deref().and_then(Token::parse), cgroup };
+    let (group, outside) = orphan.live();
+    let stopped = (!group.is_empty() || !outside.is_empty()).then(|| ReapedOrphan {
+        pgid: record.pid,
+        owner_pid: record.owner_pid,
+        members: group.len() + outside.len(),
+        outside_group: outside.len(),
+        cgroup: cgroup.map(Path::to_path_buf),
+    });
+    if let Some(stopped) = &stopped {
         tracing::info!(
             pgid = ?record.pid,
             owner = record.owner_pid,
-            members = group.len() + outside.len(),
-            outside_group = outside.len(),
+            members = stopped.members,
+            outside_group = stopped.outside_group,
             "reaping an orphaned agent"
         );
-        Some(ReapedOrphan {
-            pgid: record.pid,
-            owner_pid: record.owner_pid,
-            members: group.len() + outside.len(),
-            outside_group: outside.len(),
-            cgroup: cgroup.map(Path::to_path_buf),
-        })
-    };
-    if stopped.is_some() {
-        if !group.is_empty() {
-            if let Some(pgid) = record.pid {
-                signal_group(pgid, Signal::SIGTERM);
-            }
-        }
-        containment::signal_each(&outside.iter().copied().collect::<Vec<_>>(), Signal::SIGTERM);
+        orphan.signal(&group, &outside, Signal::SIGTERM);
         let deadline = tokio::time::Instant::now() + grace;
         loop {
-            let (group, outside) = live(record);
+            let (group, outside) = orphan.live();
             if (group.is_empty() && outside.is_empty()) || tokio::time::Instant::now() >= deadline {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let (group, outside) = live(record);
-        if !group.is_empty() {
-            if let Some(pgid) = record.pid {
-                signal_group(pgid, Signal::SIGKILL);
-            }
-        }
-        if let Some(dir) = cgroup {
-            containment::kill_all(dir);
-        }
-        containment::signal_each(&outside.into_iter().collect::<Vec<_>>(), Signal::SIGKILL);
         // SIGKILL is delivered at once but takes effect when each process next runs.
         let deadline = tokio::time::Instant::now() + KILL_SETTLE;
         loop {
-            let (group, outside) = live(record);
-            if (group.is_empty() && outside.is_empty()) || tokio::time::Instant::now() >= deadline {
+            let (group, outside) = orphan.live();
+            if group.is_empty() && outside.is_empty() {
                 break;
             }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(pgid = ?record.pid, survivors = group.len() + outside.len(), "orphans survived SIGKILL");
+                break;
+            }
+            orphan.signal(&group, &outside, Signal::SIGKILL);
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -278,6 +297,24 @@ async fn reap_record(record: &Record, grace: Duration) -> Option<ReapedOrphan> {
         wait_removed(dir, KILL_SETTLE).await;
     }
     stopped
+}
+
+/// How old a record's temp file must be before the reaper takes it for a dead writer's: a live
+/// bridge renames its temp file into place within milliseconds.
+const STALE_TEMP_AGE: Duration = Duration::from_secs(60);
+
+/// A temp file `state_files::replace` left when its writer died before the rename.
+fn is_stale_temp_file(entry: &std::fs::DirEntry) -> bool {
+    let name = entry.file_name();
+    let name = name.to_string_lossy();
+    name.starts_with(".clawbridge-")
+        && name.ends_with(".tmp")
+        && entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMP_AGE)
 }
 
 /// How long killed processes get to disappear before the reaper moves on.
@@ -365,8 +402,13 @@ mod tests {
         });
         std::fs::write(dir.path().join("stale.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
         std::fs::write(dir.path().join("torn.json"), b"{\"pid\":").unwrap();
+        // A writer killed before its rename left a temp file; one being written right now is kept.
+        let stale = std::fs::File::create(dir.path().join(".clawbridge-dead.tmp")).unwrap();
+        stale.set_modified(std::time::SystemTime::now() - 2 * STALE_TEMP_AGE).unwrap();
+        std::fs::write(dir.path().join(".clawbridge-live.tmp"), b"").unwrap();
         assert!(registry.reap_orphans(Duration::from_millis(10)).await.unwrap().is_empty());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, [".clawbridge-live.tmp"]);
     }
 
     /// A bridge that died after writing the record but before the spawn returned leaves a record
