@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use clawbridge_bridge::supervisor::{
-    CGROUPS_VAR, CONTAINMENT_VAR, ChildProcess, CommandSpec, Containment, SpawnOptions, StopPolicy, StopStage,
+    CGROUPS_VAR, CONTAINMENT_VAR, ChildProcess, CommandSpec, Containment, EnvPolicy, SpawnOptions, StopPolicy,
+    StopStage,
 };
 
 /// The variable the launcher scripts export; its value is unique per test (and per batch).
@@ -191,6 +192,20 @@ async fn a_dropped_agent_that_exited_by_itself_leaves_no_descendant() {
             carriers(MARKER_VAR, &marker).is_empty()
         });
     }
+}
+
+/// The token is the bridge's: no env policy can remove it, and a value the policy sets (or the
+/// bridge inherited) cannot stand in for it.
+#[tokio::test]
+async fn the_token_reaches_the_agent_whatever_its_env_policy_says() {
+    let mut spec = CommandSpec::new("cat");
+    spec.env = EnvPolicy::default().with_var(CONTAINMENT_VAR, "forged").without("CLAWBRIDGE_*");
+    let options = SpawnOptions { die_with_bridge: false, ..SpawnOptions::default() };
+    let mut child = ChildProcess::spawn(&spec, options).unwrap();
+    let token = token_of(child.pid());
+    assert_eq!(token.len(), 32, "{token}");
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+    child.stop(quick_stop()).await;
 }
 
 /// A descendant that leaves the group *and* clears its environment (token included) is found only
