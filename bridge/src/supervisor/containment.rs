@@ -254,10 +254,34 @@ pub(crate) fn join_in_child(procs: &CString) {
     }
 }
 
-/// Live member pids of the cgroup at `dir` (empty when it is gone).
+/// How deep below an agent's cgroup the bridge looks: a nested bridge (an agent running
+/// clawbridge) makes cgroups of its own under it, and their members are the agent's descendants.
+const MAX_CGROUP_DEPTH: usize = 8;
+
+/// Live member pids of the cgroup at `dir` and of the cgroups below it (empty when it is gone).
 pub(crate) fn members(dir: &Path) -> Vec<i32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).filter(|&pid| is_live(pid)).collect())
+    let mut found = Vec::new();
+    collect_members(dir, MAX_CGROUP_DEPTH, &mut found);
+    found
+}
+
+fn collect_members(dir: &Path, depth: usize, found: &mut Vec<i32>) {
+    if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+        found.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()).filter(|&pid| is_live(pid)));
+    }
+    if depth > 0 {
+        for child in child_cgroups(dir) {
+            collect_members(&child, depth - 1, found);
+        }
+    }
+}
+
+/// The cgroups directly below `dir` (every sub-folder of a cgroup is one).
+fn child_cgroups(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -269,8 +293,17 @@ pub(crate) fn kill_all(dir: &Path) {
     }
 }
 
-/// Removes the (empty) cgroup at `dir`; true when it is gone.
+/// Removes the (empty) cgroup at `dir`, and the empty cgroups below it first; true when it is gone.
 pub(crate) fn remove(dir: &Path) -> bool {
+    remove_below(dir, MAX_CGROUP_DEPTH)
+}
+
+fn remove_below(dir: &Path, depth: usize) -> bool {
+    if depth > 0 {
+        for child in child_cgroups(dir) {
+            remove_below(&child, depth - 1);
+        }
+    }
     match std::fs::remove_dir(dir) {
         Ok(()) => true,
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
@@ -350,6 +383,35 @@ mod tests {
             assert!(!is_agent_cgroup(&mount.join("x/../clawbridge-1-0")));
             assert!(!is_agent_cgroup(&mount));
         }
+    }
+
+    /// A nested bridge's agents sit in cgroups below the outer agent's: they are members, killed
+    /// with it, and their cgroups removed with it. Where no cgroup can be made, creating one says
+    /// why instead.
+    #[test]
+    fn members_below_an_agent_cgroup_are_found_killed_and_removed_with_it() {
+        let cgroup = match AgentCgroup::create() {
+            Ok(cgroup) => cgroup,
+            Err(why) => {
+                assert!(!error_chain(&why).is_empty());
+                return;
+            }
+        };
+        let nested = cgroup.dir().join(format!("{CGROUP_PREFIX}nested-0"));
+        std::fs::create_dir(&nested).unwrap();
+        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = sleeper.id() as i32;
+        std::fs::write(nested.join("cgroup.procs"), pid.to_string()).unwrap();
+        assert_eq!(members(cgroup.dir()), [pid]);
+        assert!(!remove(cgroup.dir()), "a populated cgroup stays");
+        kill_all(cgroup.dir());
+        sleeper.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !remove(cgroup.dir()) {
+            assert!(std::time::Instant::now() < deadline, "the emptied cgroups were never removed");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!nested.exists() && !cgroup.dir().exists());
     }
 
     #[test]
