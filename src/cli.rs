@@ -99,9 +99,14 @@ async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()
     let registry = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
     let reaped = registry.reap_orphans(grace).await.context("reaping orphaned agents")?;
     for orphan in &reaped {
+        let group = orphan.pgid.map_or_else(
+            || "an agent whose bridge died before recording its pid".to_string(),
+            |pgid| format!("process group {pgid}"),
+        );
+        let cgroup = orphan.cgroup.as_ref().map(|dir| format!(", cgroup {}", dir.display())).unwrap_or_default();
         println!(
-            "reaped process group {} ({} live members) left by bridge pid {}",
-            orphan.pgid, orphan.members, orphan.owner_pid
+            "reaped {group} ({} live processes, {} of them outside the group{cgroup}) left by bridge pid {}",
+            orphan.members, orphan.outside_group, orphan.owner_pid
         );
     }
     println!("{} orphaned process group(s) reaped from {}", reaped.len(), registry.dir().display());

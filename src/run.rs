@@ -70,7 +70,10 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
     // reap what crashed runs left behind before starting another.
     let pids = PidRegistry::open(state_dir.join("pids")).context("opening the pid registry")?;
     for orphan in pids.reap_orphans(std::time::Duration::from_secs(2)).await.context("reaping orphans")? {
-        eprintln!("clawbridge: stopped process group {} left behind by a crashed run", orphan.pgid);
+        match orphan.pgid {
+            Some(pgid) => eprintln!("clawbridge: stopped process group {pgid} left behind by a crashed run"),
+            None => eprintln!("clawbridge: stopped {} process(es) left behind by a crashed run", orphan.members),
+        }
     }
     let session_dir = state_dir.join("sessions").join(&session_name);
     clawbridge_bridge::state_files::create_dir_all(&session_dir)

@@ -523,11 +523,15 @@ fn idempotency_keys(rows: &[Value]) -> Vec<String> {
     rows.iter().filter_map(|row| row["message"]["idempotencyKey"].as_str().map(str::to_string)).collect()
 }
 
-/// Process-group ids recorded in a pid registry directory.
+/// Process-group ids recorded in a pid registry directory (each record's `pid`).
 fn registered_groups(registry: &Path) -> Vec<i32> {
     std::fs::read_dir(registry)
         .map(|dir| {
-            dir.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse::<i32>().ok()).collect()
+            dir.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                .filter_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok()?["pid"].as_i64())
+                .map(|pid| pid as i32)
+                .collect()
         })
         .unwrap_or_default()
 }

@@ -62,7 +62,7 @@ where
             match registry.reap_orphans(Duration::from_secs(2)).await {
                 Ok(reaped) => {
                     for orphan in reaped {
-                        tracing::warn!(pgid = orphan.pgid, "stopped a process group left behind by a crashed bridge");
+                        tracing::warn!(pgid = ?orphan.pgid, members = orphan.members, outside_group = orphan.outside_group, "stopped an agent left behind by a crashed bridge");
                     }
                 }
                 Err(error) => tracing::warn!(%error, "could not reap orphaned agents"),

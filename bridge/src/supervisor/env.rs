@@ -92,7 +92,8 @@ impl EnvPolicy {
         self
     }
 
-    /// The child's complete environment given the parent's.
+    /// The child's environment given the parent's, before the spawn adds the containment token
+    /// (`CLAWBRIDGE_CONTAINMENT`), which no policy can pass, replace or remove.
     pub fn build(&self, parent: impl IntoIterator<Item = (OsString, OsString)>) -> BTreeMap<OsString, OsString> {
         let mut env: BTreeMap<OsString, OsString> = parent
             .into_iter()

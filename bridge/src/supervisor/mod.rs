@@ -3,12 +3,14 @@
 //! registry that lets a restarted bridge reap what a crashed one left behind. Why each guard exists:
 //! docs/peers/pipes.md.
 
+mod containment;
 mod env;
 mod group;
 mod process;
 mod registry;
 mod stderr;
 
+pub use containment::{CGROUPS_VAR, CONTAINMENT_VAR, CgroupUnavailable, Containment};
 pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
 pub use group::{group_alive, group_members, signal_group};
 pub use process::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy, StopStage};

@@ -1,14 +1,16 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use super::containment::{self, AgentCgroup, CONTAINMENT_VAR, Containment, Token};
 use super::env::EnvPolicy;
-use super::group::{group_alive, signal_group};
+use super::group::{group_alive, group_members, signal_group};
 use super::registry::{PidRegistry, Registration};
 use super::stderr::{DEFAULT_STDERR_TAIL_BYTES, StderrTail};
 use crate::exit::ExitState;
@@ -59,11 +61,20 @@ pub struct SpawnOptions {
     pub die_with_bridge: bool,
     /// Where to record the child so a restarted bridge can reap it after a crash.
     pub registry: Option<PidRegistry>,
+    /// How descendants that leave the process group are found: with a cgroup where the machine
+    /// allows it, or by the environment token alone (tests force this to prove the fallback).
+    /// The default follows `CLAWBRIDGE_CGROUPS`.
+    pub containment: Containment,
 }
 
 impl Default for SpawnOptions {
     fn default() -> Self {
-        Self { stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES, die_with_bridge: true, registry: None }
+        Self {
+            stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
+            die_with_bridge: true,
+            registry: None,
+            containment: Containment::from_env(),
+        }
     }
 }
 
@@ -106,11 +117,15 @@ pub enum StopStage {
 
 /// What a stop did.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StopOutcome {
     /// When the group was gone.
     pub stage: StopStage,
     /// The direct child's exit, if it was reaped.
     pub exit: Option<ExitState>,
+    /// Descendants that had left the process group (`setsid`, a double fork) and were still
+    /// running after it was gone: found by cgroup or token and SIGKILLed after the staged stop.
+    pub outside_group: usize,
 }
 
 /// Why a spawn failed.
@@ -126,6 +141,9 @@ pub enum SpawnError {
         #[source]
         source: std::io::Error,
     },
+    /// The OS gave no randomness for the child's containment token.
+    #[error("no randomness for the containment token")]
+    NoRandomness(#[source] getrandom::Error),
 }
 
 /// A running (or finished) native agent and its process group.
@@ -146,20 +164,56 @@ pub struct ChildProcess {
     /// Set once a stop saw no live member left, so drop does not signal a group id that may be reused.
     group_gone: bool,
     /// Removes the child's registry record when dropped.
-    _registration: Option<Registration>,
+    registration: Option<Registration>,
+    /// In the environment of the child and of every descendant that kept it: finds those that
+    /// left the group.
+    token: Token,
+    /// The child's own cgroup, when the machine allowed one: finds every descendant.
+    cgroup: Option<AgentCgroup>,
+    /// Set once nothing outside the group was left (and the cgroup was removed), so drop has
+    /// nothing more to kill.
+    descendants_gone: bool,
     /// For logs.
     label: String,
+}
+
+/// Set once the reason cgroups are not used was logged, so a bridge that spawns many agents says
+/// it once.
+static CGROUP_FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
+
+fn log_cgroup_fallback(why: &str) {
+    if !CGROUP_FALLBACK_LOGGED.swap(true, Ordering::Relaxed) {
+        tracing::debug!(why, "no cgroup per agent; descendants that leave the group are found by their token");
+    }
 }
 
 impl ChildProcess {
     /// Starts `spec` in its own process group with piped stdio.
     pub fn spawn(spec: &CommandSpec, options: SpawnOptions) -> Result<ChildProcess, SpawnError> {
         let label = spec.label();
+        let token = Token::fresh().map_err(SpawnError::NoRandomness)?;
+        let cgroup = match options.containment {
+            Containment::CgroupWhereAvailable => {
+                AgentCgroup::create().inspect_err(|e| log_cgroup_fallback(&containment::error_chain(e))).ok()
+            }
+            Containment::TokenOnly => None,
+        };
+        // Recorded before anything runs: a bridge killed from here on leaves a record that names
+        // the token and cgroup of whatever it started.
+        let mut registration = options.registry.as_ref().and_then(|registry| {
+            registry
+                .record_before_spawn(&token, cgroup.as_ref().map(AgentCgroup::dir), &spec.program, &spec.args)
+                .inspect_err(|e| tracing::warn!(error = %e, "could not record the child for orphan reaping"))
+                .ok()
+        });
+        let mut env = spec.env.build(std::env::vars_os());
+        // Set by the bridge, never inherited or removed: it is how descendants are found.
+        env.insert(CONTAINMENT_VAR.into(), token.as_str().into());
         let mut command = Command::new(&spec.program);
         command
             .args(&spec.args)
             .env_clear()
-            .envs(spec.env.build(std::env::vars_os()))
+            .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -177,19 +231,58 @@ impl ChildProcess {
                 command.pre_exec(move || die_with_parent(bridge_pid));
             }
         }
-        let mut child =
-            command.spawn().map_err(|source| SpawnError::Io { program: spec.program.display().to_string(), source })?;
-        let pid = child.id().expect("a just-spawned child has a pid");
+        if let Some(cgroup) = &cgroup {
+            let procs = cgroup.procs_path().clone();
+            // SAFETY: the closure only opens, writes and closes a path made before the fork
+            // (`containment::join_in_child`), all async-signal-safe, without allocating.
+            #[expect(unsafe_code, reason = "a pre-exec hook is unsafe by definition; see SAFETY above")]
+            unsafe {
+                command.pre_exec(move || {
+                    containment::join_in_child(&procs);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(source) => {
+                if let Some(cgroup) = &cgroup {
+                    containment::remove(cgroup.dir());
+                }
+                return Err(SpawnError::Io { program: spec.program.display().to_string(), source });
+            }
+        };
+        let Some(pid) = child.id() else {
+            // Only a child already reaped has no id, and this one was never waited for.
+            return Err(SpawnError::Io {
+                program: spec.program.display().to_string(),
+                source: std::io::Error::other("the spawned child has no pid"),
+            });
+        };
+        if let Some(registration) = registration.as_mut() {
+            if let Err(e) = registration.spawned(pid as i32) {
+                tracing::warn!(pid, error = %e, "could not record the child's pid; its token and cgroup are recorded");
+            }
+        }
+        let cgroup = cgroup.and_then(|cgroup| {
+            // The hook cannot report a failed join; the parent sees it here. A child that already
+            // exited is no member either, but then its cgroup may hold what it left: kept.
+            if cgroup.contains(pid as i32) || !containment::remove(cgroup.dir()) {
+                return Some(cgroup);
+            }
+            log_cgroup_fallback(&format!(
+                "the child is not in {} (it could not join, or already exited)",
+                cgroup.dir().display()
+            ));
+            if let Some(registration) = registration.as_mut() {
+                let _ = registration.without_cgroup();
+            }
+            None
+        });
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let stderr = StderrTail::drain(stderr_pipe, options.stderr_tail_bytes, format!("{label}[{pid}]"));
-        let registration = options.registry.as_ref().and_then(|registry| {
-            registry
-                .register(pid as i32, &spec.program, &spec.args)
-                .inspect_err(|e| tracing::warn!(pid, error = %e, "could not record the child for orphan reaping"))
-                .ok()
-        });
 
         let (exit_tx, exit) = watch::channel(None);
         tokio::spawn(async move {
@@ -202,8 +295,25 @@ impl ChildProcess {
             };
             let _ = exit_tx.send(Some(state));
         });
-        tracing::debug!(pid, program = %spec.program.display(), "spawned child in its own process group");
-        Ok(ChildProcess { pid, stdin, stdout, exit, stderr, group_gone: false, _registration: registration, label })
+        tracing::debug!(
+            pid,
+            program = %spec.program.display(),
+            cgroup = ?cgroup.as_ref().map(AgentCgroup::dir),
+            "spawned child in its own process group"
+        );
+        Ok(ChildProcess {
+            pid,
+            stdin,
+            stdout,
+            exit,
+            stderr,
+            group_gone: false,
+            registration,
+            token,
+            cgroup,
+            descendants_gone: false,
+            label,
+        })
     }
 
     /// The child's pid (also its process-group id).
@@ -285,7 +395,65 @@ impl ChildProcess {
         } else {
             self.group_gone = true;
         }
-        StopOutcome { stage, exit: self.try_exit() }
+        let (outside_group, all_gone) = self.kill_outside_group(policy.after_sigkill).await;
+        let stage = if all_gone { stage } else { StopStage::Unkillable };
+        StopOutcome { stage, exit: self.try_exit(), outside_group }
+    }
+
+    /// Live descendants outside the process group: members of the cgroup and carriers of the
+    /// token that the group signals did not reach.
+    fn outside_group(&self) -> Vec<i32> {
+        let mut found = containment::token_carriers(&self.token);
+        if let Some(cgroup) = &self.cgroup {
+            found.extend(containment::members(cgroup.dir()));
+        }
+        found.sort_unstable();
+        found.dedup();
+        let group = group_members(self.pid as i32);
+        found.retain(|pid| !group.contains(pid));
+        found
+    }
+
+    /// After the staged stop: SIGKILLs what left the group (the cgroup at once, each token
+    /// carrier), waits up to `limit` for it to be gone, and removes the cgroup. Returns how many
+    /// were found and whether everything is gone.
+    async fn kill_outside_group(&mut self, limit: Duration) -> (usize, bool) {
+        let outside = self.outside_group();
+        if !outside.is_empty() {
+            tracing::info!(
+                child = %self.label,
+                pid = self.pid,
+                count = outside.len(),
+                "killing descendants that left the process group"
+            );
+            self.kill_descendants();
+        }
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let cgroup_removed = self.cgroup.as_ref().is_none_or(|cgroup| containment::remove(cgroup.dir()));
+            let remaining = if outside.is_empty() { Vec::new() } else { self.outside_group() };
+            if cgroup_removed && remaining.is_empty() {
+                self.descendants_gone = true;
+                return (outside.len(), true);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(child = %self.label, pid = self.pid, "descendants outside the process group survived SIGKILL");
+                return (outside.len(), false);
+            }
+            if !remaining.is_empty() {
+                // One a token carrier forked between the scan and its SIGKILL carries the token too.
+                self.kill_descendants();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// SIGKILLs every descendant the cgroup or the token finds.
+    fn kill_descendants(&self) {
+        if let Some(cgroup) = &self.cgroup {
+            containment::kill_all(cgroup.dir());
+        }
+        containment::signal_each(&containment::token_carriers(&self.token), Signal::SIGKILL);
     }
 
     async fn wait_group_gone(&self, limit: Duration) -> bool {
@@ -312,8 +480,33 @@ impl Drop for ChildProcess {
         if !self.group_gone && signal_group(self.pid as i32, Signal::SIGKILL) {
             tracing::debug!(child = %self.label, pid = self.pid, "handle dropped: killed the process group");
         }
+        if self.descendants_gone {
+            return;
+        }
+        self.kill_descendants();
+        let Some(cgroup) = self.cgroup.take() else {
+            return;
+        };
+        if containment::remove(cgroup.dir()) {
+            return;
+        }
+        // Killed members leave the cgroup when the kernel has finished them, a moment from now:
+        // remove it then, keeping the record until it is gone so a crash meanwhile still finds it.
+        let registration = self.registration.take();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let deadline = tokio::time::Instant::now() + DROP_CGROUP_SETTLE;
+                while !containment::remove(cgroup.dir()) && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                drop(registration);
+            });
+        }
     }
 }
+
+/// How long a dropped child's cgroup gets to empty before it is left to the next reap.
+const DROP_CGROUP_SETTLE: Duration = Duration::from_secs(5);
 
 /// How a child ended and what it last said on stderr; cheap to clone into error paths.
 #[derive(Clone, Debug)]
