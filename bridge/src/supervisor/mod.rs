@@ -5,12 +5,14 @@
 
 mod env;
 mod group;
+mod pass_env;
 mod process;
 mod registry;
 mod stderr;
 
 pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
 pub use group::{group_alive, group_members, signal_group};
+pub use pass_env::{PassEnvGroup, UnknownPassEnvGroup};
 pub use process::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy, StopStage};
 pub use registry::{PidRegistry, ReapedOrphan, RegistryError};
 pub use stderr::{DEFAULT_STDERR_TAIL_BYTES, StderrTail};
