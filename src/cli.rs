@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use clawbridge_bridge::attempt::hooks::ApprovalDecision;
-use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_bridge::supervisor::{PassEnvGroup, PidRegistry};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,6 +18,12 @@ pub struct Cli {
     /// Where clawbridge keeps its state (sessions, pid registry).
     #[arg(long, global = true, env = "CLAWBRIDGE_STATE_DIR")]
     state_dir: Option<PathBuf>,
+
+    /// Environment groups passed to the agents besides the defaults, comma-separated: `bedrock`
+    /// (Claude Code on Amazon Bedrock: AWS region, profile, keys), `vertex` (on Google Vertex AI).
+    /// Their credentials pass as secrets and name the session's auth fingerprint (README).
+    #[arg(long, global = true, env = "CLAWBRIDGE_PASS_ENV", value_name = "GROUPS", value_parser = parse_pass_env)]
+    pass_env: Option<PassEnvGroups>,
 
     #[command(subcommand)]
     command: Command,
@@ -77,8 +83,18 @@ impl Cli {
     }
 }
 
+/// The groups of one `--pass-env` list, as one value (clap would take a `Vec` for repeated flags).
+#[derive(Clone, Debug)]
+struct PassEnvGroups(Vec<PassEnvGroup>);
+
+/// `--pass-env bedrock,vertex`: the named groups (clawbridge_bridge::supervisor::PassEnvGroup).
+fn parse_pass_env(list: &str) -> Result<PassEnvGroups, clawbridge_bridge::supervisor::UnknownPassEnvGroup> {
+    PassEnvGroup::parse_list(list).map(PassEnvGroups)
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
+    let pass_env = cli.pass_env.map(|groups| groups.0).unwrap_or_default();
     match cli.command {
         Command::Run { backend, session, json, approve, deny, program, model, prompt } => {
             let approval = match (approve, deny) {
@@ -87,10 +103,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => None,
             };
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::registry()).await
+            crate::run::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
-        Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry()).await,
+        Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
 }

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use anyhow::Context;
 use clawbridge_adapters::DemoAgent;
 use clawbridge_bridge::backend::Registry;
+use clawbridge_bridge::supervisor::PassEnvGroup;
 
 /// The recording the demo plays, recorded with clawbridge's own Codex session as the client.
 const DEMO_RECORDING: &str = include_str!("../fixtures/recordings/demo/codex-demo.jsonl");
@@ -17,12 +18,15 @@ pub const DEMO_AGENT_COMMAND: &str = "demo-agent";
 
 /// Every backend this binary offers, the demo played by this very executable.
 pub fn registry() -> Registry {
+    registry_passing(&[])
+}
+
+/// [`registry`] passing the operator's opt-in environment groups (`--pass-env`).
+pub fn registry_passing(pass_env: &[PassEnvGroup]) -> Registry {
     let program = std::env::current_exe().unwrap_or_default();
-    clawbridge_adapters::registry(DemoAgent {
-        program,
-        args: vec![OsString::from(DEMO_AGENT_COMMAND)],
-        recorded_version: RECORDED_VERSION,
-    })
+    let demo =
+        DemoAgent { program, args: vec![OsString::from(DEMO_AGENT_COMMAND)], recorded_version: RECORDED_VERSION };
+    clawbridge_adapters::registry_passing(demo, pass_env)
 }
 
 /// Plays the recording on stdin/stdout until the client is done.

@@ -13,11 +13,13 @@ use clawbridge_bridge::attempt::hooks::{
 };
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
 use clawbridge_bridge::backend::{Backend, FixedApproval, OpenSettings, Registry, TurnInput, TurnRequest};
-use clawbridge_bridge::binding::{Binding, sidecar_path};
+use clawbridge_bridge::binding::{Binding, FingerprintKey, sidecar_path};
 use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
-use clawbridge_bridge::transcript::{JsonlSink, Message, ModelLabel, SessionHeader};
+use clawbridge_bridge::transcript::{
+    JsonlSink, Message, ModelLabel, SessionHeader, TranscriptError, TranscriptMirror, TranscriptSink, os_error,
+};
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +42,30 @@ pub struct RunArgs {
     pub prompt: String,
 }
 
+/// Why a run stopped before its agent was asked anything.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The turn's prompt row could not be stored (a full disk, say), so nothing else of the turn
+    /// was written and the agent was neither started nor asked.
+    #[error("the turn's prompt could not be stored in {store}: {}; the agent was not asked", describe_store_error(.source))]
+    PromptNotStored {
+        /// The transcript that refused it.
+        store: String,
+        /// What refused it, with the OS error.
+        #[source]
+        source: TranscriptError,
+    },
+}
+
+/// The OS error behind a store failure when there is one, else the failure itself.
+fn describe_store_error(error: &TranscriptError) -> String {
+    os_error(error).map_or_else(|| error.to_string(), ToString::to_string)
+}
+
+/// A run's transcript: the pipeline appends the turn's rows to it, the run syncs it at the end.
+pub type SharedTranscript = Arc<tokio::sync::Mutex<Box<dyn TranscriptSink>>>;
+
 /// Where a run keeps its session, and what every backend shares.
 struct Place {
     /// The working directory the agent runs in.
@@ -53,11 +79,28 @@ struct Place {
     /// The binding sidecar beside it.
     binding_path: PathBuf,
     /// The transcript itself (shared with the turn's pipeline task).
-    transcript: Arc<JsonlSink>,
+    transcript: SharedTranscript,
+    /// Keys the binding's secret fingerprints (auth), kept in the state dir.
+    fingerprint_key: FingerprintKey,
 }
 
 /// Runs one turn on `registry`'s backend named `args.backend`.
 pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow::Result<()> {
+    let open = |path: &Path, header: &SessionHeader| -> Result<Box<dyn TranscriptSink>, TranscriptError> {
+        Ok(Box::new(JsonlSink::open(path, header)?))
+    };
+    run_with_transcript(args, state_dir, registry, open).await
+}
+
+/// [`run`] with the session's transcript opened by `open_transcript` instead of as its JSONL file:
+/// for tests whose store fails as a full disk would.
+#[doc(hidden)]
+pub async fn run_with_transcript(
+    args: RunArgs,
+    state_dir: &Path,
+    registry: &Registry,
+    open_transcript: impl FnOnce(&Path, &SessionHeader) -> Result<Box<dyn TranscriptSink>, TranscriptError>,
+) -> anyhow::Result<()> {
     let Some(backend) = registry.by_name(&args.backend).cloned() else {
         bail!("unknown backend `{}` (known: {})", args.backend, registry.names().join(", "));
     };
@@ -80,10 +123,11 @@ pub async fn run(args: RunArgs, state_dir: &Path, registry: &Registry) -> anyhow
         .with_context(|| format!("creating {}", session_dir.display()))?;
     let transcript_path = session_dir.join("transcript.jsonl");
     let binding_path = sidecar_path(&transcript_path);
-    let transcript = JsonlSink::open(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
+    let transcript = open_transcript(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
         .with_context(|| format!("opening the transcript {}", transcript_path.display()))?;
-    let transcript = Arc::new(transcript);
-    let place = Place { cwd, registry: pids, session_name, transcript_path, binding_path, transcript };
+    let transcript = Arc::new(tokio::sync::Mutex::new(transcript));
+    let fingerprint_key = FingerprintKey::load_or_create(state_dir);
+    let place = Place { cwd, registry: pids, session_name, transcript_path, binding_path, transcript, fingerprint_key };
     let outcome = run_on(backend.as_ref(), &args, place).await;
     backend.shutdown().await;
     outcome
@@ -123,6 +167,13 @@ fn approver(backend: &dyn Backend, approval: Option<&ApprovalDecision>) -> Arc<d
 /// the turn ran in.
 async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::Result<()> {
     let facts = backend.facts();
+    let scope = format!("clawbridge:{}", place.session_name);
+    let label = ModelLabel {
+        api: facts.transcript_api.into(),
+        provider: args.backend.clone(),
+        model: args.model.clone().unwrap_or_default(),
+    };
+    store_prompt_first(&place, &scope, &label, &args.prompt).await?;
     // The session's own handshake gates the version: no separate probe is run.
     let program = backend.locate(args.program.as_deref()).with_context(|| format!("finding {}", facts.process))?;
     if let Some(notice) = facts.notice {
@@ -136,7 +187,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
         registry: Some(place.registry.clone()),
         ..OpenSettings::default()
     };
-    let fingerprints = backend.fingerprints(&settings);
+    let fingerprints = backend.fingerprints(&settings).keyed(&place.fingerprint_key);
     if facts.supports.resume {
         // A binding that cannot be read is not resumed (the run starts fresh and rebinds), as serve does.
         match Binding::load(&place.binding_path) {
@@ -159,14 +210,9 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
         eprintln!("clawbridge: could not resume: {why} ({} {previous}); started a new one", facts.native_session);
     }
 
-    let label = ModelLabel {
-        api: facts.transcript_api.into(),
-        provider: args.backend.clone(),
-        model: args.model.clone().unwrap_or_default(),
-    };
-    let spec =
-        MirrorSpec { scope: format!("clawbridge:{}", place.session_name), label, prompt: Some(args.prompt.clone()) };
-    let store = JsonlStore(place.transcript.clone());
+    // The prompt row is already stored (store_prompt_first).
+    let spec = MirrorSpec { scope, label, prompt: None };
+    let store = RunStore(place.transcript.clone());
     let pipeline = Pipeline::start(vec![Box::new(View::new(args.json))], Some((spec, Box::new(store))));
     let cancel = CancellationToken::new();
     let ctrl_c = interrupt_on_ctrl_c(&cancel);
@@ -177,7 +223,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
     native.shutdown().await;
     let result = result.context("running the turn")?;
     let mirrored = pipeline.finish(&result).await;
-    place.transcript.sync_blocking().context("syncing the transcript")?;
+    place.transcript.lock().await.sync().await.context("syncing the transcript")?;
     if let Some(error) = mirrored.error {
         return Err(anyhow::Error::new(error).context("writing the transcript"));
     }
@@ -186,6 +232,22 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
     }
     View::new(args.json).summary(&result, &place, facts.native_session);
     ended(&result)
+}
+
+/// Writes the turn's prompt row and syncs it before anything else of the turn, before the agent is
+/// even started: a turn whose question the transcript cannot hold (a full disk) must not run, or
+/// its answer would be stored without its question. The native side names its turn only once it
+/// runs, so this row's key names the run instead (`<scope>:run-<pid>-<ns>:prompt`), unique per run.
+async fn store_prompt_first(place: &Place, scope: &str, label: &ModelLabel, prompt: &str) -> Result<(), RunError> {
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let run_turn = format!("run-{}-{}", std::process::id(), since_epoch.as_nanos());
+    let row = TranscriptMirror::new(scope, run_turn, label.clone()).prompt(prompt);
+    let mut transcript = place.transcript.lock().await;
+    transcript
+        .append_durably(vec![row])
+        .await
+        .map(drop)
+        .map_err(|source| RunError::PromptNotStored { store: place.transcript_path.display().to_string(), source })
 }
 
 /// Ctrl-C interrupts the turn (the backend's own interrupt), instead of killing the bridge.
@@ -207,12 +269,15 @@ fn ended(result: &AttemptResult) -> anyhow::Result<()> {
     }
 }
 
-/// The session's JSONL transcript as the pipeline's store.
-struct JsonlStore(Arc<JsonlSink>);
+/// The session's transcript as the pipeline's store.
+struct RunStore(SharedTranscript);
 
-impl TranscriptStore for JsonlStore {
+impl TranscriptStore for RunStore {
     fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
-        Box::pin(async move { self.0.append_blocking(messages).map(drop).map_err(|error| StoreError(Box::new(error))) })
+        Box::pin(async move {
+            let mut transcript = self.0.lock().await;
+            transcript.append(messages).await.map(drop).map_err(|error| StoreError(Box::new(error)))
+        })
     }
 }
 

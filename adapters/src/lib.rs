@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clawbridge_bridge::backend::Registry;
+use clawbridge_bridge::supervisor::PassEnvGroup;
 
 /// The executable that plays the demo's bundled recording, and its arguments.
 #[derive(Clone, Debug)]
@@ -30,8 +31,14 @@ pub struct DemoAgent {
 /// and Claude Code. Adding a backend is one line here. Call inside a tokio runtime (backends that
 /// keep warm processes start their reapers).
 pub fn registry(demo: DemoAgent) -> Registry {
+    registry_passing(demo, &[])
+}
+
+/// [`registry`] with the operator's opt-in environment groups (`--pass-env`) passed to the
+/// backends whose modes need them (Claude Code's Bedrock and Vertex modes).
+pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry {
     Registry::new()
         .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
         .with(Arc::new(codex::CodexBackend::native()))
-        .with(Arc::new(claude::ClaudeBackend::default()))
+        .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)))
 }

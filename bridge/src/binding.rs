@@ -5,10 +5,18 @@
 //! binding stores them (backend, cwd and model in clear, everything else as hashes) and
 //! [`Binding::check`] names the first one that changed, so the caller starts a fresh session and
 //! can say why — never silently (docs/peers/openclaw.md#session-bindings).
+//!
+//! Secrets (an auth key, a token) are fingerprinted with a keyed hash, HMAC-SHA256 under a random
+//! key kept beside the bindings ([`FingerprintKey`]): an unsalted hash of a key in a binding file
+//! would let whoever reads the file test guesses of the key offline.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -115,15 +123,60 @@ pub struct Fingerprints {
     pub cwd: String,
     /// The model id.
     pub model: String,
-    /// Name → `sha256:<hex>` of every other setting that invalidates a resume. Hashes, not values,
-    /// because some (system prompt, auth profile) are large or secret.
+    /// Name → `sha256:<hex>` of every other setting that invalidates a resume (hashes, not values,
+    /// because some are large), and `hmac-sha256:<hex>` of the secret ones once keyed.
     pub hashes: BTreeMap<String, String>,
+    /// Secret settings not yet keyed ([`Fingerprints::keyed`]): held as digests in memory only, so
+    /// no unsalted hash of a secret is ever written or logged.
+    secrets: SecretDigests,
+}
+
+/// Digests of secret settings by name; its `Debug` shows the names only.
+#[derive(Clone, Default, PartialEq, Eq)]
+struct SecretDigests(BTreeMap<String, [u8; 32]>);
+
+impl std::fmt::Debug for SecretDigests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 impl Fingerprints {
     /// The settings every binding has.
     pub fn new(backend: impl Into<String>, cwd: impl Into<String>, model: impl Into<String>) -> Self {
-        Self { backend: backend.into(), cwd: cwd.into(), model: model.into(), hashes: BTreeMap::new() }
+        Self {
+            backend: backend.into(),
+            cwd: cwd.into(),
+            model: model.into(),
+            hashes: BTreeMap::new(),
+            secrets: SecretDigests::default(),
+        }
+    }
+
+    /// Adds a secret setting (an auth key, credentials): fingerprinted with a keyed hash once
+    /// [`keyed`](Self::keyed), never with a plain one.
+    pub fn with_secret(mut self, name: impl Into<String>, value: impl AsRef<[u8]>) -> Self {
+        self.secrets.0.insert(name.into(), Sha256::digest(value.as_ref()).into());
+        self
+    }
+
+    /// The fingerprints with every secret setting keyed under `key` (`hmac-sha256:<hex>` in
+    /// [`hashes`](Self::hashes)), as a binding stores them.
+    pub fn keyed(mut self, key: &FingerprintKey) -> Self {
+        for (name, digest) in std::mem::take(&mut self.secrets.0) {
+            let hash = key.hash(&name, &digest);
+            self.hashes.insert(name, hash);
+        }
+        self
+    }
+
+    /// The hashes a binding compares: secrets not keyed by the caller are keyed under this
+    /// process's own key, so they still compare within the process but never match another's.
+    fn settled(&self) -> std::borrow::Cow<'_, BTreeMap<String, String>> {
+        if self.secrets.0.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.hashes);
+        }
+        std::borrow::Cow::Owned(self.clone().keyed(FingerprintKey::process()).hashes)
     }
 
     /// Adds a setting given as bytes or text (a system prompt, an auth profile id).
@@ -173,7 +226,7 @@ impl Binding {
             native_session_id: native_session_id.into(),
             cwd: current.cwd.clone(),
             model: current.model.clone(),
-            fingerprints: current.hashes.clone(),
+            fingerprints: current.settled().into_owned(),
             updated_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         }
     }
@@ -193,14 +246,15 @@ impl Binding {
         if self.model != current.model {
             return Err(InvalidationReason::ModelChanged { from: self.model.clone(), to: current.model.clone() });
         }
+        let hashes = current.settled();
         for (name, hash) in &self.fingerprints {
-            match current.hashes.get(name) {
+            match hashes.get(name) {
                 None => return Err(InvalidationReason::FingerprintRemoved { name: name.clone() }),
                 Some(now) if now != hash => return Err(InvalidationReason::FingerprintChanged { name: name.clone() }),
                 Some(_) => {}
             }
         }
-        if let Some(name) = current.hashes.keys().find(|name| !self.fingerprints.contains_key(*name)) {
+        if let Some(name) = hashes.keys().find(|name| !self.fingerprints.contains_key(*name)) {
             return Err(InvalidationReason::FingerprintAdded { name: name.clone() });
         }
         Ok(())
@@ -257,6 +311,146 @@ pub fn hash_bytes(bytes: &[u8]) -> String {
         out.push_str(&format!("{byte:02x}"));
     }
     out
+}
+
+/// The key secret fingerprints are keyed with: 32 random bytes in a `0600` file beside the bindings
+/// it keys. Losing or replacing it only means that bindings start fresh.
+#[derive(Clone)]
+pub struct FingerprintKey([u8; FingerprintKey::LEN]);
+
+impl std::fmt::Debug for FingerprintKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FingerprintKey(<redacted>)")
+    }
+}
+
+impl FingerprintKey {
+    /// The key file's name inside the directory it keys.
+    pub const FILE_NAME: &'static str = "fingerprint.key";
+    /// The key's length in bytes (HMAC-SHA256's block-sized keys are no stronger).
+    const LEN: usize = 32;
+
+    /// The key kept in `dir`, created when there is none. A key file that is not a private regular
+    /// file of exactly [`LEN`](Self::LEN) bytes owned by its folder's owner (a planted symlink, another
+    /// user's file, a torn write) is warned about and replaced by a new key; when no key can be
+    /// stored, this process's own key is used, so bindings then last only as long as the process.
+    pub fn load_or_create(dir: &Path) -> FingerprintKey {
+        let path = dir.join(Self::FILE_NAME);
+        match Self::read(&path) {
+            Ok(Some(key)) => return key,
+            Ok(None) => {}
+            Err(why) => {
+                tracing::warn!(path = %path.display(), %why, "replacing an unusable fingerprint key; session bindings start fresh");
+                // Unlinks a planted symlink itself, never its target.
+                if let Err(error) = std::fs::remove_file(&path) {
+                    tracing::warn!(path = %path.display(), %error, "could not remove the unusable fingerprint key");
+                }
+            }
+        }
+        let key = FingerprintKey(random_bytes());
+        let stored =
+            crate::state_files::create_dir_all(dir).and_then(|()| crate::state_files::create_new(&path, &key.0));
+        match stored {
+            Ok(()) => key,
+            // Another bridge created it first: its key is the one on disk.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => match Self::read(&path) {
+                Ok(Some(theirs)) => theirs,
+                _ => key,
+            },
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "could not store the fingerprint key; session bindings last only this process");
+                key
+            }
+        }
+    }
+
+    /// A key for this process alone: bindings keyed with it are never resumed by another process.
+    pub fn process() -> &'static FingerprintKey {
+        static KEY: OnceLock<FingerprintKey> = OnceLock::new();
+        KEY.get_or_init(|| FingerprintKey(random_bytes()))
+    }
+
+    /// The key at `path`: `None` when there is none, an error saying why it is unusable otherwise.
+    fn read(path: &Path) -> Result<Option<FingerprintKey>, UnusableKey> {
+        // O_NOFOLLOW: a symlink in the key's place is refused (ELOOP), not followed.
+        let mut file = match crate::state_files::open(path, std::fs::OpenOptions::new().read(true)) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(UnusableKey::Io(e)),
+        };
+        let meta = file.metadata().map_err(UnusableKey::Io)?;
+        if !meta.is_file() {
+            return Err(UnusableKey::NotAFile);
+        }
+        // Whoever owns the folder owns its key: a key file of another user was planted.
+        let owner = path.parent().and_then(|dir| std::fs::metadata(dir).ok()).map(|dir| dir.uid());
+        if owner.is_some_and(|owner| owner != meta.uid()) {
+            return Err(UnusableKey::Foreign { uid: meta.uid() });
+        }
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(UnusableKey::Shared { mode: meta.permissions().mode() & 0o777 });
+        }
+        let mut bytes = Vec::with_capacity(Self::LEN + 1);
+        file.by_ref().take(Self::LEN as u64 + 1).read_to_end(&mut bytes).map_err(UnusableKey::Io)?;
+        let key: [u8; Self::LEN] = bytes.try_into().map_err(|b: Vec<u8>| UnusableKey::Length { len: b.len() })?;
+        Ok(Some(FingerprintKey(key)))
+    }
+
+    /// `hmac-sha256:<hex>` of a secret setting's digest, bound to its name.
+    fn hash(&self, name: &str, digest: &[u8; 32]) -> String {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("HMAC takes a key of any length");
+        mac.update(name.as_bytes());
+        mac.update(&[0]);
+        mac.update(digest);
+        let mut out = String::from("hmac-sha256:");
+        for byte in mac.finalize().into_bytes() {
+            out.push_str(&format!("{byte:02x}"));
+        }
+        out
+    }
+}
+
+/// Why a key file is not used.
+#[derive(Debug, thiserror::Error)]
+enum UnusableKey {
+    /// It cannot be opened or read (a symlink in its place is refused with `ELOOP`).
+    #[error("it cannot be read: {0}")]
+    Io(#[source] std::io::Error),
+    /// It is a folder, a device, a FIFO.
+    #[error("it is not a regular file")]
+    NotAFile,
+    /// Another user owns it: it was planted.
+    #[error("it belongs to uid {uid}, not to its folder's owner")]
+    Foreign {
+        /// Its owner.
+        uid: u32,
+    },
+    /// Others may read it, so the key may be known.
+    #[error("its mode {mode:o} lets others read it")]
+    Shared {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// It is torn or not a key.
+    #[error("it holds {len} bytes, not {}", FingerprintKey::LEN)]
+    Length {
+        /// Its length (up to one byte more than a key).
+        len: usize,
+    },
+}
+
+/// Random key bytes from the OS. Should the OS refuse (it never does on a working Linux), a digest
+/// of what differs between processes stands in: such a key is only ever worse at staying secret,
+/// never at telling settings apart.
+fn random_bytes() -> [u8; FingerprintKey::LEN] {
+    let mut bytes = [0u8; FingerprintKey::LEN];
+    if let Err(error) = getrandom::fill(&mut bytes) {
+        tracing::warn!(%error, "the OS gave no random bytes for the fingerprint key");
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let seed = format!("{}:{}:{:p}", std::process::id(), now.as_nanos(), &bytes);
+        bytes = Sha256::digest(seed.as_bytes()).into();
+    }
+    bytes
 }
 
 /// JSON with object keys sorted at every level; independent of serde_json's map ordering feature,
@@ -391,5 +585,74 @@ mod tests {
             binding.check(&Fingerprints::new("codex", "/", "m")),
             Err(InvalidationReason::UnsupportedVersion { found: 2 })
         );
+    }
+
+    #[test]
+    fn a_secret_is_keyed_the_same_under_one_key_and_differently_under_another_state_dirs() {
+        let (one, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let key = FingerprintKey::load_or_create(one.path());
+        let again = FingerprintKey::load_or_create(one.path());
+        let elsewhere = FingerprintKey::load_or_create(other.path());
+        let auth = |secret: &str, key: &FingerprintKey| {
+            Fingerprints::new("claude", "/", "m").with_secret("authProfile", secret).keyed(key).hashes["authProfile"]
+                .clone()
+        };
+        assert!(auth("sk-1", &key).starts_with("hmac-sha256:"), "{}", auth("sk-1", &key));
+        assert_eq!(auth("sk-1", &key), auth("sk-1", &again), "the key file is read back");
+        assert_ne!(auth("sk-1", &key), auth("sk-2", &key), "another secret, another fingerprint");
+        assert_ne!(auth("sk-1", &key), auth("sk-1", &elsewhere), "another state dir, another key");
+        // The stored binding holds neither the secret nor its unsalted hash.
+        let bound =
+            Binding::new("s", &Fingerprints::new("claude", "/", "m").with_secret("authProfile", "sk-1").keyed(&key));
+        let text = serde_json::to_string(&bound).unwrap();
+        assert!(!text.contains("sk-1") && !text.contains(&hash_bytes(b"sk-1")[7..]), "{text}");
+        assert_eq!(
+            bound.check(&Fingerprints::new("claude", "/", "m").with_secret("authProfile", "sk-1").keyed(&again)),
+            Ok(())
+        );
+        assert_eq!(
+            bound.check(&Fingerprints::new("claude", "/", "m").with_secret("authProfile", "sk-2").keyed(&again)),
+            Err(InvalidationReason::FingerprintChanged { name: "authProfile".into() })
+        );
+    }
+
+    #[test]
+    fn unkeyed_secrets_compare_within_the_process_and_are_never_stored_plain() {
+        let current = || Fingerprints::new("codex", "/", "m").with_secret("auth", "sk-1");
+        let bound = Binding::new("t", &current());
+        assert_eq!(bound.check(&current()), Ok(()));
+        assert!(bound.check(&Fingerprints::new("codex", "/", "m").with_secret("auth", "sk-2")).is_err());
+        assert!(bound.fingerprints["auth"].starts_with("hmac-sha256:"), "{:?}", bound.fingerprints);
+        assert!(!format!("{:?}", current()).contains(&hash_bytes(b"sk-1")[7..]), "Debug shows no digest");
+    }
+
+    #[test]
+    fn the_key_file_is_private_and_a_planted_symlink_or_torn_file_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FingerprintKey::FILE_NAME);
+        let key = FingerprintKey::load_or_create(dir.path());
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), key.0);
+
+        let planted = tempfile::tempdir().unwrap();
+        let target = planted.path().join("chosen.key");
+        std::fs::write(&target, [7u8; FingerprintKey::LEN]).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let fresh = FingerprintKey::load_or_create(dir.path());
+        assert_ne!(fresh.0, [7u8; FingerprintKey::LEN], "the planted key is not used");
+        assert_eq!(std::fs::read(&target).unwrap(), [7u8; FingerprintKey::LEN], "the link's target is untouched");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file(), "the link was replaced by a key file");
+        assert_eq!(std::fs::read(&path).unwrap(), fresh.0);
+
+        std::fs::write(&path, b"short").unwrap();
+        let after_torn = FingerprintKey::load_or_create(dir.path());
+        assert_eq!(std::fs::read(&path).unwrap(), after_torn.0, "a torn key file is replaced");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let after_open = FingerprintKey::load_or_create(dir.path());
+        assert_ne!(after_open.0, after_torn.0, "a key others can read is not kept");
     }
 }

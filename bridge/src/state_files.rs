@@ -44,6 +44,24 @@ pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Creates `path` holding `bytes`, only if nothing is there yet (not even a symlink): a fresh
+/// private temp file beside it, synced, then linked into place without replacing anything. An
+/// existing entry is `AlreadyExists`, so two writers never both believe they created it.
+pub fn create_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new().prefix(".clawbridge-").suffix(".tmp").tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist_noclobber(path).map_err(|e| e.error)?;
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

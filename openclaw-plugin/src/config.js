@@ -20,6 +20,13 @@ export const AUTH_MODES = Object.freeze(["host", "harness"]);
 /** Every harness's auth when the config names none for it: OpenClaw owns credentials. */
 export const DEFAULT_AUTH_MODE = "host";
 
+/**
+ * Environment groups the bridge may pass to the native runtimes besides its defaults (config
+ * `passEnv`, the bridge's `--pass-env`): `bedrock`, `vertex` — Claude Code on Amazon Bedrock or
+ * Google Vertex AI, whose credentials then pass as secrets (the bridge's README lists each variable).
+ */
+export const PASS_ENV_GROUPS = Object.freeze(["bedrock", "vertex"]);
+
 /** Registered when the config names none. */
 export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-claude", "clawbridge-demo"]);
 
@@ -27,7 +34,8 @@ export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-
  * @param {unknown} raw the plugin config as OpenClaw passes it
  * @param {{warn?: (text: string) => void}} [logger]
  * @returns {{command: string, args: string[], env: Record<string,string>, harnesses: string[],
- *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">}}
+ *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">,
+ *   passEnv: string[]}}
  */
 export function resolveConfig(raw, logger) {
   const warn = (text) => logger?.warn?.(`clawbridge config: ${text}`);
@@ -45,6 +53,13 @@ export function resolveConfig(raw, logger) {
     else warn("command must be a non-empty string; ignored");
   }
   const args = strings(cfg.args, "args") ?? [];
+  const passEnv = [...new Set(strings(cfg.passEnv, "passEnv") ?? [])].filter((group) => {
+    if (PASS_ENV_GROUPS.includes(group)) return true;
+    warn(`passEnv: unknown group ${JSON.stringify(group)} (known: ${PASS_ENV_GROUPS.join(", ")}); ignored`);
+    return false;
+  });
+  // A global flag of the bridge, so it goes before `serve` with the other arguments.
+  if (passEnv.length) args.push("--pass-env", passEnv.join(","));
 
   const env = {};
   if (cfg.env !== undefined) {
@@ -85,5 +100,5 @@ export function resolveConfig(raw, logger) {
     if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "${DEFAULT_AUTH_MODE}"`);
     auth[harness] = AUTH_MODES.includes(mode) ? mode : DEFAULT_AUTH_MODE;
   }
-  return { command, args, env, harnesses, providerIds, hostTools, auth };
+  return { command, args, env, harnesses, providerIds, hostTools, auth, passEnv };
 }

@@ -7,8 +7,24 @@
 
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
 
-/** How many tool runs one attempt keeps for the facts (a longer turn keeps its first ones). */
-const MAX_RUNS = 512;
+import { ENTRY_BYTES, approxBytes, shrink, truncateText } from "./bounds.js";
+
+/**
+ * Bytes of host tool runs one attempt keeps whole (arguments and the tool's original result):
+ * the delivery facts and `observeToolTerminal` read them. Runs past it are kept compact.
+ */
+const FULL_RUNS_BYTES = 4 * 1024 * 1024;
+/** Bytes of every run kept, whole or compact; runs past it are dropped (and counted). */
+const ALL_RUNS_BYTES = 8 * 1024 * 1024;
+/** A compact run's arguments (a messaging send's text and target stay whole up to this). */
+const COMPACT_ARGS_BYTES = 4096;
+/** A compact result's `details` (delivery and media facts, status, a short error). */
+const COMPACT_DETAILS_BYTES = 2048;
+/** A compact result's text per content block, and how many blocks it keeps. */
+const COMPACT_TEXT_CHARS = 512;
+const COMPACT_BLOCKS = 8;
+/** The details keys the SDK's delivery and media helpers read, kept before any other. */
+const FACT_KEYS = ["messageDelivery", "media", "mediaUrls", "path", "status", "error", "exitCode"];
 
 /**
  * The SDK helpers the facts come from; each is optional (an older host may lack one) and a missing
@@ -33,16 +49,44 @@ const MAX_RUNS = 512;
  * @typedef {{toolName: string, args: Record<string, unknown>, result: unknown, isError: boolean, callId?: string}} HostToolRun
  */
 
-/** Collects an attempt's host tool runs (bounded) for {@link deliveryFacts}. */
+/**
+ * Collects an attempt's host tool runs for {@link deliveryFacts}, bounded in bytes: runs are kept
+ * whole while they fit in {@link FULL_RUNS_BYTES}; later ones are kept compact ({@link compactRun}:
+ * name, call id, error flag, arguments cut to a few KiB, the result's delivery and media facts, a
+ * short text and which blocks were images, a thrown error's name and first part of its message),
+ * and once {@link ALL_RUNS_BYTES} are held further runs are dropped and counted.
+ */
 export class HostToolRuns {
-  constructor() {
+  /** @param {{fullBytes?: number, allBytes?: number}} [limits] tests only */
+  constructor(limits = {}) {
     /** @type {HostToolRun[]} */
     this.runs = [];
+    /** Bytes held by `runs` (as {@link approxBytes} counts them). */
+    this.bytes = 0;
+    /** Runs kept compact, and dropped, because the budget was spent. */
+    this.compacted = 0;
+    this.dropped = 0;
+    this.fullBytes = limits.fullBytes ?? FULL_RUNS_BYTES;
+    this.allBytes = limits.allBytes ?? ALL_RUNS_BYTES;
   }
 
   /** @param {HostToolRun} run */
   add(run) {
-    if (this.runs.length < MAX_RUNS) this.runs.push(run);
+    const whole = approxBytes(run, this.fullBytes - this.bytes + 1);
+    if (this.bytes + whole <= this.fullBytes) {
+      this.runs.push(run);
+      this.bytes += whole;
+      return;
+    }
+    const compact = compactRun(run);
+    const size = approxBytes(compact, this.allBytes) + ENTRY_BYTES;
+    if (this.bytes + size > this.allBytes) {
+      this.dropped += 1;
+      return;
+    }
+    this.runs.push(compact);
+    this.bytes += size;
+    this.compacted += 1;
   }
 
   /**
@@ -55,6 +99,44 @@ export class HostToolRuns {
     for (let i = this.runs.length - 1; i >= 0; i -= 1) if (this.runs[i].callId === callId) return this.runs[i];
     return undefined;
   }
+}
+
+/**
+ * What a run past the byte budget keeps: what the delivery facts read (the tool's name, call id,
+ * error flag, the send's arguments, the result's delivery and media facts and whether it held an
+ * image), never its full output.
+ *
+ * @param {HostToolRun} run
+ * @returns {HostToolRun}
+ */
+export function compactRun(run) {
+  return {
+    toolName: String(run.toolName ?? ""),
+    ...(typeof run.callId === "string" ? { callId: run.callId } : {}),
+    isError: run.isError === true,
+    args: /** @type {Record<string, unknown>} */ (shrink(run.args ?? {}, COMPACT_ARGS_BYTES)),
+    result: compactResult(run.result),
+  };
+}
+
+/** @param {unknown} result */
+function compactResult(result) {
+  if (result instanceof Error || typeof result !== "object" || result === null) {
+    return shrink(result, COMPACT_TEXT_CHARS, { maxString: COMPACT_TEXT_CHARS });
+  }
+  const record = /** @type {{details?: unknown, content?: unknown}} */ (result);
+  /** @type {Record<string, unknown>} */
+  const out = {};
+  if (record.details !== undefined) out.details = shrink(record.details, COMPACT_DETAILS_BYTES, { maxString: 512, first: FACT_KEYS });
+  if (Array.isArray(record.content)) {
+    out.content = record.content.slice(0, COMPACT_BLOCKS).map((/** @type {any} */ block) => {
+      if (block?.type === "text") return { type: "text", text: truncateText(String(block.text ?? ""), COMPACT_TEXT_CHARS) };
+      // The media helper only asks whether an image was there; its bytes stay out.
+      if (block?.type === "image") return { type: "image", mimeType: String(block.mimeType ?? ""), data: "" };
+      return { type: String(block?.type ?? "unknown") };
+    });
+  }
+  return out;
 }
 
 /**

@@ -16,6 +16,7 @@
 
 import { AsyncResource } from "node:async_hooks";
 
+import { ENTRY_BYTES, approxBytes, shrink, truncateText } from "./bounds.js";
 import { UNLIMITED_TIMEOUT_MS } from "./result-wait.js";
 
 import { ReplyProgress } from "./progress-reply.js";
@@ -28,6 +29,15 @@ export { progressHelpers };
 const MAX_QUEUED_EVENTS = 4096;
 /** The most text one merged delta may hold while waiting (the bridge's own bound). */
 const MAX_QUEUED_DELTA_CHARS = 1024 * 1024;
+/**
+ * Bytes the queue may hold behind a slow callback. Past it, the oldest progress-only events
+ * (deltas, plans: a final or the next plan repairs their loss) are dropped and counted; if it is
+ * still over, queued tool outputs and tool arguments are cut to {@link QUEUED_TOOL_KEEP_BYTES}.
+ * Finals, tool starts and finishes and the lifecycle are never dropped.
+ */
+const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
+/** What a queued tool's output or arguments keep once the queue is over its bytes. */
+const QUEUED_TOOL_KEEP_BYTES = 16 * 1024;
 
 const DELTA_TYPES = new Set(["assistantDelta", "reasoningDelta", "toolOutputDelta"]);
 /** Events whose loss a later one repairs (a final, the next plan), so a full queue drops them. */
@@ -58,8 +68,9 @@ export class AttemptProgress {
    * @param {object} [options.logger]
    * @param {object} [options.sdk] SDK helpers (`progressHelpers`)
    * @param {() => number} [options.now] tests only
+   * @param {number} [options.maxQueuedBytes] tests only
    */
-  constructor({ params, harnessId, logger, sdk, now }) {
+  constructor({ params, harnessId, logger, sdk, now, maxQueuedBytes }) {
     this.params = params ?? {};
     this.harnessId = harnessId;
     this.logger = logger ?? console;
@@ -69,7 +80,12 @@ export class AttemptProgress {
 
     this.reply = new ReplyProgress(this);
     this.tools = new ToolProgress(this, this.reply);
+    /** Events waiting, in order, each with the bytes it is counted as. */
     this.queue = [];
+    this.queuedBytes = 0;
+    this.maxQueuedBytes = maxQueuedBytes ?? MAX_QUEUED_BYTES;
+    /** What the queue's bound cost: progress-only events dropped, and their bytes; tool events cut. */
+    this.shed = { events: 0, bytes: 0, cut: 0 };
     this.draining = null;
     this.lastSeq = -1;
     this.lifecycleStarted = false;
@@ -158,6 +174,11 @@ export class AttemptProgress {
     if (this.finished) return;
     await this.idle();
     this.finished = true;
+    if (this.shed.events > 0 || this.shed.cut > 0) {
+      this.logger.warn?.(
+        `clawbridge: the progress callbacks lagged: ${this.shed.events} progress-only events (${this.shed.bytes} bytes) dropped, ${this.shed.cut} tool events cut`,
+      );
+    }
     if (terminal?.kind === "timeout") this.timedOut(terminal.message);
     this.reply.endReasoning();
     await this.reply.flushBlockReplies();
@@ -177,19 +198,65 @@ export class AttemptProgress {
 
   enqueue(event) {
     const last = this.queue.at(-1);
-    if (last && DELTA_TYPES.has(event.type) && mergeable(last, event)) {
-      if (last.delta.length + event.delta.length <= MAX_QUEUED_DELTA_CHARS) last.delta += event.delta;
+    if (last && DELTA_TYPES.has(event.type) && mergeable(last.event, event)) {
+      if (last.event.delta.length + event.delta.length <= MAX_QUEUED_DELTA_CHARS) {
+        last.event.delta += event.delta;
+        last.bytes += event.delta.length;
+        this.queuedBytes += event.delta.length;
+      } else {
+        this.shed.events += 1;
+        this.shed.bytes += event.delta.length;
+      }
+      this.bound();
       return;
     }
-    if (this.queue.length >= MAX_QUEUED_EVENTS && DROPPABLE_TYPES.has(event.type)) return;
-    this.queue.push(DELTA_TYPES.has(event.type) ? { ...event } : event);
+    const bytes = approxBytes(event, this.maxQueuedBytes + 1) + ENTRY_BYTES;
+    if (this.queue.length >= MAX_QUEUED_EVENTS && DROPPABLE_TYPES.has(event.type)) {
+      this.shed.events += 1;
+      this.shed.bytes += bytes;
+      return;
+    }
+    this.queue.push({ event: DELTA_TYPES.has(event.type) ? { ...event } : event, bytes });
+    this.queuedBytes += bytes;
+    this.bound();
     if (!this.draining) this.draining = this.scope.runInAsyncScope(() => this.drain());
+  }
+
+  /**
+   * Brings the queue back under its bytes: the oldest progress-only events go first, then queued
+   * tool outputs and arguments are cut; what remains is needed whole.
+   */
+  bound() {
+    for (let i = 0; this.queuedBytes > this.maxQueuedBytes && i < this.queue.length; ) {
+      const item = this.queue[i];
+      if (!DROPPABLE_TYPES.has(item.event.type)) {
+        i += 1;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      this.queuedBytes -= item.bytes;
+      this.shed.events += 1;
+      this.shed.bytes += item.bytes;
+    }
+    for (const item of this.queue) {
+      if (this.queuedBytes <= this.maxQueuedBytes) return;
+      const cut = item.cut ? null : cutToolEvent(item.event);
+      if (!cut) continue;
+      item.cut = true;
+      const bytes = approxBytes(cut, this.maxQueuedBytes + 1) + ENTRY_BYTES;
+      if (bytes >= item.bytes) continue;
+      this.queuedBytes -= item.bytes - bytes;
+      item.event = cut;
+      item.bytes = bytes;
+      this.shed.cut += 1;
+    }
   }
 
   async drain() {
     try {
       while (this.queue.length > 0) {
-        const event = this.queue.shift();
+        const { event, bytes } = this.queue.shift();
+        this.queuedBytes -= bytes;
         try {
           await this.handle(event);
         } catch (error) {
@@ -329,6 +396,29 @@ export class AttemptProgress {
   async awaitCall(label, fn) {
     await this.callAsync(label, fn);
   }
+}
+
+/**
+ * A queued tool event with its output and arguments cut to {@link QUEUED_TOOL_KEEP_BYTES} (the
+ * channel then sees the first part, as the runner shows long output), or null when there is nothing
+ * to cut. The result's facts do not come from these events.
+ */
+function cutToolEvent(event) {
+  const keep = QUEUED_TOOL_KEEP_BYTES;
+  if (event.type === "toolStarted" && approxBytes(event.arguments, keep + 1) > keep) {
+    return { ...event, arguments: shrink(event.arguments, keep, { maxString: keep }) };
+  }
+  if (event.type !== "toolFinished") return null;
+  const longOutput = approxBytes(event.output, keep + 1) > keep;
+  const longArgs = approxBytes(event.call?.arguments, keep + 1) > keep;
+  if (!longOutput && !longArgs) return null;
+  const text = typeof event.output?.text === "string" ? truncateText(event.output.text, keep) : event.output?.text;
+  return {
+    ...event,
+    ...(longArgs ? { call: { ...event.call, arguments: shrink(event.call.arguments, keep, { maxString: keep }) } } : {}),
+    // The progress callbacks show the output's text; its images are not shown from here.
+    ...(longOutput ? { output: { ...event.output, text, images: [] } } : {}),
+  };
 }
 
 function mergeable(last, event) {

@@ -577,6 +577,48 @@ test("a stalled awaited callback does not let queued events grow without bound: 
   assert.equal(calls(log, "onPartialReply").at(-1)[0].text.length, 10_000, "no text lost");
 });
 
+test("a stalled callback keeps the queue within its bytes: progress-only events are dropped oldest first and counted, tool events kept", async (t) => {
+  const sdk = sdkOrSkip(t);
+  if (!sdk) return;
+  let release;
+  const maxQueuedBytes = 256 * 1024;
+  const { progress, log, logger, feed } = progressFor(
+    sdk,
+    // Stalls at the first tool start only.
+    { onBlockReplyFlush: (context) => (context.reason === "tool_start" && !release ? new Promise((resolve) => (release = resolve)) : undefined) },
+    { maxQueuedBytes },
+  );
+  feed({ type: "toolStarted", callId: "c0", toolName: "exec", arguments: { command: "ls" } });
+  await new Promise((resolve) => setImmediate(resolve));
+  // Output deltas of two calls in turn never merge; each is 4 KiB: 16 MiB in all behind the stall.
+  const chunk = "y".repeat(4096);
+  let peak = 0;
+  for (let i = 0; i < 4096; i += 1) {
+    feed({ type: "toolOutputDelta", callId: i % 2 ? "c1" : "c2", delta: chunk });
+    peak = Math.max(peak, progress.queuedBytes);
+  }
+  // Tool events the result and the channel need, each with a 1 MiB output: kept, their outputs cut.
+  for (const callId of ["c1", "c2"]) {
+    feed({ type: "toolStarted", callId, toolName: "exec", arguments: { command: "cat big" } });
+    feed({
+      type: "toolFinished",
+      call: { callId, toolName: "exec", arguments: { command: "cat big" } },
+      outcome: { kind: "success" },
+      output: { text: "z".repeat(1024 * 1024) },
+    });
+    peak = Math.max(peak, progress.queuedBytes);
+  }
+  assert.ok(peak <= maxQueuedBytes, `peak ${peak} bytes queued`);
+  assert.ok(progress.shed.events > 4000, `dropped ${progress.shed.events}`);
+  assert.equal(progress.shed.cut, 2);
+  release();
+  await progress.finish({ kind: "ok" });
+  const finished = calls(log, "onAgentToolResult").map(([r]) => r.toolName);
+  assert.deepEqual(finished, ["exec", "exec"], "both tools finished");
+  assert.equal(progress.queuedBytes, 0);
+  assert.ok(logger.lines.some((l) => l.includes("progress-only events") && l.includes("dropped")), logger.lines.join("\n"));
+});
+
 test("callbacks run in the attempt's own async context, whoever delivers the event", async (t) => {
   const sdk = sdkOrSkip(t);
   if (!sdk) return;

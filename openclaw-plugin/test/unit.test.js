@@ -109,6 +109,15 @@ test("config: defaults, and bad values are reported and ignored", () => {
   assert.equal(logger.lines.length, 4, logger.lines.join("\n"));
 });
 
+test("config: passEnv groups become the bridge's --pass-env, unknown ones are reported and dropped", () => {
+  const logger = recordingLogger();
+  const cfg = resolveConfig({ args: ["--state-dir", "/s"], passEnv: ["bedrock", "aws*", "vertex", "bedrock"] }, logger);
+  assert.deepEqual(cfg.passEnv, ["bedrock", "vertex"]);
+  assert.deepEqual(cfg.args, ["--state-dir", "/s", "--pass-env", "bedrock,vertex"]);
+  assert.equal(logger.lines.length, 1, logger.lines.join("\n"));
+  assert.deepEqual(resolveConfig({}).args, [], "no group unless asked for");
+});
+
 function pair(options = {}) {
   const toClient = new PassThrough();
   const fromClient = new PassThrough();

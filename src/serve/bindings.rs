@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use clawbridge_bridge::binding::{Binding, Fingerprints};
+use clawbridge_bridge::binding::{Binding, FingerprintKey, Fingerprints};
 use sha2::{Digest, Sha256};
 
 /// Bindings by session id.
@@ -20,12 +20,17 @@ pub struct Bindings {
     dir: Option<PathBuf>,
     /// This process's bindings, so a lost or unwritable file never loses a binding mid-run.
     memory: Mutex<HashMap<String, Binding>>,
+    /// Keys the secret fingerprints (auth) the files hold, kept beside `dir` (binding.rs).
+    key: FingerprintKey,
 }
 
 impl Bindings {
     /// Bindings stored under `dir` (created on the first save).
     pub fn new(dir: Option<PathBuf>) -> Self {
-        Self { dir, memory: Mutex::default() }
+        // Beside the bindings' folder, whose entries are all bindings.
+        let key_dir = dir.as_deref().map(|dir| dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(dir));
+        let key = key_dir.map_or_else(|| FingerprintKey::process().clone(), FingerprintKey::load_or_create);
+        Self { dir, memory: Mutex::default(), key }
     }
 
     fn path(&self, session_id: &str) -> Option<PathBuf> {
@@ -36,6 +41,7 @@ impl Bindings {
 
     /// The thread to resume for `session_id` under `current`, if there is a valid binding.
     pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        let current = &current.clone().keyed(&self.key);
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
         let binding = match remembered {
             Some(binding) => binding,
@@ -62,7 +68,7 @@ impl Bindings {
 
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
-        let binding = Binding::new(thread_id, current);
+        let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));
         if let Some(path) = self.path(session_id) {
             if let Err(error) = binding.save(&path) {
                 tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
@@ -74,12 +80,13 @@ impl Bindings {
     /// [`save`](Self::save), unless `session_id` is already bound to `thread_id` under `current`
     /// (backends announce their id more than once; the file is written once).
     pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
+        let keyed = current.clone().keyed(&self.key);
         let same = self
             .memory
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(session_id)
-            .is_some_and(|b| b.native_session_id == thread_id && b.check(current).is_ok());
+            .is_some_and(|b| b.native_session_id == thread_id && b.check(&keyed).is_ok());
         if !same {
             self.save(session_id, thread_id, current);
         }

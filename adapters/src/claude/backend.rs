@@ -24,6 +24,7 @@ use clawbridge_bridge::backend::{
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
 use clawbridge_bridge::probe::VersionProbe;
+use clawbridge_bridge::supervisor::PassEnvGroup;
 use futures::future::BoxFuture;
 
 use super::config::ClaudeConfig;
@@ -40,6 +41,8 @@ pub struct ClaudeBackend {
     facts: HarnessFacts,
     /// The sessions' parked CLIs, by host session.
     pool: Arc<SessionPool>,
+    /// The operator's opt-in environment groups (`--pass-env`): Bedrock and Vertex modes need them.
+    pass_env: Vec<PassEnvGroup>,
 }
 
 impl std::fmt::Debug for ClaudeBackend {
@@ -79,24 +82,33 @@ impl ClaudeBackend {
                 fixed_approval: None,
             },
             pool: SessionPool::new(pool),
+            pass_env: Vec::new(),
         }
     }
 
+    /// The backend passing the operator's environment `groups` to every CLI it starts.
+    #[must_use]
+    pub fn passing_env(mut self, groups: &[PassEnvGroup]) -> Self {
+        self.pass_env = groups.to_vec();
+        self
+    }
+
     /// How the session's CLI is launched under `settings`, and the auth profile it uses.
-    fn config(settings: &OpenSettings) -> Result<(ClaudeConfig, String), Unenforceable> {
+    fn config(&self, settings: &OpenSettings) -> Result<(ClaudeConfig, String), Unenforceable> {
         let denied = tool_policy::disallowed_tools(&settings.native_tools)?;
-        let (mut config, auth_profile) = Self::base_config(settings);
+        let (mut config, auth_profile) = self.base_config(settings);
         config.disallowed_tools.extend(denied);
         Ok((config, auth_profile))
     }
 
     /// [`config`](Self::config) before the native tool policy.
-    fn base_config(settings: &OpenSettings) -> (ClaudeConfig, String) {
+    fn base_config(&self, settings: &OpenSettings) -> (ClaudeConfig, String) {
         let mut config = ClaudeConfig::new(settings.program.clone());
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
         let mut auth_profile = config.inherit_cli_environment();
+        config.pass_env_groups(&self.pass_env, std::env::vars_os());
         // The environment the host prepared for this attempt, on top of the CLI's own; the route's
         // auth goes last, so it is never overridden by it.
         config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
@@ -113,7 +125,7 @@ impl ClaudeBackend {
     /// The session's parked CLI when it may run this attempt (the same bound Claude session, the
     /// same settings), else a new one.
     async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, BackendError> {
-        let (config, auth_profile) = Self::config(settings)?;
+        let (config, auth_profile) = self.config(settings)?;
         // A warm CLI runs under the variables it was started with: one started under another
         // attempt's prepared environment must not serve this one. Only the pool keys by them; the
         // session's binding does not, so the conversation carries over to a new CLI.
@@ -159,7 +171,7 @@ impl Backend for ClaudeBackend {
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
         // A policy this backend cannot enforce never opens a session, so its fingerprints do not matter.
-        let (config, auth_profile) = Self::config(settings).unwrap_or_else(|_| Self::base_config(settings));
+        let (config, auth_profile) = self.config(settings).unwrap_or_else(|_| self.base_config(settings));
         config.fingerprints(&settings.host_tools, &auth_profile)
     }
 

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PassEnvGroup, PidRegistry, StopPolicy};
 use clawbridge_bridge::transport::DEFAULT_MAX_LINE_BYTES;
 use clawbridge_protocol::claude::VersionPolicy;
 
@@ -148,6 +148,14 @@ impl ClaudeConfig {
         profile
     }
 
+    /// Opens the operator's pass-through `groups` (Bedrock, Vertex): their settings are inherited,
+    /// their credentials found in `parent` passed as secrets, so they name the auth fingerprint.
+    pub fn pass_env_groups(&mut self, groups: &[PassEnvGroup], parent: impl IntoIterator<Item = (OsString, OsString)>) {
+        for (name, value) in self.env.pass_groups(groups, parent) {
+            self.secret_env.push((name, Secret::new(value)));
+        }
+    }
+
     /// The child's environment: the policy, the secrets, and never `CLAUDECODE`.
     pub(crate) fn child_env(&self) -> EnvPolicy {
         let mut env = self.env.clone();
@@ -249,5 +257,43 @@ mod tests {
             built.get(std::ffi::OsStr::new("ANTHROPIC_API_KEY")).map(|v| v.to_string_lossy().into_owned()),
             Some("sk-very-secret".into())
         );
+    }
+
+    #[test]
+    fn bedrock_credentials_reach_the_cli_only_with_the_group_open_and_name_the_auth_fingerprint() {
+        use clawbridge_bridge::binding::{Binding, FingerprintKey};
+        let parent = |secret: &str| -> Vec<(OsString, OsString)> {
+            vec![("AWS_SECRET_ACCESS_KEY".into(), secret.into()), ("AWS_REGION".into(), "eu-west-1".into())]
+        };
+        let session_env = |config: &ClaudeConfig, secret: &str| config.command(None, false).env.build(parent(secret));
+        let get = |env: &std::collections::BTreeMap<OsString, OsString>, name: &str| {
+            env.get(std::ffi::OsStr::new(name)).map(|v| v.to_string_lossy().into_owned())
+        };
+
+        let mut closed = ClaudeConfig::new("claude");
+        closed.inherit_cli_environment();
+        closed.pass_env_groups(&[], parent("canary-1"));
+        let env = session_env(&closed, "canary-1");
+        assert_eq!(get(&env, "AWS_SECRET_ACCESS_KEY"), None, "the canary does not reach the CLI");
+        assert_eq!(get(&env, "AWS_REGION"), None);
+
+        let open = |secret: &str| {
+            let mut config = ClaudeConfig::new("claude");
+            config.inherit_cli_environment();
+            config.pass_env_groups(&[PassEnvGroup::Bedrock], parent(secret));
+            config
+        };
+        let env = session_env(&open("canary-1"), "canary-1");
+        assert_eq!(get(&env, "AWS_SECRET_ACCESS_KEY").as_deref(), Some("canary-1"));
+        assert_eq!(get(&env, "AWS_REGION").as_deref(), Some("eu-west-1"));
+        assert!(!format!("{:?}", open("canary-1")).contains("canary-1"), "a secret, redacted");
+
+        let dir = tempfile::tempdir().unwrap();
+        let key = FingerprintKey::load_or_create(dir.path());
+        let fingerprint = |config: &ClaudeConfig| config.fingerprints(&[], "claude-login").keyed(&key);
+        let bound = Binding::new("s-1", &fingerprint(&open("canary-1")));
+        assert_eq!(bound.check(&fingerprint(&open("canary-1"))), Ok(()));
+        assert!(bound.check(&fingerprint(&open("canary-2"))).is_err(), "another secret key, another auth profile");
+        assert!(!serde_json::to_string(&bound).unwrap().contains("canary-1"));
     }
 }

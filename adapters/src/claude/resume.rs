@@ -109,7 +109,7 @@ impl ClaudeConfig {
     /// The settings a Claude session depends on, for its binding: the resolved cwd, the model
     /// ([`DEFAULT_MODEL`] for the CLI's default), and hashes of the system prompt, the tool set (allow/deny rules, the
     /// host's SDK MCP server and its tools: the model saw them in earlier turns) and the auth profile
-    /// (a name, never a secret: another account's sessions are not this one's).
+    /// (keyed, never stored plain: another account's or credential's sessions are not this one's).
     pub fn fingerprints(&self, host_tools: &[HostToolSpec], auth_profile: &str) -> Fingerprints {
         let model = self.model.clone().unwrap_or_else(|| DEFAULT_MODEL.into());
         let host: Vec<_> = host_tools
@@ -125,7 +125,17 @@ impl ClaudeConfig {
         Fingerprints::new(BACKEND, self.effective_cwd().display().to_string(), model)
             .with("systemPrompt", self.append_system_prompt.as_deref().unwrap_or_default())
             .with_json("tools", &tools)
-            .with("authProfile", auth_profile)
+            .with_secret("authProfile", self.auth_material(auth_profile))
+    }
+
+    /// What the auth profile is keyed from: its name and every credential the CLI is given, so
+    /// another key or token (Bedrock's, Vertex's included) is another profile.
+    fn auth_material(&self, auth_profile: &str) -> String {
+        let mut material = auth_profile.to_owned();
+        for (name, value) in &self.secret_env {
+            material.push_str(&format!("\n{name}={}", value.expose()));
+        }
+        material
     }
 }
 

@@ -233,7 +233,7 @@ impl Backend for CodexBackend {
         let fingerprints = Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default());
         // Host auth names the endpoint and credential the thread talks to; the native login does not.
         match &settings.route_auth {
-            Some(auth) => fingerprints.with("auth", auth.fingerprint_material()),
+            Some(auth) => fingerprints.with_secret("auth", auth.fingerprint_material()),
             None => fingerprints.with("auth", "codex-login"),
         }
     }

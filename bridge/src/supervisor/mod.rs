@@ -6,6 +6,7 @@
 mod containment;
 mod env;
 mod group;
+mod pass_env;
 mod process;
 mod registry;
 mod stderr;
@@ -13,6 +14,7 @@ mod stderr;
 pub use containment::{CGROUPS_VAR, CONTAINMENT_VAR, CgroupUnavailable, Containment};
 pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
 pub use group::{group_alive, group_members, signal_group};
+pub use pass_env::{PassEnvGroup, UnknownPassEnvGroup};
 pub use process::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy, StopStage};
 pub use registry::{PidRegistry, ReapedOrphan, RegistryError};
 pub use stderr::{DEFAULT_STDERR_TAIL_BYTES, StderrTail};

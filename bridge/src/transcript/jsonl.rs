@@ -14,7 +14,8 @@
 //!   file truncates it away (its entry is re-appended by the next run, since its key is not present).
 //! - **Idempotent.** Opening reads every entry's id and `message.idempotencyKey`; appends skip keys
 //!   already present.
-//! - **Durable at turn end.** [`TranscriptSink::sync`] `fsync`s the file.
+//! - **Durable at turn end.** [`TranscriptSink::sync`] `fsync`s the file; a turn's prompt row is
+//!   made durable on its own first ([`TranscriptSink::append_durably`]), before the agent is asked.
 
 use crate::state_files;
 use std::fs::{File, OpenOptions};

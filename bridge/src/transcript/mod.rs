@@ -93,6 +93,24 @@ pub trait TranscriptSink: Send {
 
     /// Makes everything appended so far durable; called at the end of a turn.
     fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>>;
+
+    /// [`append`](Self::append)s, then [`sync`](Self::sync)s: for a row that must be on disk
+    /// before anything else happens (a turn's prompt, written before the agent is asked).
+    fn append_durably(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<Vec<AppendOutcome>, TranscriptError>> {
+        Box::pin(async move {
+            let outcomes = self.append(messages).await?;
+            self.sync().await?;
+            Ok(outcomes)
+        })
+    }
+}
+
+/// The OS error behind a transcript failure, when there is one (`No space left on device`, …).
+pub fn os_error(error: &TranscriptError) -> Option<&std::io::Error> {
+    match error {
+        TranscriptError::Io { source, .. } => Some(source),
+        TranscriptError::Locked { .. } | TranscriptError::Encode(_) | TranscriptError::Task(_) => None,
+    }
 }
 
 #[cfg(test)]

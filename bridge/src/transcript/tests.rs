@@ -404,3 +404,31 @@ fn a_tool_s_images_stay_images_in_its_result_row_and_a_backgrounded_command_says
     assert_eq!(result.content, vec![ContentBlock::Text { text: "[running in the background]".into() }]);
     assert_eq!(result.details.as_ref().map(|d| d["outcome"]["kind"].clone()), Some(json!("backgrounded")));
 }
+
+/// A disk that is full: every write fails with ENOSPC; counts the syncs it was asked for.
+struct FullDisk(usize);
+
+impl TranscriptSink for FullDisk {
+    fn append(&mut self, _: Vec<Message>) -> BoxFuture<'_, Result<Vec<AppendOutcome>, TranscriptError>> {
+        let source = std::io::Error::from_raw_os_error(nix::libc::ENOSPC);
+        Box::pin(async move { Err(TranscriptError::Io { path: "full.jsonl".into(), source }) })
+    }
+    fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>> {
+        self.0 += 1;
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn a_durable_append_syncs_after_writing_and_a_refused_row_is_never_synced_as_written() {
+    let mut sink = MemorySink::new();
+    let prompt = TranscriptMirror::new("s", "tu-1", model()).prompt("hello");
+    let outcomes = sink.append_durably(vec![prompt]).await.unwrap();
+    assert!(outcomes[0].is_new());
+    assert_eq!(sink.sync_count(), 1, "synced with the row");
+
+    let mut full = FullDisk(0);
+    let error = full.append_durably(vec![TranscriptMirror::new("s", "tu-1", model()).prompt("hi")]).await.unwrap_err();
+    assert_eq!(os_error(&error).and_then(std::io::Error::raw_os_error), Some(nix::libc::ENOSPC));
+    assert_eq!(full.0, 0, "nothing to sync");
+}
