@@ -296,7 +296,9 @@ impl Ledger {
             take(owed, &mut received);
         }
         let mut unanswered = Vec::new();
-        for pending in self.by_id.into_values().flatten() {
+        let mut by_id: Vec<Pending> = self.by_id.into_values().flatten().collect();
+        by_id.sort_by_key(|p| matches!(p.want, Want::Any));
+        for pending in by_id {
             match received.iter().position(|&outcome| pending.null_settles && satisfies(pending.want, outcome)) {
                 Some(at) => drop(received.swap_remove(at)),
                 None => unanswered.push(pending),
@@ -841,6 +843,26 @@ mod ledger {
         ledger.answered("null", Some(-32700), "{}", &mut report);
         ledger.close(&mut report);
         assert_eq!(failed(&report), [Category::NullIdAnswered], "the request with id null went unanswered");
+
+        // Requests whose id may be unreadable: the one that needs `-32600` gets it, however the
+        // ledger happens to order them, and a loose one takes what is left.
+        let (mut ledger, mut report) = (Ledger::default(), Report::default());
+        for i in 0..8 {
+            owe(
+                &mut ledger,
+                Expect::AnswerOrNull { id: format!("[{i}]"), want: Want::Error(&[-32600]) },
+                Class::InvalidId,
+            );
+            owe(&mut ledger, Expect::AnswerOrNull { id: format!("{i}"), want: Want::Any }, Class::Deep);
+        }
+        for _ in 0..8 {
+            ledger.answered("null", Some(-32600), "{}", &mut report);
+        }
+        for _ in 0..8 {
+            ledger.answered("null", Some(-32700), "{}", &mut report);
+        }
+        ledger.close(&mut report);
+        assert_eq!(failed(&report), [], "each got its answer");
     }
 
     #[test]
