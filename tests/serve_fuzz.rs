@@ -449,7 +449,6 @@ fn write_failures(settings: &Settings, summary: &str, report: &Report) -> PathBu
 /// The server under test and the driver's ends of its pipes.
 struct Server {
     child: tokio::process::Child,
-    pid: u32,
     /// Chunks for its stdin (one write each); closing every sender closes stdin.
     input: mpsc::Sender<Vec<u8>>,
     /// Its stdout, one line at a time; ends at EOF.
@@ -464,6 +463,9 @@ struct Server {
     ledger: Ledger,
     /// The largest line sent, the likely culprit of a high RSS.
     largest: Option<Arc<[u8]>>,
+    /// Its VmHWM, sampled until it exits (the peak of a line it parses after the last input is
+    /// seen too).
+    peak_rss: Arc<std::sync::atomic::AtomicU64>,
     /// Its state dir (and log file).
     state: tempfile::TempDir,
     /// Where every line both ways goes when `CLAWBRIDGE_SERVE_FUZZ_TRANSCRIPT` names a file (each
@@ -536,7 +538,6 @@ fn start_server() -> Server {
     });
     Server {
         child,
-        pid,
         input,
         output,
         panics,
@@ -544,6 +545,7 @@ fn start_server() -> Server {
         delayed: JoinSet::new(),
         ledger: Ledger::default(),
         largest: None,
+        peak_rss: sample_vm_hwm(pid),
         state,
         transcript: std::env::var_os("CLAWBRIDGE_SERVE_FUZZ_TRANSCRIPT").map(|path| {
             let file = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("the transcript opens");
@@ -672,21 +674,24 @@ impl Server {
             );
             return false;
         }
-        if let Some(peak) = vm_hwm(self.pid) {
-            if peak > RSS_BOUND_BYTES && report.peak_rss <= RSS_BOUND_BYTES {
-                report.fail(
-                    Category::RssBounded,
-                    format!(
-                        "VmHWM {} MiB, over the {} MiB bound (the largest input so far attached)",
-                        peak >> 20,
-                        RSS_BOUND_BYTES >> 20
-                    ),
-                    self.largest.clone(),
-                );
-            }
-            report.peak_rss = report.peak_rss.max(peak);
-        }
+        self.check_rss(report);
         true
+    }
+
+    fn check_rss(&self, report: &mut Report) {
+        let peak = self.peak_rss.load(std::sync::atomic::Ordering::Relaxed);
+        if peak > RSS_BOUND_BYTES && report.peak_rss <= RSS_BOUND_BYTES {
+            report.fail(
+                Category::RssBounded,
+                format!(
+                    "VmHWM {} MiB, over the {} MiB bound (the largest input so far attached)",
+                    peak >> 20,
+                    RSS_BOUND_BYTES >> 20
+                ),
+                self.largest.clone(),
+            );
+        }
+        report.peak_rss = report.peak_rss.max(peak);
     }
 
     /// One line the server wrote.
@@ -774,6 +779,7 @@ impl Server {
             Ok(status) => report.fail(Category::ProcessAlive, format!("exit after stdin closed: {status:?}"), None),
             Err(_) => report.fail(Category::ProcessAlive, format!("still running {HANG:?} after stdin closed"), None),
         }
+        self.check_rss(report);
         let _ = tokio::time::timeout(HANG, self.stderr).await;
         for line in self.panics.lock().unwrap().iter() {
             report.fail(Category::NoPanic, format!("stderr: {}", clip(line)), self.largest.clone());
@@ -793,6 +799,19 @@ fn panic_in_log(dir: &Path) -> Option<String> {
         let text = std::fs::read(file).ok()?;
         String::from_utf8_lossy(&text).lines().find(|l| l.contains("panicked")).map(str::to_string)
     })
+}
+
+/// Samples `pid`'s VmHWM every 20 ms until the process is gone; the latest value is the peak.
+fn sample_vm_hwm(pid: u32) -> Arc<std::sync::atomic::AtomicU64> {
+    let peak = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let sampled = peak.clone();
+    tokio::spawn(async move {
+        while let Some(hwm) = vm_hwm(pid) {
+            sampled.fetch_max(hwm, std::sync::atomic::Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    peak
 }
 
 /// The peak resident set size of `pid` (`VmHWM` in /proc/PID/status), in bytes.
