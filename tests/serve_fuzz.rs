@@ -340,7 +340,9 @@ fn clip(text: &str) -> String {
 
 /// The run's settings.
 struct Settings {
+    /// What every input derives from: printed, so a failing run can be replayed.
     seed: u64,
+    /// How long to keep sending inputs (each server then still gets its final requests and EOF).
     secs: u64,
 }
 
@@ -448,6 +450,7 @@ fn write_failures(settings: &Settings, summary: &str, report: &Report) -> PathBu
 
 /// The server under test and the driver's ends of its pipes.
 struct Server {
+    /// The `clawbridge serve` process: alive until its stdin closes, then it must exit 0.
     child: tokio::process::Child,
     /// Chunks for its stdin (one write each); closing every sender closes stdin.
     input: mpsc::Sender<Vec<u8>>,
