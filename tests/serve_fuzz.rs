@@ -377,10 +377,11 @@ async fn serve_survives_fuzzed_host_input() {
         HUGE_BYTES_PER_SEC.saturating_mul(usize::try_from(settings.secs).unwrap_or(usize::MAX)).max(64 << 20);
     let mut fuzz = HostFuzz::new(settings.seed, schema, workspace.path().display().to_string(), huge_budget);
     let mut report = Report::default();
+    let codex = fake_codex(workspace.path());
     let started = Instant::now();
     let deadline = started + Duration::from_secs(settings.secs);
     while report.servers == 0 || Instant::now() < deadline {
-        run_server(&mut fuzz, &mut report, deadline).await;
+        run_server(&mut fuzz, &mut report, deadline, &codex).await;
     }
     let elapsed = started.elapsed();
 
@@ -485,13 +486,63 @@ fn note(transcript: Option<&Arc<Mutex<std::fs::File>>>, direction: &str, bytes: 
     }
 }
 
-fn start_server() -> Server {
+/// A launcher for `CLAWBRIDGE_CODEX_BIN`: the scripted fake agent playing the recorded Codex turn
+/// that calls the host tool `lookup_weather` (fixtures/recordings/codex/dynamic-tool.jsonl), so
+/// attempts on `clawbridge-codex` send `host/tool/execute` too. It answers the bridge's
+/// `--version` probe and sets the fake's variables itself (the bridge scrubs Codex's environment).
+fn fake_codex(dir: &Path) -> PathBuf {
+    let recording = std::fs::read_to_string(repo_root().join("fixtures/recordings/codex/dynamic-tool.jsonl")).unwrap();
+    let entries: Vec<Value> = recording.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let mut answers = serde_json::Map::new();
+    let mut after_turn_start = Vec::new();
+    let mut turn_started = false;
+    for (i, entry) in entries.iter().enumerate() {
+        let (dir, message) = (entry["dir"].as_str().unwrap_or(""), &entry["json"]);
+        let method = message["method"].as_str();
+        if dir == "to_agent" && message.get("id").is_some() {
+            if let Some(method) = method.filter(|m| *m != "initialize") {
+                let answer = entries[i + 1..].iter().find(|e| {
+                    e["dir"] == "from_agent" && e["json"]["id"] == message["id"] && e["json"].get("result").is_some()
+                });
+                if let Some(answer) = answer {
+                    answers.insert(method.to_string(), answer["json"]["result"].clone());
+                }
+            }
+            turn_started |= method == Some("turn/start");
+        } else if turn_started && dir == "from_agent" && method.is_some() {
+            // Its notifications and its host tool call, in order; the tool's answer is not waited for.
+            after_turn_start.push(serde_json::json!({"send": message}));
+        }
+    }
+    let script = dir.join("turn.json");
+    let after = serde_json::json!({"turn/start": after_turn_start});
+    std::fs::write(&script, serde_json::json!({"answers": answers, "after": after}).to_string()).unwrap();
+    let launcher = dir.join("codex");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"codex-cli 0.169.0\"; exit 0; fi\n\
+             export FAKE_AGENT_DIALECT=codex\n\
+             export FAKE_AGENT_USER_AGENT='clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)'\n\
+             export FAKE_AGENT_SCRIPT='{}'\nexec '{}' \"$@\"\n",
+            script.display(),
+            clawbridge_fixtures::fixture_bin("fake-agent").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
+        .unwrap();
+    launcher
+}
+
+fn start_server(codex: &Path) -> Server {
     let state = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .arg("serve")
         .env("CLAWBRIDGE_STATE_DIR", state.path())
-        // Only the demo can run: no model, no network, the same on every machine.
-        .env("CLAWBRIDGE_CODEX_BIN", "/nonexistent/clawbridge-fuzz/codex")
+        // The demo and a scripted Codex run, Claude cannot: no model, no network, the same on
+        // every machine.
+        .env("CLAWBRIDGE_CODEX_BIN", codex)
         .env("CLAWBRIDGE_CLAUDE_BIN", "/nonexistent/clawbridge-fuzz/claude")
         .env("CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS", TURN_IDLE_MS)
         .stdin(Stdio::piped())
@@ -559,9 +610,9 @@ fn start_server() -> Server {
 
 /// One server's life: its opening, a seeded number of fuzzed inputs (or until `deadline`), the
 /// final requests, an optional `shutdown` and torn last line, then EOF and its exit.
-async fn run_server(fuzz: &mut HostFuzz, report: &mut Report, deadline: Instant) {
+async fn run_server(fuzz: &mut HostFuzz, report: &mut Report, deadline: Instant, codex: &Path) {
     report.servers += 1;
-    let mut server = start_server();
+    let mut server = start_server(codex);
     let steps = fuzz.life_steps();
     let opening = fuzz.opening();
     let mut alive = server.send(fuzz, report, opening).await;
