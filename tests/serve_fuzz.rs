@@ -537,7 +537,10 @@ fn fake_codex(dir: &Path) -> PathBuf {
 
 fn start_server(codex: &Path) -> Server {
     let state = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+    // Another build (a release binary, another checkout's) can be fuzzed in its place.
+    let program =
+        std::env::var_os("CLAWBRIDGE_SERVE_FUZZ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_clawbridge").into());
+    let mut child = Command::new(program)
         .arg("serve")
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         // The demo and a scripted Codex run, Claude cannot: no model, no network, the same on
@@ -674,13 +677,13 @@ impl Server {
         loop {
             tokio::select! {
                 sent = &mut write => {
-                    return match sent {
-                        Ok(Ok(())) => true,
-                        _ => {
-                            report.fail(Category::ProcessAlive, format!("the server stopped reading its input for {HANG:?}"), self.largest.clone());
-                            false
-                        }
+                    let why = match sent {
+                        Ok(Ok(())) => return true,
+                        Ok(Err(_)) => "its stdin broke (the server went away)".to_string(),
+                        Err(_) => format!("the server stopped reading its input for {HANG:?}"),
                     };
+                    report.fail(Category::ProcessAlive, why, self.largest.clone());
+                    return false;
                 }
                 Some(line) = self.output.recv() => self.on_output(fuzz, report, &line),
             }
