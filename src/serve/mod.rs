@@ -28,8 +28,9 @@ use std::time::Duration;
 
 use clawbridge_bridge::backend::Registry;
 use clawbridge_bridge::probe::VersionProbe;
-use clawbridge_bridge::rpc::{NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
+use clawbridge_bridge::rpc::{LineCaps, NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
 use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_protocol::host::{errors, limits, methods};
 use clawbridge_protocol::jsonrpc::{Dialect, codes};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -86,9 +87,15 @@ where
 
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
-    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings));
+    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings, input_budget()));
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
+        max_line_bytes: limits::MAX_LINE_BYTES,
+        caps: host_caps(),
+        // The server's fallback never reads params: keeping them would hold every attempt's whole
+        // request (unknown members too) for as long as it runs.
+        keep_params_for_fallback: false,
+        strict_jsonrpc: true,
         // Attempts run long; each call inside has its own deadline.
         handler_timeout: Duration::from_secs(24 * 3600),
         max_concurrent_handlers: 1024,
@@ -140,6 +147,39 @@ where
     drop(peer);
     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
     Ok(())
+}
+
+/// The environment variable that lowers (or raises) the attempts' input budget, in bytes: for
+/// machines with little memory, and for tests.
+pub const INPUT_BUDGET_VAR: &str = "CLAWBRIDGE_SERVE_INPUT_BUDGET_BYTES";
+
+/// The attempts' input budget: [`limits::ATTEMPT_INPUT_BUDGET_BYTES`] unless [`INPUT_BUDGET_VAR`]
+/// names another number of bytes.
+fn input_budget() -> usize {
+    let Ok(value) = std::env::var(INPUT_BUDGET_VAR) else {
+        return limits::ATTEMPT_INPUT_BUDGET_BYTES;
+    };
+    match value.trim().parse() {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            tracing::warn!(%value, "{INPUT_BUDGET_VAR} is not a number of bytes; using the default budget");
+            limits::ATTEMPT_INPUT_BUDGET_BYTES
+        }
+    }
+}
+
+/// The host protocol's caps by method (docs/host-protocol.md#limits).
+fn host_caps() -> LineCaps {
+    LineCaps {
+        default_incoming: limits::DEFAULT_REQUEST_MAX_BYTES,
+        incoming: [methods::ATTEMPT_RUN, methods::ATTEMPT_STEER]
+            .into_iter()
+            .map(|method| (method, limits::request_cap(method)))
+            .collect(),
+        default_answer: limits::DEFAULT_ANSWER_MAX_BYTES,
+        answers: vec![(methods::HOST_TOOL_EXECUTE, limits::answer_cap(methods::HOST_TOOL_EXECUTE))],
+        too_large_code: errors::REQUEST_TOO_LARGE,
+    }
 }
 
 /// The error answer for a line the peer could not use, when JSON-RPC asks for one.

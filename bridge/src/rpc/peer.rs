@@ -4,16 +4,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawbridge_protocol::jsonrpc::{
-    Dialect, ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, codes, outgoing,
+    Dialect, Envelope, ErrorObject, Incoming, LineError, Message, Notification, RawMessage, Refusal, Request,
+    RequestId, codes, decode_error_object, outgoing,
 };
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
+use super::caps::LineCaps;
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer};
@@ -26,6 +29,17 @@ pub struct PeerConfig {
     pub dialect: Dialect,
     /// Longest accepted line; longer ones become [`StreamProblem::Oversize`].
     pub max_line_bytes: usize,
+    /// Smaller caps by method, for the peer's requests and notifications and the answers to ours.
+    pub caps: LineCaps,
+    /// Refuse incoming lines whose `jsonrpc` is not `"2.0"` and answer every invalid request whose id
+    /// could be read with `-32600` and that id (strict JSON-RPC 2.0, as the host connection speaks
+    /// it). Off, a JSON-RPC peer reads either JSON-RPC dialect and skips what it cannot use.
+    pub strict_jsonrpc: bool,
+    /// Keep a copy of each request's params while its handler runs, for
+    /// [`RequestHandler::fallback`]. A handler whose fallback never reads them (the host
+    /// connection's) turns this off, so a long-running request holds nothing but what its handler
+    /// decoded from them.
+    pub keep_params_for_fallback: bool,
     /// Default deadline for our requests.
     pub request_timeout: Duration,
     /// How long a handler may take before the peer gets the fallback answer.
@@ -49,6 +63,9 @@ impl Default for PeerConfig {
         Self {
             dialect: Dialect::JsonRpc2,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            caps: LineCaps::default(),
+            strict_jsonrpc: false,
+            keep_params_for_fallback: true,
             request_timeout: Duration::from_secs(60),
             handler_timeout: Duration::from_secs(600),
             max_concurrent_handlers: 64,
@@ -73,14 +90,27 @@ pub enum PeerEvent {
 }
 
 enum Reply {
-    Answer(Result<Value, ErrorObject>),
+    Answer(Result<Box<RawValue>, ErrorObject>),
+    /// The answer's line was over the method's answer cap; it was not decoded.
+    TooLarge {
+        bytes: usize,
+        limit: usize,
+    },
     Gone(Arc<PeerGone>),
+}
+
+/// One of our requests awaiting its answer.
+struct Waiter {
+    /// Completes the caller's future.
+    reply: oneshot::Sender<Reply>,
+    /// The largest answer line accepted for its method ([`LineCaps::answer`]).
+    answer_cap: usize,
 }
 
 #[derive(Default)]
 struct Pending {
     /// Our requests awaiting an answer, by the number in our id.
-    waiting: HashMap<i64, oneshot::Sender<Reply>>,
+    waiting: HashMap<i64, Waiter>,
     /// Set once the stream ended, under the same lock, so no request can slip in unanswered.
     gone: Option<Arc<PeerGone>>,
 }
@@ -148,7 +178,7 @@ fn our_id(dialect: Dialect, n: i64) -> RequestId {
 fn our_number(dialect: Dialect, id: &RequestId) -> Option<i64> {
     match (dialect, id) {
         (Dialect::ClaudeControl, RequestId::String(s)) => s.strip_prefix(OUR_ID_PREFIX)?.parse().ok(),
-        (Dialect::ClaudeControl, RequestId::Number(_)) => None,
+        (Dialect::ClaudeControl, _) => None,
         _ => id.as_i64(),
     }
 }
@@ -205,14 +235,24 @@ impl RpcPeer {
         self.request_with_timeout(method, params, self.config.request_timeout).await
     }
 
-    /// Sends a request and decodes its result as `R`.
+    /// Sends a request and decodes its result as `R`, straight from the answer's JSON text.
     pub async fn request_typed<P: Serialize, R: DeserializeOwned>(
         &self,
         method: &str,
         params: Option<&P>,
     ) -> Result<R, RpcError> {
-        let value = self.request(method, params).await?;
-        serde_json::from_value(value)
+        self.request_typed_with_timeout(method, params, self.config.request_timeout).await
+    }
+
+    /// [`request_typed`](Self::request_typed) with its own deadline.
+    pub async fn request_typed_with_timeout<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        timeout: Duration,
+    ) -> Result<R, RpcError> {
+        let raw = self.request_raw_with_timeout(method, params, timeout).await?;
+        serde_json::from_str(raw.get())
             .map_err(|e| RpcError::BadResult { method: method.to_string(), reason: e.to_string() })
     }
 
@@ -223,6 +263,17 @@ impl RpcPeer {
         params: Option<&P>,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.request_typed_with_timeout(method, params, timeout).await
+    }
+
+    /// Sends a request and waits at most `timeout` for its answer, returned as the JSON text the
+    /// peer wrote.
+    pub async fn request_raw_with_timeout<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, RpcError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -230,7 +281,7 @@ impl RpcPeer {
             if let Some(gone) = &pending.gone {
                 return Err(RpcError::PeerGone { method: method.into(), gone: gone.clone() });
             }
-            pending.waiting.insert(id, tx);
+            pending.waiting.insert(id, Waiter { reply: tx, answer_cap: self.config.caps.answer(method) });
         }
         // However this future ends — answered, failed, timed out, or dropped by a caller that gave
         // up (an aborted handler) — the waiter leaves the pending map: a long-lived peer must not
@@ -244,6 +295,9 @@ impl RpcPeer {
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
             Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
+            Ok(Ok(Reply::TooLarge { bytes, limit })) => {
+                Err(RpcError::AnswerTooLarge { method: method.into(), bytes, limit })
+            }
             Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
             Ok(Err(_)) => {
                 Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
@@ -353,46 +407,119 @@ impl ReaderTask {
         };
         self.peer.shared.gone_watch.send_replace(Some(gone.clone()));
         for (_, waiter) in waiting {
-            let _ = waiter.send(Reply::Gone(gone.clone()));
+            let _ = waiter.reply.send(Reply::Gone(gone.clone()));
         }
         let _ = self.events.send(PeerEvent::Closed(gone)).await;
     }
 
     async fn on_line(&self, line: &str, handlers: &Arc<Semaphore>) {
+        let dialect = self.peer.config.dialect;
+        if dialect == Dialect::ClaudeControl {
+            return self.on_control_line(line, handlers).await;
+        }
+        // One pass over the line, building nothing: the members stay slices of `line`.
+        let envelope = match Envelope::parse(line) {
+            Ok(envelope) => envelope,
+            Err(LineError::NotJson(error)) => {
+                return self.problem(StreamProblem::NotJson { preview: preview(line), error }).await;
+            }
+            Err(LineError::Shape(error)) => {
+                return self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
+            }
+            Err(other) => {
+                let error = other.to_string();
+                return self.problem(StreamProblem::NotJson { preview: preview(line), error }).await;
+            }
+        };
+        let caps = &self.peer.config.caps;
+        let strict = self.peer.config.strict_jsonrpc;
+        match envelope.classify(strict) {
+            Ok(RawMessage::Notification { method, params }) => {
+                let limit = caps.incoming(&method);
+                if line.len() > limit {
+                    return self.problem(StreamProblem::MessageTooLarge { method, len: line.len(), limit }).await;
+                }
+                let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
+                // A consumer that stopped listening must not stop us reading: the child would block.
+                let _ = self.events.send(PeerEvent::Notification(Notification { method, params })).await;
+            }
+            Ok(RawMessage::Request { id, method, params }) => {
+                let limit = caps.incoming(&method);
+                if line.len() > limit {
+                    let bytes = line.len();
+                    tracing::warn!(peer = %self.peer.config.label, %method, bytes, limit, "refusing a request over its cap");
+                    let error = ErrorObject {
+                        code: caps.too_large_code,
+                        message: format!("the `{method}` request has {bytes} bytes, over its cap of {limit} bytes"),
+                        data: Some(serde_json::json!({"method": method, "bytes": bytes, "limit": limit})),
+                    };
+                    return self.refuse(id, error, handlers).await;
+                }
+                let request = Request { id, method, params: params.map(RawValue::to_owned) };
+                self.dispatch(request, handlers).await;
+            }
+            Ok(RawMessage::Response { id, outcome }) => {
+                let Some((waiter, number)) = self.waiter(&id) else {
+                    return self.problem(StreamProblem::UnmatchedResponse { id }).await;
+                };
+                let reply = if line.len() > waiter.answer_cap {
+                    tracing::warn!(peer = %self.peer.config.label, id = number, bytes = line.len(), "an answer over its cap");
+                    Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap }
+                } else {
+                    Reply::Answer(match outcome {
+                        Ok(result) => Ok(result.to_owned()),
+                        Err(error) => Err(decode_error_object(error).unwrap_or_else(|shape| {
+                            ErrorObject::new(
+                                codes::INTERNAL_ERROR,
+                                format!("the peer answered with an error that {shape}"),
+                            )
+                        })),
+                    })
+                };
+                let _ = waiter.reply.send(reply);
+            }
+            // Strict JSON-RPC answers an invalid request whose id it could read with that id.
+            Err(Refusal { id: Some(id), error }) if strict => {
+                tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing an invalid request");
+                let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("invalid request: {error}"));
+                self.refuse(id, refusal, handlers).await;
+            }
+            Err(Refusal { error, .. }) => {
+                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
+            }
+        }
+    }
+
+    /// A line of Claude's control protocol, read as a `Value` (its envelopes differ from JSON-RPC's
+    /// and its conversation lines go to the mapper whole).
+    async fn on_control_line(&self, line: &str, handlers: &Arc<Semaphore>) {
         let value: Value = match serde_json::from_str(line) {
             Ok(value) => value,
             Err(e) => {
                 return self.problem(StreamProblem::NotJson { preview: preview(line), error: e.to_string() }).await;
             }
         };
-        let dialect = self.peer.config.dialect;
-        match dialect.classify(value) {
+        match Dialect::ClaudeControl.classify(value) {
             Ok(Incoming::Message(Message::Notification(n))) => {
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(n)).await;
             }
-            Ok(Incoming::Message(Message::Response(response))) => self.on_response(response).await,
-            Ok(Incoming::Message(Message::Request(request))) => {
-                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                // `handle` is called here, in arrival order, so what a handler decides before it returns
-                // its future takes effect in the order the requests were written; the future is
-                // spawned and registered before the next line is read, so a cancel that follows the
-                // request always finds its handler. A panic in `handle` becomes the fallback answer
-                // (re-raised in the task), never the reader's end.
-                let handler = self.handler.clone();
-                let admitted =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.handle(request.clone())));
-                let work = match admitted {
-                    Ok(future) => tokio::spawn(future),
-                    Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
+            Ok(Incoming::Message(Message::Response(response))) => {
+                let Some((waiter, _)) = self.waiter(&response.id) else {
+                    return self.problem(StreamProblem::UnmatchedResponse { id: response.id }).await;
                 };
-                let token = self.peer.shared.track(&request.id, work.abort_handle());
-                let peer = self.peer.clone();
-                tokio::spawn(async move {
-                    answer(peer, handler, request, work, token).await;
-                    drop(permit);
-                });
+                let reply = if line.len() > waiter.answer_cap {
+                    Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap }
+                } else {
+                    // Serialising a `Value` cannot fail.
+                    let raw = response.outcome.map(|value| {
+                        serde_json::value::to_raw_value(&value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+                    });
+                    Reply::Answer(raw)
+                };
+                let _ = waiter.reply.send(reply);
             }
+            Ok(Incoming::Message(Message::Request(request))) => self.dispatch(request, handlers).await,
             Ok(Incoming::Cancel(id)) => {
                 let running = self.peer.shared.running().remove(&id);
                 match running {
@@ -405,32 +532,54 @@ impl ReaderTask {
             }
             Ok(Incoming::Malformed { id, error }) => {
                 tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing a request that cannot be read");
-                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                let peer = self.peer.clone();
-                let refusal = Err(ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}")));
-                // Not from the reader itself: a full output queue must not stop it reading.
-                tokio::spawn(async move {
-                    send_answer(&peer, &id, refusal).await;
-                    drop(permit);
-                });
+                let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}"));
+                self.refuse(id, refusal, handlers).await;
             }
             Ok(other) => tracing::debug!(peer = %self.peer.config.label, ?other, "ignored a message of a newer kind"),
-            Err(error) if matches!(dialect, Dialect::JsonRpc2 | Dialect::Codex) => {
-                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
-            }
             Err(error) => self.problem(StreamProblem::NotAMessage { preview: preview(line), error }).await,
         }
     }
 
-    async fn on_response(&self, response: Response) {
-        let dialect = self.peer.config.dialect;
-        let waiter = our_number(dialect, &response.id).and_then(|id| self.peer.shared.lock().waiting.remove(&id));
-        match waiter {
-            Some(waiter) => {
-                let _ = waiter.send(Reply::Answer(response.outcome));
-            }
-            None => self.problem(StreamProblem::UnmatchedResponse { id: response.id }).await,
-        }
+    /// Hands a request to the handler (in arrival order) and answers it from its own task.
+    async fn dispatch(&self, request: Request, handlers: &Arc<Semaphore>) {
+        let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let id = request.id.clone();
+        let method = request.method.clone();
+        let kept = if self.peer.config.keep_params_for_fallback { request.params.clone() } else { None };
+        // `handle` is called here, in arrival order, so what a handler decides before it returns
+        // its future takes effect in the order the requests were written; the future is spawned
+        // and registered before the next line is read, so a cancel that follows the request always
+        // finds its handler. A panic in `handle` becomes the fallback answer (re-raised in the
+        // task), never the reader's end.
+        let handler = self.handler.clone();
+        let admitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.handle(request)));
+        let work = match admitted {
+            Ok(future) => tokio::spawn(future),
+            Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
+        };
+        let token = self.peer.shared.track(&id, work.abort_handle());
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            answer(peer, handler, Answering { id, method, params: kept }, work, token).await;
+            drop(permit);
+        });
+    }
+
+    /// Answers a request with an error without calling the handler.
+    async fn refuse(&self, id: RequestId, error: ErrorObject, handlers: &Arc<Semaphore>) {
+        let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let peer = self.peer.clone();
+        // Not from the reader itself: a full output queue must not stop it reading.
+        tokio::spawn(async move {
+            send_answer(&peer, &id, Err(error)).await;
+            drop(permit);
+        });
+    }
+
+    /// Takes the waiter of our request `id` answers, with the number of that request.
+    fn waiter(&self, id: &RequestId) -> Option<(Waiter, i64)> {
+        let number = our_number(self.peer.config.dialect, id)?;
+        self.peer.shared.lock().waiting.remove(&number).map(|waiter| (waiter, number))
     }
 
     async fn problem(&self, problem: StreamProblem) {
@@ -468,14 +617,24 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
+/// What answering a request needs once its handler has it.
+struct Answering {
+    /// The request's id, echoed.
+    id: RequestId,
+    /// Its method, for logs and the fallback.
+    method: String,
+    /// Its params, only when [`PeerConfig::keep_params_for_fallback`] is set.
+    params: Option<Box<RawValue>>,
+}
+
 async fn answer(
     peer: RpcPeer,
     handler: Arc<dyn RequestHandler>,
-    request: Request,
+    request: Answering,
     work: JoinHandle<Result<Value, HandlerError>>,
     token: u64,
 ) {
-    let Request { id, method, params } = request;
+    let Answering { id, method, params } = request;
     let timeout = peer.config.handler_timeout;
     let abort = work.abort_handle();
     let outcome = tokio::time::timeout(timeout, work).await;
@@ -497,6 +656,7 @@ async fn answer(
         }
     };
     tracing::warn!(peer = %peer.config.label, %method, %failure, "answering with the fallback");
+    let params: Option<Value> = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
     let fallback = handler.fallback(&method, params.as_ref(), &failure);
     send_answer(&peer, &id, fallback).await;
 }
