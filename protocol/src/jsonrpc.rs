@@ -83,14 +83,18 @@ pub enum Incoming {
 
 /// A request id, kept as the sender wrote it so the answer echoes it byte for byte: a number keeps
 /// its exact JSON text (`18446744073709551616`, `1e2` and `-0` stay as sent, never `1.8e19` or
-/// `100.0`), a string its value, and `null` (which JSON-RPC 2.0 allows, and answers with `null`) is
-/// its own variant. Our own ids are always integers ([`RequestId::from`]).
+/// `100.0`), a string its value (or, when it was written with escapes, its text), and `null`
+/// (which JSON-RPC 2.0 allows, and answers with `null`) is its own variant. Our own ids are always
+/// integers ([`RequestId::from`]) or, for Claude, plain strings.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RequestId {
     /// A numeric id: its JSON text exactly as received (a valid JSON number).
     Number(String),
     /// A string id.
     String(String),
+    /// A string id written with escapes (`"\u00e9"`): its JSON text, quotes included, so the answer
+    /// carries the very same bytes.
+    EscapedString(String),
     /// `"id": null`.
     Null,
 }
@@ -100,7 +104,7 @@ impl RequestId {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             RequestId::Number(text) => text.parse().ok(),
-            RequestId::String(_) | RequestId::Null => None,
+            RequestId::String(_) | RequestId::EscapedString(_) | RequestId::Null => None,
         }
     }
 
@@ -109,6 +113,8 @@ impl RequestId {
     pub fn from_raw(raw: &RawValue) -> Result<RequestId, ShapeError> {
         let text = raw.get();
         match text.as_bytes().first() {
+            Some(b'"') if text.contains('\\') => Ok(RequestId::EscapedString(text.to_owned())),
+            // Without escapes, writing the value back gives the same bytes.
             Some(b'"') => serde_json::from_str(text).map(RequestId::String).map_err(|_| ShapeError::BadId),
             Some(b'n') => Ok(RequestId::Null),
             // The parser that produced `raw` already checked that it is a valid JSON number.
@@ -127,7 +133,7 @@ impl From<i64> for RequestId {
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestId::Number(text) => f.write_str(text),
+            RequestId::Number(text) | RequestId::EscapedString(text) => f.write_str(text),
             RequestId::String(s) => write!(f, "{s:?}"),
             RequestId::Null => f.write_str("null"),
         }
@@ -138,7 +144,7 @@ impl Serialize for RequestId {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             // As raw JSON, so serde_json writes the number's text unchanged.
-            RequestId::Number(text) => match serde_json::from_str::<&RawValue>(text) {
+            RequestId::Number(text) | RequestId::EscapedString(text) => match serde_json::from_str::<&RawValue>(text) {
                 Ok(raw) => raw.serialize(serializer),
                 Err(_) => serializer.serialize_unit(),
             },
@@ -484,15 +490,19 @@ impl<'a> Envelope<'a> {
     /// Reads a line's envelope in one pass. A line that is JSON but not an object, or an object
     /// with a member twice, is a [`LineError::Shape`]; anything else that fails is not JSON.
     pub fn parse(line: &'a str) -> Result<Envelope<'a>, LineError> {
-        match serde_json::from_str(line) {
-            Ok(envelope) => Ok(envelope),
+        // serde reads a struct from an array too (by position): only an object is an envelope.
+        let object = line.trim_start().starts_with('{');
+        let parsed =
+            if object { serde_json::from_str(line) } else { serde_json::from_str::<IgnoredAny>(line).map(|_| None) };
+        match parsed {
+            Ok(Some(envelope)) => Ok(envelope),
+            Ok(None) => Err(LineError::Shape(ShapeError::NotAnObject)),
             Err(error) => {
                 // Tell "not JSON" from "JSON of the wrong shape" without building a tree of it.
-                if serde_json::from_str::<IgnoredAny>(line).is_err() {
+                if !object || serde_json::from_str::<IgnoredAny>(line).is_err() {
                     return Err(LineError::NotJson(error.to_string()));
                 }
-                let object = line.trim_start().starts_with('{');
-                Err(LineError::Shape(if object { ShapeError::DuplicateMember } else { ShapeError::NotAnObject }))
+                Err(LineError::Shape(ShapeError::DuplicateMember))
             }
         }
     }
@@ -838,6 +848,85 @@ mod tests {
             let sent: Value = serde_json::from_str(raw).unwrap();
             assert_eq!(echoed["id"], sent["id"]);
         }
+    }
+
+    fn envelope(line: &str) -> Result<RawMessage<'_>, Refusal> {
+        Envelope::parse(line).expect("an envelope").classify(true)
+    }
+
+    #[test]
+    fn envelope_ids_keep_their_exact_text_and_are_echoed_byte_for_byte() {
+        for id in ["18446744073709551616", "1e2", "-0", "1.0", "-12.5E-3", "7", r#""x""#, r#""\u00e9""#, "null"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            let Ok(RawMessage::Request { id: parsed, .. }) = envelope(&line) else { panic!("{line}") };
+            let outcome = Ok(json!(true));
+            let reply = serde_json::to_string(&outgoing::Reply::new(Dialect::JsonRpc2, &parsed, &outcome)).unwrap();
+            assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":true}}"#));
+        }
+        assert_eq!(RequestId::from(5).as_i64(), Some(5));
+        assert_eq!(RequestId::from_raw(&RawValue::from_string("1e2".into()).unwrap()).unwrap().as_i64(), None);
+    }
+
+    #[test]
+    fn envelope_ids_that_are_no_number_string_or_null_are_refused_without_an_id() {
+        for id in [r#"{"a":1}"#, "[1]", "true", "false"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            assert_eq!(envelope(&line).unwrap_err(), Refusal { id: None, error: ShapeError::BadId }, "{line}");
+        }
+    }
+
+    #[test]
+    fn strict_envelopes_need_jsonrpc_2_0_and_lenient_ones_ignore_it() {
+        for version in [None, Some(r#""1.0""#), Some("2.0"), Some("null"), Some(r#""2.00""#)] {
+            let member = version.map(|v| format!(r#""jsonrpc":{v},"#)).unwrap_or_default();
+            let request = format!(r#"{{{member}"id":3,"method":"m"}}"#);
+            let refusal = envelope(&request).unwrap_err();
+            assert_eq!(refusal, Refusal { id: Some(RequestId::from(3)), error: ShapeError::BadVersion }, "{request}");
+            // A response-shaped line is refused without its id: that id is ours, not the sender's.
+            let response = format!(r#"{{{member}"id":3,"result":1}}"#);
+            assert_eq!(envelope(&response).unwrap_err().id, None, "{response}");
+            let lenient = Envelope::parse(&request).unwrap().classify(false);
+            assert!(matches!(lenient, Ok(RawMessage::Request { .. })), "{request}");
+        }
+        assert!(matches!(envelope(r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#), Ok(RawMessage::Request { .. })));
+    }
+
+    #[test]
+    fn envelopes_borrow_their_members_from_the_line_and_skip_the_rest() {
+        let line = r#"{"jsonrpc":"2.0","unknown":[1,2,3],"id":1,"method":"m","params":{"a":[1,1,1]}}"#;
+        let Ok(RawMessage::Request { params: Some(params), .. }) = envelope(line) else { panic!() };
+        assert_eq!(params.get(), r#"{"a":[1,1,1]}"#);
+        let range = line.as_bytes().as_ptr_range();
+        assert!(range.contains(&params.get().as_ptr()), "the params are a slice of the line, not a copy");
+        // A present `null` is a member, not an absent one.
+        let Ok(RawMessage::Request { params: Some(null), .. }) =
+            envelope(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(null.get(), "null");
+    }
+
+    #[test]
+    fn lines_that_are_no_envelope() {
+        assert!(matches!(Envelope::parse("not json {"), Err(LineError::NotJson(_))));
+        assert!(matches!(Envelope::parse(r#"{"id":1,"method":"m""#), Err(LineError::NotJson(_))));
+        assert_eq!(Envelope::parse("[1]").unwrap_err(), LineError::Shape(ShapeError::NotAnObject));
+        assert_eq!(Envelope::parse("42").unwrap_err(), LineError::Shape(ShapeError::NotAnObject));
+        assert_eq!(
+            Envelope::parse(r#"{"id":1,"id":2,"method":"m"}"#).unwrap_err(),
+            LineError::Shape(ShapeError::DuplicateMember)
+        );
+        let odd = |line: &str| envelope(line).unwrap_err().error;
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","method":5}"#), ShapeError::MethodNotString);
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","id":1}"#), ShapeError::Unclassifiable);
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","id":null,"result":1}"#), ShapeError::Unclassifiable);
+        let Ok(RawMessage::Response { outcome: Err(error), .. }) =
+            envelope(r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(decode_error_object(error), Err(ShapeError::BadErrorObject));
     }
 
     #[test]

@@ -58,6 +58,36 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_on_with(input, output, state_dir, backends, ServeLimits::from_env()).await
+}
+
+/// The limits of one `serve` connection that are not fixed by the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// The bytes the running attempts' inputs may hold together
+    /// ([`limits::ATTEMPT_INPUT_BUDGET_BYTES`] by default, [`INPUT_BUDGET_VAR`] to change it).
+    pub input_budget_bytes: usize,
+}
+
+impl ServeLimits {
+    /// The defaults, with [`INPUT_BUDGET_VAR`] applied when it is set.
+    pub fn from_env() -> Self {
+        Self { input_budget_bytes: input_budget() }
+    }
+}
+
+/// [`serve_on`] under explicit limits.
+pub async fn serve_on_with<R, W>(
+    input: R,
+    output: W,
+    state_dir: &Path,
+    backends: Registry,
+    serve_limits: ServeLimits,
+) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let registry = match PidRegistry::open(state_dir.join("pids")) {
         Ok(registry) => {
             match registry.reap_orphans(Duration::from_secs(2)).await {
@@ -87,7 +117,7 @@ where
 
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
-    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings, input_budget()));
+    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings, serve_limits.input_budget_bytes));
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
         max_line_bytes: limits::MAX_LINE_BYTES,

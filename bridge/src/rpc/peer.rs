@@ -1036,4 +1036,90 @@ mod tests {
         assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "result"));
         assert!(peer.gone().is_none());
     }
+
+    /// A strict JSON-RPC peer with small caps: requests `small/*` 100 bytes, answers to `tiny` 60.
+    fn capped_peer(
+        handler: Arc<dyn RequestHandler>,
+    ) -> (
+        RpcPeer,
+        mpsc::Receiver<PeerEvent>,
+        tokio::io::DuplexStream,
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+    ) {
+        use tokio::io::AsyncBufReadExt;
+        let (output, other_stdout) = tokio::io::duplex(64 * 1024);
+        let (input, other_stdin) = tokio::io::duplex(64 * 1024);
+        let caps = LineCaps {
+            default_incoming: 100,
+            incoming: vec![("big", 10_000)],
+            default_answer: 10_000,
+            answers: vec![("tiny", 60)],
+            too_large_code: -32014,
+        };
+        let config = PeerConfig { strict_jsonrpc: true, caps, ..PeerConfig::default() };
+        let (peer, events) = RpcPeer::start(output, input, config, handler, Arc::new(NoProcess));
+        (peer, events, other_stdout, tokio::io::BufReader::new(other_stdin).lines())
+    }
+
+    #[tokio::test]
+    async fn a_request_over_its_methods_cap_is_refused_unread_and_one_under_it_is_handled() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, _events, mut other_out, mut other_in) = capped_peer(handler);
+        let padding = "x".repeat(200);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"p": padding}}))
+            .await;
+        let refused = next_written(&mut other_in).await;
+        assert_eq!(refused["id"], 1);
+        assert_eq!(refused["error"]["code"], -32014, "{refused}");
+        assert_eq!(refused["error"]["data"]["method"], "echo");
+        assert_eq!(refused["error"]["data"]["limit"], 100);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": 2, "method": "big", "params": {"p": padding}})).await;
+        let served = next_written(&mut other_in).await;
+        assert_eq!(served["id"], 2);
+        assert_eq!(served["result"]["echo"]["p"], padding, "{served}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_its_methods_cap_fails_the_request_and_the_next_is_answered() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (peer, _events, mut other_out, mut other_in) = capped_peer(handler);
+        let ask = |method: &'static str| {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.request::<Value>(method, None).await })
+        };
+        let tiny = ask("tiny");
+        let sent = next_written(&mut other_in).await;
+        let big = "y".repeat(100);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"big": big}})).await;
+        match tiny.await.unwrap() {
+            Err(RpcError::AnswerTooLarge { method, limit, bytes }) => {
+                assert_eq!((method.as_str(), limit), ("tiny", 60));
+                assert!(bytes > 100);
+            }
+            other => panic!("expected the cap to refuse the answer, got {other:?}"),
+        }
+        let other = ask("other");
+        let sent = next_written(&mut other_in).await;
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"big": big}})).await;
+        assert_eq!(other.await.unwrap().unwrap(), json!({"big": big}));
+    }
+
+    #[tokio::test]
+    async fn a_notification_over_its_cap_is_reported_and_skipped() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, mut events, mut other_out, _other_in) = capped_peer(handler);
+        let padding = "x".repeat(200);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "note", "params": {"p": padding}})).await;
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "after"})).await;
+        match events.recv().await {
+            Some(PeerEvent::Problem(StreamProblem::MessageTooLarge { method, limit, .. })) => {
+                assert_eq!((method.as_str(), limit), ("note", 100));
+            }
+            other => panic!("expected the oversize notification, got {other:?}"),
+        }
+        assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "after"));
+    }
 }
