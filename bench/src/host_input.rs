@@ -34,10 +34,15 @@ fn one_line_bound() -> f64 {
     4.0 * limits::MAX_LINE_BYTES as f64
 }
 
-/// Running attempts add at most the input budget (what they keep) and a few MiB each (their
-/// pipelines and native sessions) to one line being read.
+/// How many times a running attempt holds its input while its turn starts: its params, the turn's
+/// input, the native request being written, the transcript's prompt row (measured: 3–4).
+const INPUT_COPIES: f64 = 4.0;
+
+/// Running attempts add at most their inputs (bounded by the input budget), each held
+/// [`INPUT_COPIES`] times, and a few MiB each (their pipelines and native sessions) to one line
+/// being read.
 fn running_bound(attempts: usize) -> f64 {
-    one_line_bound() + limits::ATTEMPT_INPUT_BUDGET_BYTES as f64 + attempts as f64 * 2.0 * MIB
+    one_line_bound() + INPUT_COPIES * limits::ATTEMPT_INPUT_BUDGET_BYTES as f64 + attempts as f64 * 2.0 * MIB
 }
 
 /// After the attempts ended: back within one line of idle.
@@ -82,12 +87,14 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
         Row::judged(
             s,
             format!(
-                "peak RSS with {} attempts of {mb:.0} MB unknown members + prompts up to the budget",
-                figures.attempts
+                "peak RSS, {} attempts: {} with {mb:.0} MB unknown members, {} with {mb:.0} MB prompts",
+                figures.attempts + figures.prompt_admitted + figures.prompt_refused,
+                figures.attempts,
+                figures.prompt_admitted + figures.prompt_refused
             ),
             figures.running_peak as f64 / MIB,
             "MiB",
-            Target::AtMost(idle + running_bound(figures.attempts) / MIB),
+            Target::AtMost(idle + running_bound(figures.attempts + figures.prompt_admitted) / MIB),
         )
         .with_note(format!(
             "{} of {} attempts still running when cancelled; {} with big prompts admitted, {} refused by the budget; \
@@ -114,7 +121,7 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
 struct Figures {
     /// The size of each big member, in bytes.
     bytes: usize,
-    /// How many attempts carried an unknown member.
+    /// How many attempts carried an unknown member (the others a big prompt).
     attempts: usize,
     /// `VmRSS` idle after `initialize`.
     idle_rss: u64,
@@ -298,9 +305,13 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     // 2. The attempts, each with an unknown member at the cap; one line over the cap; big prompts.
     peak_reset &= reset_peak(pid);
     let unknown = [br#","unknown":["#.as_slice(), tiny.as_bytes(), b"1]}"].concat();
+    // Enough attempts with big prompts to fill the budget and go past it; with the others they are
+    // `attempts` in all, so the concurrency limit never refuses one.
+    let with_prompt = ((limits::ATTEMPT_INPUT_BUDGET_BYTES / bytes.max(1)) + 4).min(attempts / 2);
+    let with_unknown = attempts - with_prompt;
     let mut next_id = 100u64;
     let mut runs = Vec::new();
-    for n in 0..attempts {
+    for n in 0..with_unknown {
         let head = format!(r#"{{"jsonrpc":"2.0","id":{next_id},"method":"attempt/run","params":"#);
         serve.write(&[head.as_bytes(), attempt_head(n, workspace, "Run echo hi").as_bytes(), &unknown, b"}"])?;
         runs.push((next_id, format!("worst-{n}")));
@@ -316,10 +327,8 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     ])?;
     drop(over);
     let prompt = "p".repeat(bytes);
-    // Enough to fill the budget and go past it (at most a few dozen, for small sizes).
-    let budget_fits = (limits::ATTEMPT_INPUT_BUDGET_BYTES / bytes.max(1)).min(16);
     let mut prompt_runs = Vec::new();
-    for n in attempts..attempts + budget_fits + 4 {
+    for n in with_unknown..attempts {
         let line = request(next_id, "attempt/run", &serde_json::json!({}));
         let head = &line[..line.len() - 3];
         serve.write(&[head.as_bytes(), attempt_head(n, workspace, &prompt).as_bytes(), b"}}"])?;
@@ -342,8 +351,8 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     let still_admitted: Vec<(u64, String)> =
         runs.into_iter().chain(prompt_runs).filter(|(id, _)| !refused(id, &serve)).collect();
     for (id, _) in &still_admitted {
-        if serve.early.get(&id.to_string()).is_some_and(|(_, code, _)| code.is_some()) {
-            bail!("an attempt was refused for a reason other than the budget");
+        if let Some((_, Some(code), _)) = serve.early.get(&id.to_string()) {
+            bail!("attempt/run {id} was refused with {code}, not by the budget");
         }
     }
     let mut cancels = Vec::new();
@@ -374,7 +383,7 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     let _ = serve.child.wait();
     Ok(Figures {
         bytes,
-        attempts,
+        attempts: with_unknown,
         idle_rss,
         one_request_peak,
         running_peak,
