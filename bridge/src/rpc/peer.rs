@@ -385,7 +385,7 @@ impl ReaderTask {
                 None => break GoneCause::OutputClosed,
             };
             match frame {
-                Frame::Line(line) => self.on_line(&line, &handlers).await,
+                Frame::Line(line) => self.on_line(line, &handlers).await,
                 Frame::Oversize { len } => self.problem(StreamProblem::Oversize { len }).await,
                 Frame::InvalidUtf8 { len, .. } => self.problem(StreamProblem::InvalidUtf8 { len }).await,
                 Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
@@ -412,23 +412,23 @@ impl ReaderTask {
         let _ = self.events.send(PeerEvent::Closed(gone)).await;
     }
 
-    async fn on_line(&self, line: &str, handlers: &Arc<Semaphore>) {
+    async fn on_line(&self, line: String, handlers: &Arc<Semaphore>) {
         let dialect = self.peer.config.dialect;
         if dialect == Dialect::ClaudeControl {
-            return self.on_control_line(line, handlers).await;
+            return self.on_control_line(&line, handlers).await;
         }
         // One pass over the line, building nothing: the members stay slices of `line`.
-        let envelope = match Envelope::parse(line) {
+        let envelope = match Envelope::parse(&line) {
             Ok(envelope) => envelope,
             Err(LineError::NotJson(error)) => {
-                return self.problem(StreamProblem::NotJson { preview: preview(line), error }).await;
+                return self.problem(StreamProblem::NotJson { preview: preview(&line), error }).await;
             }
             Err(LineError::Shape(error)) => {
-                return self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
+                return self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
             }
             Err(other) => {
                 let error = other.to_string();
-                return self.problem(StreamProblem::NotJson { preview: preview(line), error }).await;
+                return self.problem(StreamProblem::NotJson { preview: preview(&line), error }).await;
             }
         };
         let caps = &self.peer.config.caps;
@@ -455,7 +455,12 @@ impl ReaderTask {
                     };
                     return self.refuse(id, error, handlers).await;
                 }
-                let request = Request { id, method, params: params.map(RawValue::to_owned) };
+                let params = match params.map(|raw| span_of(&line, raw.get()).ok_or(raw)) {
+                    None => None,
+                    Some(Ok(span)) => params_in_place(line, span),
+                    Some(Err(raw)) => Some(raw.to_owned()),
+                };
+                let request = Request { id, method, params };
                 self.dispatch(request, handlers).await;
             }
             Ok(RawMessage::Response { id, outcome }) => {
@@ -485,7 +490,7 @@ impl ReaderTask {
                 self.refuse(id, refusal, handlers).await;
             }
             Err(Refusal { error, .. }) => {
-                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
+                self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
             }
         }
     }
@@ -677,6 +682,25 @@ async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// Where `part` sits in `line`, when it is a slice of it (borrowed raw members always are).
+fn span_of(line: &str, part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= line.len()).then_some(start..end)
+}
+
+/// The params of a request as raw JSON, made from the line itself: the bytes around them are cut
+/// away in place, so a big request's params cost no second allocation of its size.
+fn params_in_place(mut line: String, span: std::ops::Range<usize>) -> Option<Box<RawValue>> {
+    line.truncate(span.end);
+    line.drain(..span.start);
+    // What surrounded small params of a big line must not stay allocated with them.
+    if line.capacity() > 2 * line.len() + 4096 {
+        line.shrink_to_fit();
+    }
+    RawValue::from_string(line).ok()
 }
 
 fn preview(line: &str) -> String {
@@ -1121,5 +1145,16 @@ mod tests {
             other => panic!("expected the oversize notification, got {other:?}"),
         }
         assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "after"));
+    }
+
+    #[test]
+    fn params_are_cut_from_the_line_in_place() {
+        let padding = "x".repeat(100_000);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[1, 2]}},"pad":"{padding}"}}"#);
+        let Ok(Envelope { params: Some(params), .. }) = Envelope::parse(&line) else { panic!() };
+        let span = span_of(&line, params.get()).expect("a slice of the line");
+        assert_eq!(span_of(&line, "elsewhere"), None);
+        let raw = params_in_place(line.clone(), span).unwrap();
+        assert_eq!(raw.get(), r#"{"a":[1, 2]}"#);
     }
 }
