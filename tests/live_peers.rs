@@ -70,7 +70,7 @@ async fn codex_runs_an_approved_command_against_the_mock() {
 
     let approvals = run.requests_named("item/commandExecution/requestApproval");
     assert_eq!(approvals.len(), 1, "exactly one command approval expected\n{}", run.describe());
-    let approval = approvals[0].params.clone().unwrap_or_default();
+    let approval = approvals[0].params_value().unwrap_or_default();
     assert_eq!(approval["reason"], "Allow the live test command?");
 
     let command = codex_item(&run, "commandExecution");
@@ -143,7 +143,7 @@ async fn codex_calls_a_dynamic_tool_of_the_client() {
     };
     let calls = run.requests_named("item/tool/call");
     assert_eq!(calls.len(), 1, "{}", run.describe());
-    let params = calls[0].params.clone().unwrap_or_default();
+    let params = calls[0].params_value().unwrap_or_default();
     assert_eq!(params["tool"], "lookup_weather");
     assert_eq!(params["arguments"], json!({"city": "Paris"}));
     let item = codex_item(&run, "dynamicToolCall");

@@ -50,7 +50,7 @@ impl RequestHandler for HostHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
         let log = self.0.clone();
         Box::pin(async move {
-            let params = request.params.clone().unwrap_or(Value::Null);
+            let params = request.params_value().unwrap_or(Value::Null);
             log.requests.lock().unwrap().push((request.method.clone(), params.clone()));
             match request.method.as_str() {
                 "host/approval/decide" if log.hold_approvals => futures::future::pending().await,

@@ -32,7 +32,7 @@ struct Answers(Arc<Host>);
 
 impl RequestHandler for Answers {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
-        let params = request.params.clone().unwrap_or(Value::Null);
+        let params = request.params_value().unwrap_or(Value::Null);
         self.0.seen.lock().unwrap().push((request.method.clone(), params.clone()));
         let answer = match request.method.as_str() {
             "host/approval/decide" => Ok(json!({"decision": "allow"})),

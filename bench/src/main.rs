@@ -14,6 +14,8 @@
 //! - [`memory`]: peak RSS of a separate child process (a 1 GiB output turn, many concurrent
 //!   attempts, idle sessions), so the figures hold nothing of the bench itself.
 //! - [`startup`]: the product's `clawbridge serve` spawned → `initialize` answered.
+//! - [`host_input`]: the product's `serve` under the worst host input (huge requests of tiny values,
+//!   many attempts with huge unknown members, prompts up to the input budget), peak RSS vs idle.
 //! - [`anchor`]: the official Python Claude Agent SDK on the same Claude stream, side by side.
 //!
 //! The native peers and the measured child are this binary re-run in hidden roles ([`agent`]): a
@@ -29,6 +31,7 @@ mod agent;
 mod anchor;
 mod generate;
 mod host;
+mod host_input;
 mod latency;
 mod memory;
 mod report;
@@ -94,11 +97,19 @@ pub enum Scenario {
     Startup,
     /// The Python Claude Agent SDK on the same stream (needs its virtualenv).
     Anchor,
+    /// Peak RSS of `clawbridge serve` under the worst host input, against its idle RSS.
+    HostInput,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 5] =
-        [Scenario::Throughput, Scenario::Latency, Scenario::Memory, Scenario::Startup, Scenario::Anchor];
+    const ALL: [Scenario; 6] = [
+        Scenario::Throughput,
+        Scenario::Latency,
+        Scenario::Memory,
+        Scenario::Startup,
+        Scenario::HostInput,
+        Scenario::Anchor,
+    ];
 }
 
 /// How big each scenario runs.
@@ -120,6 +131,10 @@ pub struct Sizes {
     pub idle_sessions: usize,
     /// `serve` start-ups timed.
     pub startup_runs: usize,
+    /// The big member of each worst host input (tiny values, unknown members, prompts), in bytes.
+    pub host_input_bytes: usize,
+    /// `attempt/run`s sent at once with such an unknown member.
+    pub host_input_attempts: usize,
 }
 
 impl Sizes {
@@ -133,6 +148,8 @@ impl Sizes {
         concurrent_attempts: 256,
         idle_sessions: 64,
         startup_runs: 50,
+        host_input_bytes: 60_000_000,
+        host_input_attempts: 64,
     };
     /// Seconds-long sizes for `--quick` (tests, smoke runs).
     pub const QUICK: Sizes = Sizes {
@@ -144,6 +161,8 @@ impl Sizes {
         concurrent_attempts: 8,
         idle_sessions: 4,
         startup_runs: 3,
+        host_input_bytes: 2_000_000,
+        host_input_attempts: 4,
     };
 }
 
@@ -177,6 +196,7 @@ async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Scenario::Latency => latency::run(&ctx, &mut report).await,
             Scenario::Memory => memory::run(&ctx, &mut report).await,
             Scenario::Startup => startup::run(&ctx, &mut report).await,
+            Scenario::HostInput => host_input::run(&ctx, &mut report).await,
             Scenario::Anchor => {
                 let python = args.sdk_python.clone().or_else(anchor::default_python);
                 anchor::run(&ctx, python, args.sdk_script.clone(), &mut report).await

@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
                 events.extend(mapper.on_notification(&decoded));
             }
             Ok(Message::Request(request)) => {
-                let decoded = ServerRequest::from_request(&request.method, request.params);
+                let decoded = ServerRequest::from_request(&request.method, request.params_value());
                 assert_eq!(decoded.method(), request.method);
                 let _ = decoded.fallback_reply();
                 let _ = decoded.thread_id();

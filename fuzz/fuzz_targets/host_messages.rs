@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     for line in data.split(|&b| b == b'\n') {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
         match Message::from_value(value) {
-            Ok(Message::Request(request)) => params(&request.method, request.params.unwrap_or(Value::Null)),
+            Ok(Message::Request(request)) => params(&request.method, request.params_value().unwrap_or(Value::Null)),
             Ok(Message::Notification(note)) => params(&note.method, note.params.unwrap_or(Value::Null)),
             Ok(Message::Response(response)) => {
                 if let Ok(result) = response.outcome {

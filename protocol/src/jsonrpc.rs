@@ -2,14 +2,21 @@
 //! (`"jsonrpc":"2.0"` on every message), the Codex app-server dialect (the field omitted), and Claude
 //! Code's stdio control protocol, which carries the same three kinds of message in other envelopes.
 //!
-//! JSON-RPC messages are classified by shape, not by the `jsonrpc` field, so one decoder serves both
-//! JSON-RPC dialects: `method` + `id` is a request, `method` alone a notification, `id` +
-//! `result`/`error` a response. [`Dialect::classify`] reads a line as its connection's dialect does.
+//! JSON-RPC messages are classified by shape: `method` + `id` is a request, `method` alone a
+//! notification, `id` + `result`/`error` a response. A JSON-RPC line is read in one pass into an
+//! [`Envelope`] of borrowed raw members ([`Envelope::parse`]), never into a `Value` tree of the whole
+//! line, so a huge line of tiny values costs no more memory than its own bytes; members nobody reads
+//! are skipped. [`Envelope::classify`] then sorts it: strictly (the host connection, JSON-RPC 2.0)
+//! a line whose `jsonrpc` is not `"2.0"` is refused; leniently (Codex, which omits the field) the
+//! field is ignored.
+//! Claude's control protocol is read from a decoded `Value` by [`Dialect::classify`].
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Number, Value};
+use serde::de::{self, IgnoredAny, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// Standard JSON-RPC error codes (plus the Codex overload code).
 pub mod codes {
@@ -74,39 +81,115 @@ pub enum Incoming {
     },
 }
 
-/// A request id. Numbers and strings are both legal and are echoed back exactly as received, so the
-/// number keeps its original representation (`7` stays `7`, never `7.0`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
+/// A request id, kept as the sender wrote it so the answer echoes it byte for byte: a number keeps
+/// its exact JSON text (`18446744073709551616`, `1e2` and `-0` stay as sent, never `1.8e19` or
+/// `100.0`), a string its value (or, when it was written with escapes, its text), and `null`
+/// (which JSON-RPC 2.0 allows, and answers with `null`) is its own variant. Our own ids are always
+/// integers ([`RequestId::from`]) or, for Claude, plain strings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RequestId {
-    /// A numeric id.
-    Number(Number),
+    /// A numeric id: its JSON text exactly as received (a valid JSON number).
+    Number(String),
     /// A string id.
     String(String),
+    /// A string id written with escapes (`"\u00e9"`): its JSON text, quotes included, so the answer
+    /// carries the very same bytes.
+    EscapedString(String),
+    /// `"id": null`.
+    Null,
 }
 
 impl RequestId {
     /// The id as an integer, when it is one (our own ids always are).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
-            RequestId::Number(n) => n.as_i64(),
-            RequestId::String(_) => None,
+            RequestId::Number(text) => text.parse().ok(),
+            RequestId::String(_) | RequestId::EscapedString(_) | RequestId::Null => None,
+        }
+    }
+
+    /// Reads an id from its raw JSON text: a number (kept as written), a string or `null`; anything
+    /// else (an object, an array, a boolean) is [`ShapeError::BadId`].
+    pub fn from_raw(raw: &RawValue) -> Result<RequestId, ShapeError> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'"') if text.contains('\\') => Ok(RequestId::EscapedString(text.to_owned())),
+            // Without escapes, writing the value back gives the same bytes.
+            Some(b'"') => serde_json::from_str(text).map(RequestId::String).map_err(|_| ShapeError::BadId),
+            Some(b'n') => Ok(RequestId::Null),
+            // The parser that produced `raw` already checked that it is a valid JSON number.
+            Some(b'-' | b'0'..=b'9') => Ok(RequestId::Number(text.to_owned())),
+            _ => Err(ShapeError::BadId),
         }
     }
 }
 
 impl From<i64> for RequestId {
     fn from(value: i64) -> Self {
-        RequestId::Number(value.into())
+        RequestId::Number(value.to_string())
     }
 }
 
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::Number(text) | RequestId::EscapedString(text) => f.write_str(text),
             RequestId::String(s) => write!(f, "{s:?}"),
+            RequestId::Null => f.write_str("null"),
         }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            // As raw JSON, so serde_json writes the number's text unchanged.
+            RequestId::Number(text) | RequestId::EscapedString(text) => match serde_json::from_str::<&RawValue>(text) {
+                Ok(raw) => raw.serialize(serializer),
+                Err(_) => serializer.serialize_unit(),
+            },
+            RequestId::String(s) => serializer.serialize_str(s),
+            RequestId::Null => serializer.serialize_unit(),
+        }
+    }
+}
+
+/// Reads an id inside a typed message (Codex's `serverRequest/resolved`). The exact text of a
+/// number is only known on the envelope path ([`RequestId::from_raw`]); here integers keep theirs.
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl<'de> Visitor<'de> for IdVisitor {
+            type Value = RequestId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number, a string or null")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
+                match serde_json::Number::from_f64(v) {
+                    Some(n) => Ok(RequestId::Number(n.to_string())),
+                    None => Err(E::custom("a non-finite number is no id")),
+                }
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<RequestId, E> {
+                Ok(RequestId::String(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<RequestId, E> {
+                Ok(RequestId::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<RequestId, E> {
+                Ok(RequestId::Null)
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
     }
 }
 
@@ -136,14 +219,43 @@ impl fmt::Display for ErrorObject {
 }
 
 /// A request: the sender expects exactly one response with the same id.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Request {
     /// Echoed in the response.
     pub id: RequestId,
     /// What is asked.
     pub method: String,
-    /// The method's arguments, if any were sent.
-    pub params: Option<Value>,
+    /// The method's arguments as the sender wrote them, if any were sent: raw JSON, so a handler
+    /// decodes them straight into its typed params (skipping what it does not know) and nothing
+    /// builds a `Value` tree of a big request.
+    pub params: Option<Box<RawValue>>,
+}
+
+impl Request {
+    /// A request whose params are given as a `Value` (tests, and the Claude control dialect, which
+    /// reads its lines as `Value`s).
+    pub fn with_value(id: RequestId, method: impl Into<String>, params: Option<Value>) -> Self {
+        Self { id, method: method.into(), params: params.as_ref().and_then(raw_of) }
+    }
+
+    /// The params as a `Value` tree, for handlers whose decoders take one (the peers' own small
+    /// requests); `None` when none were sent.
+    pub fn params_value(&self) -> Option<Value> {
+        self.params.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+}
+
+impl PartialEq for Request {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.method == other.method
+            && self.params.as_deref().map(RawValue::get) == other.params.as_deref().map(RawValue::get)
+    }
+}
+
+/// A `Value` as raw JSON text. Serialising a `Value` cannot fail (its keys are strings).
+fn raw_of(value: &Value) -> Option<Box<RawValue>> {
+    serde_json::value::to_raw_value(value).ok()
 }
 
 /// A notification: no response is expected.
@@ -193,6 +305,10 @@ pub enum ShapeError {
     BadRequestId,
     /// A control envelope's `request` or `response` is not an object with a string `subtype`.
     BadControlBody,
+    /// Strict JSON-RPC 2.0: `jsonrpc` is missing or is not the string `"2.0"`.
+    BadVersion,
+    /// A member appears twice in the object, so which one counts would be a guess.
+    DuplicateMember,
 }
 
 impl fmt::Display for ShapeError {
@@ -205,6 +321,8 @@ impl fmt::Display for ShapeError {
             ShapeError::BadErrorObject => "`error` is not a JSON-RPC error object",
             ShapeError::BadRequestId => "`request_id` is missing or neither a string nor a number",
             ShapeError::BadControlBody => "the control envelope's body is not an object with a string `subtype`",
+            ShapeError::BadVersion => "`jsonrpc` is not \"2.0\"",
+            ShapeError::DuplicateMember => "a member appears twice",
         })
     }
 }
@@ -219,7 +337,7 @@ impl Message {
         };
         let id = match map.remove("id") {
             None | Some(Value::Null) => None,
-            Some(Value::Number(n)) => Some(RequestId::Number(n)),
+            Some(Value::Number(n)) => Some(RequestId::Number(n.to_string())),
             Some(Value::String(s)) => Some(RequestId::String(s)),
             Some(_) => return Err(ShapeError::BadId),
         };
@@ -227,7 +345,7 @@ impl Message {
             Some(Value::String(method)) => {
                 let params = map.remove("params");
                 return Ok(match id {
-                    Some(id) => Message::Request(Request { id, method, params }),
+                    Some(id) => Message::Request(Request::with_value(id, method, params)),
                     None => Message::Notification(Notification { method, params }),
                 });
             }
@@ -257,16 +375,13 @@ impl Message {
         if dialect == Dialect::JsonRpc2 {
             map.insert("jsonrpc".into(), Value::String("2.0".into()));
         }
-        let id_value = |id: &RequestId| match id {
-            RequestId::Number(n) => Value::Number(n.clone()),
-            RequestId::String(s) => Value::String(s.clone()),
-        };
+        let id_value = |id: &RequestId| serde_json::to_value(id).unwrap_or(Value::Null);
         match self {
             Message::Request(r) => {
                 map.insert("id".into(), id_value(&r.id));
                 map.insert("method".into(), Value::String(r.method.clone()));
-                if let Some(p) = &r.params {
-                    map.insert("params".into(), p.clone());
+                if let Some(p) = r.params_value() {
+                    map.insert("params".into(), p);
                 }
             }
             Message::Notification(n) => {
@@ -285,6 +400,160 @@ impl Message {
         }
         Value::Object(map)
     }
+}
+
+/// One JSON-RPC line's members, decoded in one pass and borrowed from the line: each is the raw
+/// JSON text the sender wrote (a present `null` is `Some("null")`, an absent member `None`), and
+/// every other member is skipped without being kept. Nothing here allocates in proportion to the
+/// line except what [`classify`](Self::classify) copies out (the method name, a string id).
+#[derive(Debug, Default, Deserialize)]
+pub struct Envelope<'a> {
+    /// `jsonrpc`: strict JSON-RPC 2.0 requires `"2.0"`; the Codex dialect leaves it out.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub jsonrpc: Option<&'a RawValue>,
+    /// `id`: what makes a request (with `method`) or a response (without).
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub id: Option<&'a RawValue>,
+    /// `method`: a request's or notification's name (must be a string).
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub method: Option<&'a RawValue>,
+    /// `params`: the arguments, for the handler to decode into its own type.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub params: Option<&'a RawValue>,
+    /// `result`: a successful response's value.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub result: Option<&'a RawValue>,
+    /// `error`: a failed response's error object.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub error: Option<&'a RawValue>,
+}
+
+/// A member that is there, even when it is `null` (serde would read a `null` `Option` as absent).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// Why a line is no JSON-RPC envelope.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// The line is not JSON (JSON-RPC's parse error, `-32700`).
+    #[error("{0}")]
+    NotJson(String),
+    /// JSON, but not an object with at most one of each member (`-32600`).
+    #[error("{0}")]
+    Shape(ShapeError),
+}
+
+/// A line classified from its [`Envelope`]; the params, result and error stay raw JSON borrowed
+/// from the line, so the receiver can check sizes before it decodes anything.
+#[derive(Clone, Debug)]
+pub enum RawMessage<'a> {
+    /// A request: answer it, with its id.
+    Request {
+        /// Echoed in the answer, exactly.
+        id: RequestId,
+        /// What is asked.
+        method: String,
+        /// The raw arguments, if any.
+        params: Option<&'a RawValue>,
+    },
+    /// A notification: nothing is answered.
+    Notification {
+        /// What happened.
+        method: String,
+        /// The raw details, if any.
+        params: Option<&'a RawValue>,
+    },
+    /// An answer to one of our requests.
+    Response {
+        /// The id of the request it answers.
+        id: RequestId,
+        /// `Ok(raw result)` or `Err(raw error object)`, decoded by the receiver
+        /// ([`decode_error_object`]) once it knows the answer's size is acceptable.
+        outcome: Result<&'a RawValue, &'a RawValue>,
+    },
+}
+
+/// A line that is JSON but no usable message, with the id when one could be read (strict JSON-RPC
+/// answers it with that id; without one, with `id: null`).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct Refusal {
+    /// The line's id, when it was readable.
+    pub id: Option<RequestId>,
+    /// What is wrong.
+    pub error: ShapeError,
+}
+
+impl<'a> Envelope<'a> {
+    /// Reads a line's envelope in one pass. A line that is JSON but not an object, or an object
+    /// with a member twice, is a [`LineError::Shape`]; anything else that fails is not JSON.
+    pub fn parse(line: &'a str) -> Result<Envelope<'a>, LineError> {
+        // serde reads a struct from an array too (by position): only an object is an envelope.
+        let object = line.trim_start().starts_with('{');
+        let parsed =
+            if object { serde_json::from_str(line) } else { serde_json::from_str::<IgnoredAny>(line).map(|_| None) };
+        match parsed {
+            Ok(Some(envelope)) => Ok(envelope),
+            Ok(None) => Err(LineError::Shape(ShapeError::NotAnObject)),
+            Err(error) => {
+                // Tell "not JSON" from "JSON of the wrong shape" without building a tree of it.
+                if !object || serde_json::from_str::<IgnoredAny>(line).is_err() {
+                    return Err(LineError::NotJson(error.to_string()));
+                }
+                Err(LineError::Shape(ShapeError::DuplicateMember))
+            }
+        }
+    }
+
+    /// Sorts the envelope into a request, notification or response by its shape. With
+    /// `require_version` (strict JSON-RPC 2.0, as the host connection speaks it) a line whose
+    /// `jsonrpc` is not `"2.0"` is refused; without it (Codex's dialect, which omits the field) the
+    /// field is ignored. (Claude's control dialect has its own envelopes: [`Dialect::classify`].)
+    pub fn classify(self, require_version: bool) -> Result<RawMessage<'a>, Refusal> {
+        let id = match self.id {
+            None => None,
+            Some(raw) => Some(RequestId::from_raw(raw).map_err(|error| Refusal { id: None, error })?),
+        };
+        let refuse = |error| Refusal { id: id.clone(), error };
+        if require_version && !self.jsonrpc.is_some_and(is_version_2) {
+            // Answering a response-shaped line with its id would read as our answer to a request
+            // of the sender's: only a request is refused with its id.
+            let id = if self.method.is_some() { id } else { None };
+            return Err(Refusal { id, error: ShapeError::BadVersion });
+        }
+        if let Some(raw) = self.method {
+            let method: String = match raw.get().as_bytes().first() {
+                Some(b'"') => serde_json::from_str(raw.get()).map_err(|_| refuse(ShapeError::MethodNotString))?,
+                _ => return Err(refuse(ShapeError::MethodNotString)),
+            };
+            return Ok(match id {
+                Some(id) => RawMessage::Request { id, method, params: self.params },
+                None => RawMessage::Notification { method, params: self.params },
+            });
+        }
+        // An answer to a request nobody could read carries `id: null`: it answers nothing of ours.
+        let id = match id {
+            Some(id) if id != RequestId::Null => id,
+            _ => return Err(Refusal { id: None, error: ShapeError::Unclassifiable }),
+        };
+        match (self.error, self.result) {
+            (Some(error), _) => Ok(RawMessage::Response { id, outcome: Err(error) }),
+            (None, Some(result)) => Ok(RawMessage::Response { id, outcome: Ok(result) }),
+            (None, None) => Err(Refusal { id: Some(id), error: ShapeError::Unclassifiable }),
+        }
+    }
+}
+
+/// Whether a raw `jsonrpc` member is the string `"2.0"` (escaped or not; a long value is not).
+fn is_version_2(raw: &RawValue) -> bool {
+    raw.get().len() <= 32 && serde_json::from_str::<String>(raw.get()).is_ok_and(|version| version == "2.0")
+}
+
+/// Decodes a response's raw `error` member.
+pub fn decode_error_object(raw: &RawValue) -> Result<ErrorObject, ShapeError> {
+    serde_json::from_str(raw.get()).map_err(|_| ShapeError::BadErrorObject)
 }
 
 /// Borrowing serialisers for outgoing messages, so the hot path never clones params into a `Value`.
@@ -466,7 +735,7 @@ mod control {
             _ => return Ok(Incoming::Malformed { id, error: ShapeError::BadControlBody }),
         };
         let params = map.remove("request");
-        Ok(Incoming::Message(Message::Request(Request { id, method, params })))
+        Ok(Incoming::Message(Message::Request(Request::with_value(id, method, params))))
     }
 
     fn response(mut map: Map<String, Value>) -> Result<Incoming, ShapeError> {
@@ -493,7 +762,7 @@ mod control {
     fn request_id(value: Option<Value>) -> Result<RequestId, ShapeError> {
         match value {
             Some(Value::String(id)) => Ok(RequestId::String(id)),
-            Some(Value::Number(id)) => Ok(RequestId::Number(id)),
+            Some(Value::Number(id)) => Ok(RequestId::Number(id.to_string())),
             _ => Err(ShapeError::BadRequestId),
         }
     }
@@ -507,7 +776,7 @@ mod control {
                 super::Dialect::ClaudeControl,
                 Some(&r.id),
                 &r.method,
-                object(&r.params).as_ref(),
+                object(&r.params_value()).as_ref(),
             )),
             Message::Notification(n) => serde_json::to_value(Call::new(
                 super::Dialect::ClaudeControl,
@@ -581,6 +850,85 @@ mod tests {
         }
     }
 
+    fn envelope(line: &str) -> Result<RawMessage<'_>, Refusal> {
+        Envelope::parse(line).expect("an envelope").classify(true)
+    }
+
+    #[test]
+    fn envelope_ids_keep_their_exact_text_and_are_echoed_byte_for_byte() {
+        for id in ["18446744073709551616", "1e2", "-0", "1.0", "-12.5E-3", "7", r#""x""#, r#""\u00e9""#, "null"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            let Ok(RawMessage::Request { id: parsed, .. }) = envelope(&line) else { panic!("{line}") };
+            let outcome = Ok(json!(true));
+            let reply = serde_json::to_string(&outgoing::Reply::new(Dialect::JsonRpc2, &parsed, &outcome)).unwrap();
+            assert_eq!(reply, format!(r#"{{"jsonrpc":"2.0","id":{id},"result":true}}"#));
+        }
+        assert_eq!(RequestId::from(5).as_i64(), Some(5));
+        assert_eq!(RequestId::from_raw(&RawValue::from_string("1e2".into()).unwrap()).unwrap().as_i64(), None);
+    }
+
+    #[test]
+    fn envelope_ids_that_are_no_number_string_or_null_are_refused_without_an_id() {
+        for id in [r#"{"a":1}"#, "[1]", "true", "false"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+            assert_eq!(envelope(&line).unwrap_err(), Refusal { id: None, error: ShapeError::BadId }, "{line}");
+        }
+    }
+
+    #[test]
+    fn strict_envelopes_need_jsonrpc_2_0_and_lenient_ones_ignore_it() {
+        for version in [None, Some(r#""1.0""#), Some("2.0"), Some("null"), Some(r#""2.00""#)] {
+            let member = version.map(|v| format!(r#""jsonrpc":{v},"#)).unwrap_or_default();
+            let request = format!(r#"{{{member}"id":3,"method":"m"}}"#);
+            let refusal = envelope(&request).unwrap_err();
+            assert_eq!(refusal, Refusal { id: Some(RequestId::from(3)), error: ShapeError::BadVersion }, "{request}");
+            // A response-shaped line is refused without its id: that id is ours, not the sender's.
+            let response = format!(r#"{{{member}"id":3,"result":1}}"#);
+            assert_eq!(envelope(&response).unwrap_err().id, None, "{response}");
+            let lenient = Envelope::parse(&request).unwrap().classify(false);
+            assert!(matches!(lenient, Ok(RawMessage::Request { .. })), "{request}");
+        }
+        assert!(matches!(envelope(r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#), Ok(RawMessage::Request { .. })));
+    }
+
+    #[test]
+    fn envelopes_borrow_their_members_from_the_line_and_skip_the_rest() {
+        let line = r#"{"jsonrpc":"2.0","unknown":[1,2,3],"id":1,"method":"m","params":{"a":[1,1,1]}}"#;
+        let Ok(RawMessage::Request { params: Some(params), .. }) = envelope(line) else { panic!() };
+        assert_eq!(params.get(), r#"{"a":[1,1,1]}"#);
+        let range = line.as_bytes().as_ptr_range();
+        assert!(range.contains(&params.get().as_ptr()), "the params are a slice of the line, not a copy");
+        // A present `null` is a member, not an absent one.
+        let Ok(RawMessage::Request { params: Some(null), .. }) =
+            envelope(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(null.get(), "null");
+    }
+
+    #[test]
+    fn lines_that_are_no_envelope() {
+        assert!(matches!(Envelope::parse("not json {"), Err(LineError::NotJson(_))));
+        assert!(matches!(Envelope::parse(r#"{"id":1,"method":"m""#), Err(LineError::NotJson(_))));
+        assert_eq!(Envelope::parse("[1]").unwrap_err(), LineError::Shape(ShapeError::NotAnObject));
+        assert_eq!(Envelope::parse("42").unwrap_err(), LineError::Shape(ShapeError::NotAnObject));
+        assert_eq!(
+            Envelope::parse(r#"{"id":1,"id":2,"method":"m"}"#).unwrap_err(),
+            LineError::Shape(ShapeError::DuplicateMember)
+        );
+        let odd = |line: &str| envelope(line).unwrap_err().error;
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","method":5}"#), ShapeError::MethodNotString);
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","id":1}"#), ShapeError::Unclassifiable);
+        assert_eq!(odd(r#"{"jsonrpc":"2.0","id":null,"result":1}"#), ShapeError::Unclassifiable);
+        let Ok(RawMessage::Response { outcome: Err(error), .. }) =
+            envelope(r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(decode_error_object(error), Err(ShapeError::BadErrorObject));
+    }
+
     #[test]
     fn dialects_differ_only_in_the_version_field() {
         let id = RequestId::from(5);
@@ -606,7 +954,7 @@ mod tests {
             Incoming::Message(Message::Request(r)) => {
                 assert_eq!(r.id, RequestId::String("r-1".into()));
                 assert_eq!(r.method, "can_use_tool");
-                assert_eq!(r.params, Some(json!({"subtype": "can_use_tool", "tool_name": "Bash"})));
+                assert_eq!(r.params_value(), Some(json!({"subtype": "can_use_tool", "tool_name": "Bash"})));
             }
             other => panic!("expected a request, got {other:?}"),
         }

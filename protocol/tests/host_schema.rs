@@ -220,7 +220,7 @@ fn every_doc_example_round_trips_through_the_types() {
             let outcome = match Message::from_value(value) {
                 Err(e) => Err(format!("not JSON-RPC: {e}")),
                 Ok(Message::Request(request)) => {
-                    let params = request.params.unwrap_or(Value::Null);
+                    let params = request.params_value().unwrap_or(Value::Null);
                     pending.insert(request.id.to_string(), (request.method.clone(), params.clone()));
                     seen_methods.push(request.method.clone());
                     let host_sent = !request.method.starts_with("host/");

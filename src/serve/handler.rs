@@ -10,15 +10,16 @@ use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptSteerParams, AttemptSteerResponse,
-    BridgeCapabilities, CancelStatus, HarnessListResponse, HostCapabilities, InitializeParams, InitializeResponse,
-    PeerInfo, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse, SteerStatus, SupportsParams,
-    VersionRange, methods, negotiate,
+    BridgeCapabilities, CancelStatus, HarnessListParams, HarnessListResponse, HostCapabilities, InitializeParams,
+    InitializeResponse, PeerInfo, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse,
+    SteerStatus, SupportsParams, VersionRange, methods, negotiate,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +39,9 @@ struct Running {
     cancel: CancellationToken,
     /// Where `attempt/steer` finds its running turn.
     steer: Arc<SteerSlot>,
+    /// What it is charged against the input budget ([`AttemptRunParams::input_bytes`]), given back
+    /// when it ends.
+    input_bytes: usize,
 }
 
 /// Connection state, behind one lock (never held across an await).
@@ -49,6 +53,8 @@ struct State {
     shutting_down: bool,
     /// Running attempts by attempt id.
     attempts: HashMap<String, Running>,
+    /// The sum of the running attempts' `input_bytes`, kept within `Server::input_budget`.
+    input_bytes_in_use: usize,
 }
 
 /// The server: answers the host's requests.
@@ -64,6 +70,9 @@ pub struct Server {
     attempt_ended: Notify,
     /// Set once `shutdown` has been answered.
     shutdown_done: watch::Sender<bool>,
+    /// The bytes the running attempts' inputs may hold together; past it `attempt/run` is refused
+    /// with `inputBudgetExceeded`.
+    input_budget: usize,
 }
 
 impl Server {
@@ -74,8 +83,10 @@ impl Server {
         registry: Option<PidRegistry>,
         peer: watch::Receiver<Option<RpcPeer>>,
         bindings: Bindings,
+        input_budget: usize,
     ) -> Self {
         Self {
+            input_budget,
             catalog,
             registry,
             peer,
@@ -175,7 +186,10 @@ impl Server {
         }
         let caps = self.capabilities()?;
         let answer = match method.as_str() {
-            methods::HARNESS_LIST => encode(HarnessListResponse { harnesses: self.catalog.infos() }),
+            methods::HARNESS_LIST => {
+                let _: HarnessListParams = decode(params)?;
+                encode(HarnessListResponse { harnesses: self.catalog.infos() })
+            }
             methods::HARNESS_SUPPORTS => {
                 let params: SupportsParams = decode(params)?;
                 encode(self.catalog.supports(&params))
@@ -280,6 +294,7 @@ impl Server {
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         let steer = Arc::new(SteerSlot::default());
+        let input_bytes = params.input_bytes();
         {
             let mut state = self.lock();
             if state.shutting_down {
@@ -303,9 +318,27 @@ impl Server {
                     format!("{MAX_CONCURRENT_ATTEMPTS} attempts are already running"),
                 ));
             }
+            let in_use = state.input_bytes_in_use;
+            if in_use.saturating_add(input_bytes) > self.input_budget {
+                let limit = self.input_budget;
+                return Err(HandlerError::Reply(ErrorObject {
+                    code: errors::INPUT_BUDGET_EXCEEDED,
+                    message: format!(
+                        "the attempt's {input_bytes} bytes of input would take the running attempts' {in_use} bytes \
+                         over the bridge's input budget of {limit} bytes; retry when an attempt ends"
+                    ),
+                    data: Some(serde_json::json!({"bytes": input_bytes, "inUse": in_use, "limit": limit})),
+                }));
+            }
+            state.input_bytes_in_use = in_use + input_bytes;
             state.attempts.insert(
                 params.attempt_id.clone(),
-                Running { session_id: params.session_id.clone(), cancel: cancel.clone(), steer: steer.clone() },
+                Running {
+                    session_id: params.session_id.clone(),
+                    cancel: cancel.clone(),
+                    steer: steer.clone(),
+                    input_bytes,
+                },
             );
         }
         // Whatever happens below, the attempt leaves the registry.
@@ -365,7 +398,11 @@ struct Deregister {
 
 impl Drop for Deregister {
     fn drop(&mut self) {
-        self.server.lock().attempts.remove(&self.attempt_id);
+        let mut state = self.server.lock();
+        if let Some(running) = state.attempts.remove(&self.attempt_id) {
+            state.input_bytes_in_use = state.input_bytes_in_use.saturating_sub(running.input_bytes);
+        }
+        drop(state);
         self.server.attempt_ended.notify_waiters();
     }
 }
@@ -391,13 +428,16 @@ fn reply(code: i64, message: String) -> HandlerError {
     HandlerError::Reply(ErrorObject::new(code, message))
 }
 
-/// Decodes params; absent params are `{}`.
-fn decode<T: DeserializeOwned>(params: Option<Value>) -> Result<T, HandlerError> {
-    let params = match params {
-        Some(Value::Null) | None => Value::Object(Default::default()),
-        Some(params) => params,
-    };
-    serde_json::from_value(params).map_err(|e| reply(codes::INVALID_PARAMS, format!("invalid params: {e}")))
+/// Decodes params straight from their JSON text into `T`, skipping members `T` does not know
+/// (nothing of them is kept); absent or `null` params are `{}`. Every host method takes its params
+/// by name: an array (by position) or any other non-object is invalid params.
+fn decode<T: DeserializeOwned>(params: Option<Box<RawValue>>) -> Result<T, HandlerError> {
+    let text = params.as_deref().map_or("{}", |raw| raw.get().trim_start());
+    let text = if text == "null" { "{}" } else { text };
+    if !text.starts_with('{') {
+        return Err(reply(codes::INVALID_PARAMS, "invalid params: an object of named params is expected".into()));
+    }
+    serde_json::from_str(text).map_err(|e| reply(codes::INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
 fn encode<T: Serialize>(value: T) -> Result<Value, HandlerError> {

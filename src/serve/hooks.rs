@@ -45,11 +45,10 @@ impl Approver for HostApprover {
             }
             let params =
                 ApprovalDecideParams { attempt_id, request, timeout_ms: Some(APPROVAL_TIMEOUT.as_millis() as u64) };
-            let answer = peer
-                .request_with_timeout(methods::HOST_APPROVAL_DECIDE, Some(&params), APPROVAL_TIMEOUT)
+            let decision: ApprovalDecideResponse = peer
+                .request_typed_with_timeout(methods::HOST_APPROVAL_DECIDE, Some(&params), APPROVAL_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
-            let decision: ApprovalDecideResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
             Ok(match decision {
                 ApprovalDecision::Unknown => {
                     ApprovalDecision::Deny { message: Some("the host answered with an unknown decision".into()) }
@@ -84,11 +83,10 @@ impl HostTools for HostToolsClient {
                 return Err(format!("no host tool named `{}` is available", call.tool_name));
             }
             let params = HostToolExecuteParams { attempt_id, call };
-            let answer = peer
-                .request_with_timeout(methods::HOST_TOOL_EXECUTE, Some(&params), TOOL_TIMEOUT)
+            let mut output: HostToolExecuteResponse = peer
+                .request_typed_with_timeout(methods::HOST_TOOL_EXECUTE, Some(&params), TOOL_TIMEOUT)
                 .await
                 .map_err(|e| e.to_string())?;
-            let mut output: HostToolExecuteResponse = serde_json::from_value(answer).map_err(|e| e.to_string())?;
             let (images, note) = clawbridge_bridge::input::tool_images(std::mem::take(&mut output.images));
             output.images = images;
             if let Some(note) = note {

@@ -28,8 +28,9 @@ use std::time::Duration;
 
 use clawbridge_bridge::backend::Registry;
 use clawbridge_bridge::probe::VersionProbe;
-use clawbridge_bridge::rpc::{NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
+use clawbridge_bridge::rpc::{LineCaps, NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
 use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_protocol::host::{errors, limits, methods};
 use clawbridge_protocol::jsonrpc::{Dialect, codes};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -53,6 +54,36 @@ pub async fn serve(state_dir: &Path, backends: Registry) -> anyhow::Result<()> {
 
 /// [`serve`] on any byte streams: the host's lines arrive on `input`, the bridge's go to `output`.
 pub async fn serve_on<R, W>(input: R, output: W, state_dir: &Path, backends: Registry) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_on_with(input, output, state_dir, backends, ServeLimits::from_env()).await
+}
+
+/// The limits of one `serve` connection that are not fixed by the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// The bytes the running attempts' inputs may hold together
+    /// ([`limits::ATTEMPT_INPUT_BUDGET_BYTES`] by default, [`INPUT_BUDGET_VAR`] to change it).
+    pub input_budget_bytes: usize,
+}
+
+impl ServeLimits {
+    /// The defaults, with [`INPUT_BUDGET_VAR`] applied when it is set.
+    pub fn from_env() -> Self {
+        Self { input_budget_bytes: input_budget() }
+    }
+}
+
+/// [`serve_on`] under explicit limits.
+pub async fn serve_on_with<R, W>(
+    input: R,
+    output: W,
+    state_dir: &Path,
+    backends: Registry,
+    serve_limits: ServeLimits,
+) -> anyhow::Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -86,9 +117,15 @@ where
 
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
-    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings));
+    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings, serve_limits.input_budget_bytes));
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
+        max_line_bytes: limits::MAX_LINE_BYTES,
+        caps: host_caps(),
+        // The server's fallback never reads params: keeping them would hold every attempt's whole
+        // request (unknown members too) for as long as it runs.
+        keep_params_for_fallback: false,
+        strict_jsonrpc: true,
         // Attempts run long; each call inside has its own deadline.
         handler_timeout: Duration::from_secs(24 * 3600),
         max_concurrent_handlers: 1024,
@@ -142,6 +179,39 @@ where
     drop(peer);
     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
     Ok(())
+}
+
+/// The environment variable that lowers (or raises) the attempts' input budget, in bytes: for
+/// machines with little memory, and for tests.
+pub const INPUT_BUDGET_VAR: &str = "CLAWBRIDGE_SERVE_INPUT_BUDGET_BYTES";
+
+/// The attempts' input budget: [`limits::ATTEMPT_INPUT_BUDGET_BYTES`] unless [`INPUT_BUDGET_VAR`]
+/// names another number of bytes.
+fn input_budget() -> usize {
+    let Ok(value) = std::env::var(INPUT_BUDGET_VAR) else {
+        return limits::ATTEMPT_INPUT_BUDGET_BYTES;
+    };
+    match value.trim().parse() {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            tracing::warn!(%value, "{INPUT_BUDGET_VAR} is not a number of bytes; using the default budget");
+            limits::ATTEMPT_INPUT_BUDGET_BYTES
+        }
+    }
+}
+
+/// The host protocol's caps by method (docs/host-protocol.md#limits).
+fn host_caps() -> LineCaps {
+    LineCaps {
+        default_incoming: limits::DEFAULT_REQUEST_MAX_BYTES,
+        incoming: [methods::ATTEMPT_RUN, methods::ATTEMPT_STEER]
+            .into_iter()
+            .map(|method| (method, limits::request_cap(method)))
+            .collect(),
+        default_answer: limits::DEFAULT_ANSWER_MAX_BYTES,
+        answers: vec![(methods::HOST_TOOL_EXECUTE, limits::answer_cap(methods::HOST_TOOL_EXECUTE))],
+        too_large_code: errors::REQUEST_TOO_LARGE,
+    }
 }
 
 /// The error answer for a line the peer could not use, when JSON-RPC asks for one.

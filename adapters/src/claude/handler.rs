@@ -213,7 +213,7 @@ impl RequestHandler for ClaudeControlHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
         let this = self.clone();
         Box::pin(async move {
-            let body = ControlRequestBody::from_value(request.params.unwrap_or(Value::Null));
+            let body = ControlRequestBody::from_value(request.params_value().unwrap_or(Value::Null));
             let (outcome, notes) = this.answer(body).await;
             for note in notes {
                 // A session that is gone reads no notes; the answer still goes out.
@@ -414,7 +414,7 @@ mod tests {
         struct Echo;
         impl HostTools for Echo {
             fn specs(&self) -> Vec<HostToolSpec> {
-                vec![HostToolSpec { name: "echo".into(), description: "Echoes.".into(), input_schema: json!({}) }]
+                vec![HostToolSpec::new("echo", "Echoes.", &json!({}))]
             }
             fn call(&self, call: HostToolCall) -> BoxFuture<'static, Result<HostToolOutput, String>> {
                 Box::pin(async move {
@@ -470,11 +470,11 @@ mod tests {
         let approver = Arc::new(FixedApprover(ApprovalDecision::Deny { message: Some("no".into()) }));
         let h = ClaudeControlHandler::new(approver, activity, Duration::from_secs(1), notes_tx);
         let params = json!({"subtype": "can_use_tool", "tool_name": "Bash", "tool_use_id": "toolu_1", "input": {}});
-        let request = Request {
-            id: clawbridge_protocol::jsonrpc::RequestId::String("r1".into()),
-            method: "can_use_tool".into(),
-            params: Some(params.clone()),
-        };
+        let request = Request::with_value(
+            clawbridge_protocol::jsonrpc::RequestId::String("r1".into()),
+            "can_use_tool",
+            Some(params.clone()),
+        );
         let answer = h.handle(request).await.unwrap();
         assert_eq!(answer["behavior"], "deny");
         assert_eq!(

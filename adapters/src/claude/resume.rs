@@ -215,7 +215,7 @@ mod tests {
         config.cwd = Some(root.path().to_path_buf());
         config.model = Some("claude-opus-5-5".into());
         config.append_system_prompt = Some("Be brief.".into());
-        let tools = [HostToolSpec { name: "echo".into(), description: "Echoes.".into(), input_schema: json!({}) }];
+        let tools = [HostToolSpec::new("echo", "Echoes.", &json!({}))];
         let bound = Binding::new("s-1", &config.fingerprints(&tools, "anthropic:default"));
         assert_eq!(bound.check(&config.fingerprints(&tools, "anthropic:default")), Ok(()));
 

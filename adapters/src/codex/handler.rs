@@ -248,7 +248,7 @@ impl CodexRequestHandler {
 impl RequestHandler for CodexRequestHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
         self.activity.request_seen();
-        self.answer(ServerRequest::from_request(&request.method, request.params))
+        self.answer(ServerRequest::from_request(&request.method, request.params_value()))
     }
 
     fn fallback(&self, method: &str, params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
@@ -330,7 +330,7 @@ mod tests {
     }
 
     fn request(id: i64, method: &str, params: Value) -> Request {
-        Request { id: RequestId::from(id), method: method.into(), params: Some(params) }
+        Request::with_value(RequestId::from(id), method, Some(params))
     }
 
     fn handler(decision: ApprovalDecision, tools: Arc<Counting>) -> (Arc<CodexRequestHandler>, Arc<TurnActivity>) {

@@ -273,10 +273,11 @@ impl CodexSession {
             specs
                 .into_iter()
                 .map(|spec| {
+                    let input_schema = spec.schema_value();
                     DynamicToolSpec::Function(DynamicToolFunction {
                         name: spec.name,
                         description: spec.description,
-                        input_schema: spec.input_schema,
+                        input_schema,
                         ..DynamicToolFunction::default()
                     })
                 })

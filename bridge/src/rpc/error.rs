@@ -101,6 +101,15 @@ pub enum StreamProblem {
         /// The id it carried.
         id: RequestId,
     },
+    /// A notification over its method's cap ([`LineCaps`](super::LineCaps)) was skipped.
+    MessageTooLarge {
+        /// Its method.
+        method: String,
+        /// The line's length in bytes.
+        len: usize,
+        /// The method's cap in bytes.
+        limit: usize,
+    },
     /// The stream ended inside a line.
     TruncatedAtEof {
         /// How many bytes the unfinished line had.
@@ -128,6 +137,9 @@ impl fmt::Display for StreamProblem {
             }
             StreamProblem::UnmatchedResponse { id } => {
                 write!(f, "ignored a response to unknown request id {id}")
+            }
+            StreamProblem::MessageTooLarge { method, len, limit } => {
+                write!(f, "skipped a {len}-byte `{method}` notification over its {limit}-byte cap")
             }
             StreamProblem::TruncatedAtEof { len } => {
                 write!(f, "the stream ended inside a {len}-byte line")
@@ -171,6 +183,17 @@ pub enum RpcError {
         method: String,
         /// Why.
         reason: String,
+    },
+    /// The answer's line was over the cap for answers to this method ([`LineCaps`](super::LineCaps));
+    /// it was not decoded.
+    #[error("`{method}` answered with {bytes} bytes, over its {limit}-byte cap")]
+    AnswerTooLarge {
+        /// The method called.
+        method: String,
+        /// The answer line's length in bytes.
+        bytes: usize,
+        /// The cap in bytes.
+        limit: usize,
     },
     /// The answer arrived but does not have the expected shape.
     #[error("`{method}` answered with an unexpected result: {reason}")]

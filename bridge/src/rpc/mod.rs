@@ -8,9 +8,12 @@
 //! (Claude's `control_cancel_request`), which aborts its handler and sends nothing. When the peer's
 //! output ends, every pending request fails with the peer's exit status and stderr tail.
 
+mod caps;
 mod error;
 mod handler;
 mod peer;
+
+pub use caps::LineCaps;
 
 pub use error::{GoneCause, PeerGone, RpcError, StreamProblem};
 pub use handler::{ExitReporter, HandlerError, HandlerFailure, NoProcess, RejectAll, RequestHandler};

@@ -4,17 +4,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawbridge_protocol::jsonrpc::{
-    Dialect, ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, codes, outgoing,
+    Dialect, Envelope, ErrorObject, Incoming, LineError, Message, Notification, RawMessage, Refusal, Request,
+    RequestId, codes, decode_error_object, outgoing,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 
+use super::caps::LineCaps;
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
 use crate::transport::{
@@ -29,6 +32,17 @@ pub struct PeerConfig {
     pub dialect: Dialect,
     /// Longest accepted line; longer ones become [`StreamProblem::Oversize`].
     pub max_line_bytes: usize,
+    /// Smaller caps by method, for the peer's requests and notifications and the answers to ours.
+    pub caps: LineCaps,
+    /// Refuse incoming lines whose `jsonrpc` is not `"2.0"` and answer every invalid request whose id
+    /// could be read with `-32600` and that id (strict JSON-RPC 2.0, as the host connection speaks
+    /// it). Off, a JSON-RPC peer reads either JSON-RPC dialect and skips what it cannot use.
+    pub strict_jsonrpc: bool,
+    /// Keep a copy of each request's params while its handler runs, for
+    /// [`RequestHandler::fallback`]. A handler whose fallback never reads them (the host
+    /// connection's) turns this off, so a long-running request holds nothing but what its handler
+    /// decoded from them.
+    pub keep_params_for_fallback: bool,
     /// Default deadline for our requests.
     pub request_timeout: Duration,
     /// How long a handler may take before the peer gets the fallback answer.
@@ -56,6 +70,9 @@ impl Default for PeerConfig {
         Self {
             dialect: Dialect::JsonRpc2,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            caps: LineCaps::default(),
+            strict_jsonrpc: false,
+            keep_params_for_fallback: true,
             request_timeout: Duration::from_secs(60),
             handler_timeout: Duration::from_secs(600),
             max_concurrent_handlers: 64,
@@ -81,14 +98,27 @@ pub enum PeerEvent {
 }
 
 enum Reply {
-    Answer(Result<Value, ErrorObject>),
+    Answer(Result<Box<RawValue>, ErrorObject>),
+    /// The answer's line was over the method's answer cap; it was not decoded.
+    TooLarge {
+        bytes: usize,
+        limit: usize,
+    },
     Gone(Arc<PeerGone>),
+}
+
+/// One of our requests awaiting its answer.
+struct Waiter {
+    /// Completes the caller's future.
+    reply: oneshot::Sender<Reply>,
+    /// The largest answer line accepted for its method ([`LineCaps::answer`]).
+    answer_cap: usize,
 }
 
 #[derive(Default)]
 struct Pending {
     /// Our requests awaiting an answer, by the number in our id.
-    waiting: HashMap<i64, oneshot::Sender<Reply>>,
+    waiting: HashMap<i64, Waiter>,
     /// Set once the stream ended, under the same lock, so no request can slip in unanswered.
     gone: Option<Arc<PeerGone>>,
 }
@@ -156,7 +186,7 @@ fn our_id(dialect: Dialect, n: i64) -> RequestId {
 fn our_number(dialect: Dialect, id: &RequestId) -> Option<i64> {
     match (dialect, id) {
         (Dialect::ClaudeControl, RequestId::String(s)) => s.strip_prefix(OUR_ID_PREFIX)?.parse().ok(),
-        (Dialect::ClaudeControl, RequestId::Number(_)) => None,
+        (Dialect::ClaudeControl, _) => None,
         _ => id.as_i64(),
     }
 }
@@ -213,14 +243,24 @@ impl RpcPeer {
         self.request_with_timeout(method, params, self.config.request_timeout).await
     }
 
-    /// Sends a request and decodes its result as `R`.
+    /// Sends a request and decodes its result as `R`, straight from the answer's JSON text.
     pub async fn request_typed<P: Serialize, R: DeserializeOwned>(
         &self,
         method: &str,
         params: Option<&P>,
     ) -> Result<R, RpcError> {
-        let value = self.request(method, params).await?;
-        serde_json::from_value(value)
+        self.request_typed_with_timeout(method, params, self.config.request_timeout).await
+    }
+
+    /// [`request_typed`](Self::request_typed) with its own deadline.
+    pub async fn request_typed_with_timeout<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        timeout: Duration,
+    ) -> Result<R, RpcError> {
+        let raw = self.request_raw_with_timeout(method, params, timeout).await?;
+        serde_json::from_str(raw.get())
             .map_err(|e| RpcError::BadResult { method: method.to_string(), reason: e.to_string() })
     }
 
@@ -231,18 +271,29 @@ impl RpcPeer {
         params: Option<&P>,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        self.request_typed_with_timeout(method, params, timeout).await
+    }
+
+    /// Sends a request and waits at most `timeout` for its answer, returned as the JSON text the
+    /// peer wrote.
+    pub async fn request_raw_with_timeout<P: Serialize>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, RpcError> {
         self.send_request(method, params, timeout).await?.await
     }
 
     /// Queues a request for the writer and returns the wait (at most `timeout`) for its answer,
-    /// without waiting for it: whatever is sent after this returns is written after this request.
-    /// Dropping the wait forgets the request.
+    /// as the JSON text the peer wrote, without waiting for it: whatever is sent after this
+    /// returns is written after this request. Dropping the wait forgets the request.
     pub async fn send_request<P: Serialize>(
         &self,
         method: &str,
         params: Option<&P>,
         timeout: Duration,
-    ) -> Result<BoxFuture<'static, Result<Value, RpcError>>, RpcError> {
+    ) -> Result<BoxFuture<'static, Result<Box<RawValue>, RpcError>>, RpcError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -250,7 +301,7 @@ impl RpcPeer {
             if let Some(gone) = &pending.gone {
                 return Err(RpcError::PeerGone { method: method.into(), gone: gone.clone() });
             }
-            pending.waiting.insert(id, tx);
+            pending.waiting.insert(id, Waiter { reply: tx, answer_cap: self.config.caps.answer(method) });
         }
         // However this future ends — answered, failed, timed out, or dropped by a caller that gave
         // up (an aborted handler) — the waiter leaves the pending map: a long-lived peer must not
@@ -316,10 +367,15 @@ impl RpcPeer {
 }
 
 /// The answer to one of our requests, at most `timeout` after it was sent.
-async fn wait_for_answer(method: &str, rx: oneshot::Receiver<Reply>, timeout: Duration) -> Result<Value, RpcError> {
+async fn wait_for_answer(
+    method: &str,
+    rx: oneshot::Receiver<Reply>,
+    timeout: Duration,
+) -> Result<Box<RawValue>, RpcError> {
     match tokio::time::timeout(timeout, rx).await {
         Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
         Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
+        Ok(Ok(Reply::TooLarge { bytes, limit })) => Err(RpcError::AnswerTooLarge { method: method.into(), bytes, limit }),
         Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
         Ok(Err(_)) => {
             Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
@@ -366,7 +422,7 @@ impl ReaderTask {
                 None => break GoneCause::OutputClosed,
             };
             match frame {
-                Frame::Line(line) => self.on_line(&line, &handlers).await,
+                Frame::Line(line) => self.on_line(line, &handlers).await,
                 Frame::Oversize { len } => self.problem(StreamProblem::Oversize { len }).await,
                 Frame::InvalidUtf8 { len, .. } => self.problem(StreamProblem::InvalidUtf8 { len }).await,
                 Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
@@ -388,46 +444,124 @@ impl ReaderTask {
         };
         self.peer.shared.gone_watch.send_replace(Some(gone.clone()));
         for (_, waiter) in waiting {
-            let _ = waiter.send(Reply::Gone(gone.clone()));
+            let _ = waiter.reply.send(Reply::Gone(gone.clone()));
         }
         let _ = self.events.send(PeerEvent::Closed(gone)).await;
     }
 
-    async fn on_line(&self, line: &str, handlers: &Arc<Semaphore>) {
+    async fn on_line(&self, line: String, handlers: &Arc<Semaphore>) {
+        let dialect = self.peer.config.dialect;
+        if dialect == Dialect::ClaudeControl {
+            return self.on_control_line(&line, handlers).await;
+        }
+        // One pass over the line, building nothing: the members stay slices of `line`.
+        let envelope = match Envelope::parse(&line) {
+            Ok(envelope) => envelope,
+            Err(LineError::NotJson(error)) => {
+                return self.problem(StreamProblem::NotJson { preview: preview(&line), error }).await;
+            }
+            Err(LineError::Shape(error)) => {
+                return self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
+            }
+            Err(other) => {
+                let error = other.to_string();
+                return self.problem(StreamProblem::NotJson { preview: preview(&line), error }).await;
+            }
+        };
+        let caps = &self.peer.config.caps;
+        let strict = self.peer.config.strict_jsonrpc;
+        match envelope.classify(strict) {
+            Ok(RawMessage::Notification { method, params }) => {
+                let limit = caps.incoming(&method);
+                if line.len() > limit {
+                    return self.problem(StreamProblem::MessageTooLarge { method, len: line.len(), limit }).await;
+                }
+                let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
+                // A consumer that stopped listening must not stop us reading: the child would block.
+                let _ = self.events.send(PeerEvent::Notification(Notification { method, params })).await;
+            }
+            Ok(RawMessage::Request { id, method, params }) => {
+                let limit = caps.incoming(&method);
+                if line.len() > limit {
+                    let bytes = line.len();
+                    tracing::warn!(peer = %self.peer.config.label, %method, bytes, limit, "refusing a request over its cap");
+                    let error = ErrorObject {
+                        code: caps.too_large_code,
+                        message: format!("the `{method}` request has {bytes} bytes, over its cap of {limit} bytes"),
+                        data: Some(serde_json::json!({"method": method, "bytes": bytes, "limit": limit})),
+                    };
+                    return self.refuse(id, error, handlers).await;
+                }
+                let params = match params.map(|raw| span_of(&line, raw.get()).ok_or(raw)) {
+                    None => None,
+                    Some(Ok(span)) => params_in_place(line, span),
+                    Some(Err(raw)) => Some(raw.to_owned()),
+                };
+                let request = Request { id, method, params };
+                self.dispatch(request, handlers).await;
+            }
+            Ok(RawMessage::Response { id, outcome }) => {
+                let Some((waiter, number)) = self.waiter(&id) else {
+                    return self.problem(StreamProblem::UnmatchedResponse { id }).await;
+                };
+                let reply = if line.len() > waiter.answer_cap {
+                    tracing::warn!(peer = %self.peer.config.label, id = number, bytes = line.len(), "an answer over its cap");
+                    Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap }
+                } else {
+                    Reply::Answer(match outcome {
+                        Ok(result) => Ok(result.to_owned()),
+                        Err(error) => Err(decode_error_object(error).unwrap_or_else(|shape| {
+                            ErrorObject::new(
+                                codes::INTERNAL_ERROR,
+                                format!("the peer answered with an error that {shape}"),
+                            )
+                        })),
+                    })
+                };
+                let _ = waiter.reply.send(reply);
+            }
+            // Strict JSON-RPC answers an invalid request whose id it could read with that id.
+            Err(Refusal { id: Some(id), error }) if strict => {
+                tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing an invalid request");
+                let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("invalid request: {error}"));
+                self.refuse(id, refusal, handlers).await;
+            }
+            Err(Refusal { error, .. }) => {
+                self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
+            }
+        }
+    }
+
+    /// A line of Claude's control protocol, read as a `Value` (its envelopes differ from JSON-RPC's
+    /// and its conversation lines go to the mapper whole).
+    async fn on_control_line(&self, line: &str, handlers: &Arc<Semaphore>) {
         let value: Value = match serde_json::from_str(line) {
             Ok(value) => value,
             Err(e) => {
                 return self.problem(StreamProblem::NotJson { preview: preview(line), error: e.to_string() }).await;
             }
         };
-        let dialect = self.peer.config.dialect;
-        match dialect.classify(value) {
+        match Dialect::ClaudeControl.classify(value) {
             Ok(Incoming::Message(Message::Notification(n))) => {
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(n)).await;
             }
-            Ok(Incoming::Message(Message::Response(response))) => self.on_response(response).await,
-            Ok(Incoming::Message(Message::Request(request))) => {
-                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                // `handle` is called here, in arrival order, so what a handler decides before it returns
-                // its future takes effect in the order the requests were written; the future is
-                // spawned and registered before the next line is read, so a cancel that follows the
-                // request always finds its handler. A panic in `handle` becomes the fallback answer
-                // (re-raised in the task), never the reader's end.
-                let handler = self.handler.clone();
-                let admitted =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.handle(request.clone())));
-                let work = match admitted {
-                    Ok(future) => tokio::spawn(future),
-                    Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
+            Ok(Incoming::Message(Message::Response(response))) => {
+                let Some((waiter, _)) = self.waiter(&response.id) else {
+                    return self.problem(StreamProblem::UnmatchedResponse { id: response.id }).await;
                 };
-                let token = self.peer.shared.track(&request.id, work.abort_handle());
-                let peer = self.peer.clone();
-                tokio::spawn(async move {
-                    answer(peer, handler, request, work, token).await;
-                    drop(permit);
-                });
+                let reply = if line.len() > waiter.answer_cap {
+                    Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap }
+                } else {
+                    // Serialising a `Value` cannot fail.
+                    let raw = response.outcome.map(|value| {
+                        serde_json::value::to_raw_value(&value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+                    });
+                    Reply::Answer(raw)
+                };
+                let _ = waiter.reply.send(reply);
             }
+            Ok(Incoming::Message(Message::Request(request))) => self.dispatch(request, handlers).await,
             Ok(Incoming::Cancel(id)) => {
                 let running = self.peer.shared.running().remove(&id);
                 match running {
@@ -440,32 +574,54 @@ impl ReaderTask {
             }
             Ok(Incoming::Malformed { id, error }) => {
                 tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing a request that cannot be read");
-                let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
-                let peer = self.peer.clone();
-                let refusal = Err(ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}")));
-                // Not from the reader itself: a full output queue must not stop it reading.
-                tokio::spawn(async move {
-                    send_answer(&peer, &id, refusal).await;
-                    drop(permit);
-                });
+                let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("malformed request: {error}"));
+                self.refuse(id, refusal, handlers).await;
             }
             Ok(other) => tracing::debug!(peer = %self.peer.config.label, ?other, "ignored a message of a newer kind"),
-            Err(error) if matches!(dialect, Dialect::JsonRpc2 | Dialect::Codex) => {
-                self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
-            }
             Err(error) => self.problem(StreamProblem::NotAMessage { preview: preview(line), error }).await,
         }
     }
 
-    async fn on_response(&self, response: Response) {
-        let dialect = self.peer.config.dialect;
-        let waiter = our_number(dialect, &response.id).and_then(|id| self.peer.shared.lock().waiting.remove(&id));
-        match waiter {
-            Some(waiter) => {
-                let _ = waiter.send(Reply::Answer(response.outcome));
-            }
-            None => self.problem(StreamProblem::UnmatchedResponse { id: response.id }).await,
-        }
+    /// Hands a request to the handler (in arrival order) and answers it from its own task.
+    async fn dispatch(&self, request: Request, handlers: &Arc<Semaphore>) {
+        let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let id = request.id.clone();
+        let method = request.method.clone();
+        let kept = if self.peer.config.keep_params_for_fallback { request.params.clone() } else { None };
+        // `handle` is called here, in arrival order, so what a handler decides before it returns
+        // its future takes effect in the order the requests were written; the future is spawned
+        // and registered before the next line is read, so a cancel that follows the request always
+        // finds its handler. A panic in `handle` becomes the fallback answer (re-raised in the
+        // task), never the reader's end.
+        let handler = self.handler.clone();
+        let admitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.handle(request)));
+        let work = match admitted {
+            Ok(future) => tokio::spawn(future),
+            Err(panic) => tokio::spawn(async move { std::panic::resume_unwind(panic) }),
+        };
+        let token = self.peer.shared.track(&id, work.abort_handle());
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            answer(peer, handler, Answering { id, method, params: kept }, work, token).await;
+            drop(permit);
+        });
+    }
+
+    /// Answers a request with an error without calling the handler.
+    async fn refuse(&self, id: RequestId, error: ErrorObject, handlers: &Arc<Semaphore>) {
+        let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let peer = self.peer.clone();
+        // Not from the reader itself: a full output queue must not stop it reading.
+        tokio::spawn(async move {
+            send_answer(&peer, &id, Err(error)).await;
+            drop(permit);
+        });
+    }
+
+    /// Takes the waiter of our request `id` answers, with the number of that request.
+    fn waiter(&self, id: &RequestId) -> Option<(Waiter, i64)> {
+        let number = our_number(self.peer.config.dialect, id)?;
+        self.peer.shared.lock().waiting.remove(&number).map(|waiter| (waiter, number))
     }
 
     async fn problem(&self, problem: StreamProblem) {
@@ -503,14 +659,24 @@ impl Drop for PendingGuard {
     }
 }
 
+/// What answering a request needs once its handler has it.
+struct Answering {
+    /// The request's id, echoed.
+    id: RequestId,
+    /// Its method, for logs and the fallback.
+    method: String,
+    /// Its params, only when [`PeerConfig::keep_params_for_fallback`] is set.
+    params: Option<Box<RawValue>>,
+}
+
 async fn answer(
     peer: RpcPeer,
     handler: Arc<dyn RequestHandler>,
-    request: Request,
+    request: Answering,
     work: JoinHandle<Result<Value, HandlerError>>,
     token: u64,
 ) {
-    let Request { id, method, params } = request;
+    let Answering { id, method, params } = request;
     let timeout = peer.config.handler_timeout;
     let abort = work.abort_handle();
     let outcome = tokio::time::timeout(timeout, work).await;
@@ -532,6 +698,7 @@ async fn answer(
         }
     };
     tracing::warn!(peer = %peer.config.label, %method, %failure, "answering with the fallback");
+    let params: Option<Value> = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
     let fallback = handler.fallback(&method, params.as_ref(), &failure);
     send_answer(&peer, &id, fallback).await;
 }
@@ -552,6 +719,25 @@ async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// Where `part` sits in `line`, when it is a slice of it (borrowed raw members always are).
+fn span_of(line: &str, part: &str) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= line.len()).then_some(start..end)
+}
+
+/// The params of a request as raw JSON, made from the line itself: the bytes around them are cut
+/// away in place, so a big request's params cost no second allocation of its size.
+fn params_in_place(mut line: String, span: std::ops::Range<usize>) -> Option<Box<RawValue>> {
+    line.truncate(span.end);
+    line.drain(..span.start);
+    // What surrounded small params of a big line must not stay allocated with them.
+    if line.capacity() > 2 * line.len() + 4096 {
+        line.shrink_to_fit();
+    }
+    RawValue::from_string(line).ok()
 }
 
 fn preview(line: &str) -> String {
@@ -910,5 +1096,102 @@ mod tests {
         write_line(&mut cli_out, json!({"type": "result", "subtype": "success"})).await;
         assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "result"));
         assert!(peer.gone().is_none());
+    }
+
+    /// A strict JSON-RPC peer with small caps: requests `small/*` 100 bytes, answers to `tiny` 60.
+    fn capped_peer(
+        handler: Arc<dyn RequestHandler>,
+    ) -> (
+        RpcPeer,
+        mpsc::Receiver<PeerEvent>,
+        tokio::io::DuplexStream,
+        tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
+    ) {
+        use tokio::io::AsyncBufReadExt;
+        let (output, other_stdout) = tokio::io::duplex(64 * 1024);
+        let (input, other_stdin) = tokio::io::duplex(64 * 1024);
+        let caps = LineCaps {
+            default_incoming: 100,
+            incoming: vec![("big", 10_000)],
+            default_answer: 10_000,
+            answers: vec![("tiny", 60)],
+            too_large_code: -32014,
+        };
+        let config = PeerConfig { strict_jsonrpc: true, caps, ..PeerConfig::default() };
+        let (peer, events) = RpcPeer::start(output, input, config, handler, Arc::new(NoProcess));
+        (peer, events, other_stdout, tokio::io::BufReader::new(other_stdin).lines())
+    }
+
+    #[tokio::test]
+    async fn a_request_over_its_methods_cap_is_refused_unread_and_one_under_it_is_handled() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, _events, mut other_out, mut other_in) = capped_peer(handler);
+        let padding = "x".repeat(200);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"p": padding}}))
+            .await;
+        let refused = next_written(&mut other_in).await;
+        assert_eq!(refused["id"], 1);
+        assert_eq!(refused["error"]["code"], -32014, "{refused}");
+        assert_eq!(refused["error"]["data"]["method"], "echo");
+        assert_eq!(refused["error"]["data"]["limit"], 100);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": 2, "method": "big", "params": {"p": padding}})).await;
+        let served = next_written(&mut other_in).await;
+        assert_eq!(served["id"], 2);
+        assert_eq!(served["result"]["echo"]["p"], padding, "{served}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_its_methods_cap_fails_the_request_and_the_next_is_answered() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (peer, _events, mut other_out, mut other_in) = capped_peer(handler);
+        let ask = |method: &'static str| {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.request::<Value>(method, None).await })
+        };
+        let tiny = ask("tiny");
+        let sent = next_written(&mut other_in).await;
+        let big = "y".repeat(100);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"big": big}})).await;
+        match tiny.await.unwrap() {
+            Err(RpcError::AnswerTooLarge { method, limit, bytes }) => {
+                assert_eq!((method.as_str(), limit), ("tiny", 60));
+                assert!(bytes > 100);
+            }
+            other => panic!("expected the cap to refuse the answer, got {other:?}"),
+        }
+        let other = ask("other");
+        let sent = next_written(&mut other_in).await;
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"big": big}})).await;
+        assert_eq!(other.await.unwrap().unwrap(), json!({"big": big}));
+    }
+
+    #[tokio::test]
+    async fn a_notification_over_its_cap_is_reported_and_skipped() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, mut events, mut other_out, _other_in) = capped_peer(handler);
+        let padding = "x".repeat(200);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "note", "params": {"p": padding}})).await;
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "after"})).await;
+        match events.recv().await {
+            Some(PeerEvent::Problem(StreamProblem::MessageTooLarge { method, limit, .. })) => {
+                assert_eq!((method.as_str(), limit), ("note", 100));
+            }
+            other => panic!("expected the oversize notification, got {other:?}"),
+        }
+        assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "after"));
+    }
+
+    #[test]
+    fn params_are_cut_from_the_line_in_place() {
+        let padding = "x".repeat(100_000);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[1, 2]}},"pad":"{padding}"}}"#);
+        let Ok(Envelope { params: Some(params), .. }) = Envelope::parse(&line) else { panic!() };
+        let span = span_of(&line, params.get()).expect("a slice of the line");
+        assert_eq!(span_of(&line, "elsewhere"), None);
+        let raw = params_in_place(line.clone(), span).unwrap();
+        assert_eq!(raw.get(), r#"{"a":[1, 2]}"#);
     }
 }

@@ -7,6 +7,11 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Capacity of the read buffer after an oversize line was dropped.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// The most capacity the read buffer keeps once a line is taken out of it. A big line grows the
+/// buffer to its size (and more); kept, that allocation would stay for the life of the stream, and
+/// while it is shared with the line the line cannot take it over without a copy.
+const KEPT_CAPACITY: usize = 1024 * 1024;
+
 /// One unit read from a line-delimited stream. Bad input is an item, not an error, so a reader loop
 /// reports it and keeps going.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,6 +103,12 @@ impl Decoder for LineCodec {
                 self.searched = 0;
                 let mut line = buf.split_to(pos + 1);
                 line.truncate(pos);
+                if buf.capacity() > KEPT_CAPACITY {
+                    // The rest moves to a small buffer of its own; the line then owns the big
+                    // allocation alone and becomes its `String` without a copy.
+                    let rest = std::mem::replace(buf, BytesMut::with_capacity(READ_CHUNK));
+                    buf.extend_from_slice(&rest);
+                }
                 Ok(Some(Self::finish_line(line)))
             }
             None if buf.len() > self.max_line_bytes => {
@@ -224,5 +235,17 @@ mod tests {
     async fn multibyte_characters_split_across_chunks_survive() {
         let text = "héllo wörld ✓ 🎉\n";
         assert_eq!(frames(text.as_bytes(), 1024, 1).await, vec![line(text.trim_end())]);
+    }
+
+    #[test]
+    fn after_a_big_line_the_buffer_keeps_only_a_small_allocation() {
+        let mut codec = LineCodec::new(64 << 20);
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&vec![b'x'; 8 << 20]);
+        buf.extend_from_slice(b"\n{\"next\"");
+        let line = codec.decode(&mut buf).unwrap();
+        assert!(matches!(&line, Some(Frame::Line(l)) if l.len() == 8 << 20));
+        assert_eq!(&buf[..], b"{\"next\"", "what followed the line is kept");
+        assert!(buf.capacity() <= KEPT_CAPACITY, "the buffer kept {} bytes of capacity", buf.capacity());
     }
 }

@@ -82,7 +82,7 @@ impl ApprovalDecision {
 }
 
 /// A host tool declared to the backend.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HostToolSpec {
     /// The tool's name (what `host/tool/execute` names).
@@ -90,9 +90,42 @@ pub struct HostToolSpec {
     /// What it does, for the model.
     #[serde(default)]
     pub description: String,
-    /// JSON Schema of its arguments (the host tool's `parameters`).
-    #[serde(default)]
-    pub input_schema: Value,
+    /// JSON Schema of its arguments (the host tool's `parameters`), kept as the host wrote it: the
+    /// bridge only passes it on, and a `Value` tree of a big schema costs tens of times its text.
+    #[serde(default = "empty_schema")]
+    #[schemars(with = "Value")]
+    pub input_schema: Box<serde_json::value::RawValue>,
+}
+
+impl HostToolSpec {
+    /// A spec whose schema is given as a `Value`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: &Value) -> Self {
+        let input_schema = serde_json::value::to_raw_value(input_schema).unwrap_or_else(|_| empty_schema());
+        Self { name: name.into(), description: description.into(), input_schema }
+    }
+
+    /// The schema's JSON text length.
+    pub fn schema_bytes(&self) -> usize {
+        self.input_schema.get().len()
+    }
+
+    /// The schema as a `Value` tree, for a backend whose own types take one.
+    pub fn schema_value(&self) -> Value {
+        serde_json::from_str(self.input_schema.get()).unwrap_or(Value::Null)
+    }
+}
+
+impl PartialEq for HostToolSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.input_schema.get() == other.input_schema.get()
+    }
+}
+
+/// A schema that accepts anything (`{}`), for a tool declared without one.
+fn empty_schema() -> Box<serde_json::value::RawValue> {
+    serde_json::value::RawValue::from_string("{}".to_owned()).expect("`{}` is JSON")
 }
 
 /// A call of a host tool.

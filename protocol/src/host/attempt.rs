@@ -133,6 +133,40 @@ pub enum SessionPersistence {
 }
 
 impl AttemptRunParams {
+    /// The bytes of input this attempt holds while it runs, as decoded (what the bridge's input
+    /// budget charges it): its text members, images, prepared environment, tool lists and host
+    /// tool specs. Unknown members of the request are not here: they were never kept.
+    pub fn input_bytes(&self) -> usize {
+        let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        let names = |list: &Option<Vec<String>>| list.as_ref().map_or(0, |l| l.iter().map(String::len).sum());
+        let ids = self.attempt_id.len()
+            + self.harness_id.len()
+            + self.session_id.len()
+            + text(&self.session_key)
+            + text(&self.agent_id)
+            + text(&self.run_id)
+            + text(&self.model_api)
+            + text(&self.think_level)
+            + text(&self.cwd)
+            + self.workspace_dir.len()
+            + self.provider.len()
+            + self.model_id.len();
+        let images: usize = self.images.iter().map(|i| i.data.len() + i.mime_type.len()).sum();
+        let env: usize = self.process_env.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let auth = self.auth.as_ref().map_or(0, |a| {
+            text(&a.base_url) + text(&a.api_key) + a.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        });
+        let tools: usize = self.host_tools.iter().map(|t| t.name.len() + t.description.len() + t.schema_bytes()).sum();
+        ids + self.prompt.len()
+            + text(&self.extra_system_prompt)
+            + images
+            + env
+            + auth
+            + tools
+            + names(&self.tools_allow)
+            + names(&self.tool_execution_allow)
+    }
+
     /// Whether the run must leave the session's durable state untouched.
     pub fn is_detached(&self) -> bool {
         self.session_persistence == Some(SessionPersistence::Detached)

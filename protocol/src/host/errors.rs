@@ -20,6 +20,9 @@ pub const NOT_INITIALIZED: i64 = -32011;
 pub const ALREADY_INITIALIZED: i64 = -32012;
 /// `shutdown` was received; no new attempts are accepted.
 pub const SHUTTING_DOWN: i64 = -32013;
+/// A request's line is over its method's cap ([`super::limits`]); nothing of it was decoded. `data`
+/// is `{method, bytes, limit}`.
+pub const REQUEST_TOO_LARGE: i64 = -32014;
 /// No harness with that id (see `harness/list`).
 pub const UNKNOWN_HARNESS: i64 = -32020;
 /// The harness exists but its backend cannot run now (binary missing, version gate failed); the
@@ -39,6 +42,10 @@ pub const BRIDGE_BUSY: i64 = -32033;
 /// The attempt failed before any model or tool work (the native process would not start or
 /// handshake). `data` is [`PreflightErrorData`]; the plugin throws `AgentHarnessPreflightError`.
 pub const PREFLIGHT_FAILED: i64 = -32034;
+/// Admitting the attempt would take the inputs of the running attempts over the bridge's input
+/// budget ([`super::limits::ATTEMPT_INPUT_BUDGET_BYTES`]); retry when an attempt ends. `data` is
+/// `{bytes, inUse, limit}`.
+pub const INPUT_BUDGET_EXCEEDED: i64 = -32035;
 /// The host cannot serve this bridge → host request (no approval surface, no user-input surface,
 /// no such host tool); the bridge uses its safe fallback.
 pub const CAPABILITY_UNAVAILABLE: i64 = -32040;
@@ -82,6 +89,12 @@ pub const ALL: &[ErrorCode] = &[
         sender: "bridge",
         meaning: "shutdown was received; no new attempts",
     },
+    ErrorCode {
+        code: REQUEST_TOO_LARGE,
+        name: "requestTooLarge",
+        sender: "bridge",
+        meaning: "a request's line is over its method's size cap",
+    },
     ErrorCode { code: UNKNOWN_HARNESS, name: "unknownHarness", sender: "bridge", meaning: "no harness with that id" },
     ErrorCode {
         code: HARNESS_UNAVAILABLE,
@@ -118,6 +131,12 @@ pub const ALL: &[ErrorCode] = &[
         name: "preflightFailed",
         sender: "bridge",
         meaning: "the attempt failed before any model or tool work",
+    },
+    ErrorCode {
+        code: INPUT_BUDGET_EXCEEDED,
+        name: "inputBudgetExceeded",
+        sender: "bridge",
+        meaning: "the running attempts' inputs would exceed the bridge's input budget",
     },
     ErrorCode {
         code: CAPABILITY_UNAVAILABLE,

@@ -21,6 +21,7 @@ pub mod event;
 pub mod harness;
 pub mod host_requests;
 pub mod initialize;
+pub mod limits;
 mod schema;
 pub mod session;
 pub mod transcript;

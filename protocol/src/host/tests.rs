@@ -251,3 +251,62 @@ fn attempt_params_log_their_shape_not_the_prompt_or_the_prepared_environment() {
     assert!(shown.contains("OPENCLAW_TOKEN") && shown.contains("prompt_bytes: 22"), "{shown}");
     assert!(!shown.contains("secret plan") && !shown.contains("tok-very-secret"), "{shown}");
 }
+
+/// Decodes `known` with an unknown member added and checks that re-encoding the value gives back
+/// exactly what decoding `known` alone gives: the unknown member left nothing in the value (no
+/// catch-all map, no flattened `Value`).
+fn keeps_nothing_unknown<T: serde::Serialize + serde::de::DeserializeOwned>(known: &str) {
+    let rest = known[1..].trim_start();
+    let separator = if rest.starts_with('}') { "" } else { "," };
+    let with_unknown = format!(r#"{{"zzUnknown":{{"deep":[1,2,3],"text":"kept?"}}{separator}{rest}"#);
+    let plain = encode(&decode::<T>(known));
+    let decoded = encode(&decode::<T>(&with_unknown));
+    assert_eq!(decoded, plain, "{with_unknown}");
+    assert!(!decoded.contains("zzUnknown") && !decoded.contains("kept?"), "{decoded}");
+}
+
+#[test]
+fn host_params_keep_no_unknown_members() {
+    keeps_nothing_unknown::<InitializeParams>(INITIALIZE_PARAMS);
+    keeps_nothing_unknown::<HarnessListParams>("{}");
+    keeps_nothing_unknown::<SupportsParams>(r#"{"harnessId":"codex","provider":"openai"}"#);
+    keeps_nothing_unknown::<AttemptCancelParams>(r#"{"attemptId":"a"}"#);
+    keeps_nothing_unknown::<AttemptSteerParams>(r#"{"attemptId":"a","text":"t"}"#);
+    keeps_nothing_unknown::<SessionResetParams>(r#"{"sessionId":"s"}"#);
+    keeps_nothing_unknown::<ShutdownParams>(r#"{"reason":"r"}"#);
+    keeps_nothing_unknown::<AttemptRunParams>(
+        r#"{"attemptId":"a","harnessId":"codex","sessionId":"s","prompt":"p","workspaceDir":"/w",
+            "hostTools":[{"name":"t","inputSchema":{"type":"object"}}],"auth":{"apiKey":"k"}}"#,
+    );
+}
+
+#[test]
+fn an_attempts_input_bytes_count_what_it_keeps_and_not_its_unknown_members() {
+    let prompt = "p".repeat(1000);
+    let params: AttemptRunParams = decode(&format!(
+        r#"{{"attemptId":"a","harnessId":"h","sessionId":"s","prompt":"{prompt}","workspaceDir":"/w",
+            "unknown":"{}","images":[{{"data":"aGk=","mimeType":"image/png"}}],
+            "hostTools":[{{"name":"t","description":"d","inputSchema":{{"type":"object"}}}}]}}"#,
+        "u".repeat(100_000)
+    ));
+    let expected = "a".len()
+        + "h".len()
+        + "s".len()
+        + prompt.len()
+        + "/w".len()
+        + "aGk=".len()
+        + "image/png".len()
+        + "t".len()
+        + "d".len()
+        + r#"{"type":"object"}"#.len();
+    assert_eq!(params.input_bytes(), expected);
+}
+
+#[test]
+fn host_tool_schemas_are_kept_as_written() {
+    let spec: HostToolSpec = decode(r#"{"name":"t","inputSchema":{"b":[1, 2],"a":1.50}}"#);
+    assert_eq!(spec.input_schema.get(), r#"{"b":[1, 2],"a":1.50}"#);
+    assert_eq!(spec.schema_value(), json!({"b": [1, 2], "a": 1.5}));
+    let bare: HostToolSpec = decode(r#"{"name":"t"}"#);
+    assert_eq!(bare.input_schema.get(), "{}");
+}

@@ -1,0 +1,52 @@
+//! The host connection's size limits: every line the bridge reads from the host is bounded by its
+//! method's cap before anything of it is decoded, and the inputs of running attempts share one
+//! byte budget. A request over its cap is answered with
+//! [`REQUEST_TOO_LARGE`](super::errors::REQUEST_TOO_LARGE); an attempt that would take the
+//! budget over is refused with [`INPUT_BUDGET_EXCEEDED`](super::errors::INPUT_BUDGET_EXCEEDED).
+
+const MIB: usize = 1024 * 1024;
+
+/// The longest line the bridge reads from the host at all (the largest cap below). A longer line
+/// is skipped as it arrives, never buffered, and answered with `-32600` and `id: null` (its id was
+/// never read).
+pub const MAX_LINE_BYTES: usize = ATTEMPT_RUN_MAX_BYTES;
+
+/// `attempt/run`: the prompt's images (at most 32 MiB decoded, about 43 MiB in base64), the prompt,
+/// the extra system prompt, the prepared environment (at most 8 MiB) and the host tools' schemas.
+pub const ATTEMPT_RUN_MAX_BYTES: usize = 64 * MIB;
+
+/// `attempt/steer`: 1 MiB of text, with room for JSON's escapes.
+pub const ATTEMPT_STEER_MAX_BYTES: usize = 4 * MIB;
+
+/// Every other host → bridge request (and any notification): none carries more than names, ids
+/// and flags.
+pub const DEFAULT_REQUEST_MAX_BYTES: usize = MIB;
+
+/// The host's answer to `host/tool/execute`: a tool's text and images, bounded like a prompt's.
+pub const HOST_TOOL_EXECUTE_ANSWER_MAX_BYTES: usize = 64 * MIB;
+
+/// The host's answer to every other `host/*` request (a decision, a resolution, answers to
+/// questions, an acknowledgement).
+pub const DEFAULT_ANSWER_MAX_BYTES: usize = MIB;
+
+/// The bytes the running attempts' inputs may hold together (prompts, images, extra system
+/// prompts, prepared environments, host tool specs, as decoded — unknown members are never
+/// kept). Four attempts at their line cap fit; past it `attempt/run` is refused until attempts end.
+pub const ATTEMPT_INPUT_BUDGET_BYTES: usize = 256 * MIB;
+
+/// The cap of a host → bridge request or notification named `method`.
+pub fn request_cap(method: &str) -> usize {
+    match method {
+        super::methods::ATTEMPT_RUN => ATTEMPT_RUN_MAX_BYTES,
+        super::methods::ATTEMPT_STEER => ATTEMPT_STEER_MAX_BYTES,
+        _ => DEFAULT_REQUEST_MAX_BYTES,
+    }
+}
+
+/// The cap of the host's answer to the bridge's request `method`.
+pub fn answer_cap(method: &str) -> usize {
+    match method {
+        super::methods::HOST_TOOL_EXECUTE => HOST_TOOL_EXECUTE_ANSWER_MAX_BYTES,
+        _ => DEFAULT_ANSWER_MAX_BYTES,
+    }
+}

@@ -1,0 +1,243 @@
+//! The host wire as docs/host-protocol.md states it, checked on raw lines: ids echoed byte for
+//! byte, strict JSON-RPC 2.0, params by name only, per-method size caps, the attempts' input
+//! budget, and a huge request of tiny values that leaves the connection serving. Driven in process
+//! (`serve_on_with` over a pipe) with the demo as the only backend.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawbridge::serve::ServeLimits;
+use clawbridge_adapters::codex::CodexBackend;
+use clawbridge_bridge::backend::Registry;
+use clawbridge_protocol::host::limits;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+/// A server on one end of a pipe; the test writes and reads raw lines on the other.
+struct Connection {
+    /// The host's end: what the bridge reads.
+    to_bridge: tokio::io::WriteHalf<DuplexStream>,
+    /// The host's end: what the bridge writes, by line.
+    from_bridge: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
+    /// The server, to see it end cleanly.
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The state directory, removed with the connection.
+    _state: tempfile::TempDir,
+}
+
+fn demo_only() -> Registry {
+    let clawbridge = std::path::PathBuf::from(env!("CARGO_BIN_EXE_clawbridge"));
+    Registry::new().with(Arc::new(CodexBackend::demo(clawbridge, vec![OsString::from("demo-agent")], "0.169.0")))
+}
+
+fn connect(limits: ServeLimits) -> Connection {
+    let state = tempfile::tempdir().unwrap();
+    let (host, bridge) = tokio::io::duplex(1 << 20);
+    let (bridge_in, bridge_out) = tokio::io::split(bridge);
+    let dir = state.path().to_path_buf();
+    let server = tokio::spawn(async move {
+        clawbridge::serve::serve_on_with(bridge_in, bridge_out, &dir, demo_only(), limits).await
+    });
+    let (from_bridge, to_bridge) = tokio::io::split(host);
+    Connection { to_bridge, from_bridge: BufReader::new(from_bridge).lines(), server, _state: state }
+}
+
+impl Connection {
+    async fn write_line(&mut self, line: &str) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        self.to_bridge.write_all(&bytes).await.unwrap();
+    }
+
+    /// The next line the bridge writes that is not a notification, as written.
+    async fn next_answer(&mut self) -> String {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(60), self.from_bridge.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("the bridge is still there");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            if value.get("method").is_none() {
+                return line;
+            }
+        }
+    }
+
+    /// Reads answers until every id in `ids` has one; returns them in the order of `ids`.
+    async fn answers_to(&mut self, ids: &[i64]) -> Vec<Value> {
+        let mut seen: Vec<Value> = Vec::new();
+        while !ids.iter().all(|id| seen.iter().any(|a| a["id"] == *id)) {
+            seen.push(serde_json::from_str(&self.next_answer().await).unwrap());
+        }
+        ids.iter().map(|id| seen.iter().find(|a| a["id"] == *id).unwrap().clone()).collect()
+    }
+
+    /// Writes `line` and returns the answer, parsed.
+    async fn ask(&mut self, line: &str) -> Value {
+        self.write_line(line).await;
+        serde_json::from_str(&self.next_answer().await).unwrap()
+    }
+
+    async fn initialize(&mut self) {
+        let answer = self.ask(&initialize(1)).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
+
+    async fn close(mut self) {
+        self.to_bridge.shutdown().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(60), self.server).await.expect("serve ends").unwrap().unwrap();
+    }
+}
+
+fn initialize(id: i64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+           "params": {"protocolVersion": 1, "host": {"name": "wire-test", "version": "0"}}})
+    .to_string()
+}
+
+fn run_params(attempt: &str, prompt: &str) -> Value {
+    json!({"attemptId": attempt, "harnessId": "clawbridge-demo", "sessionId": format!("s-{attempt}"),
+           "prompt": prompt, "workspaceDir": std::env::temp_dir().display().to_string()})
+}
+
+fn request(id: i64, method: &str, params: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+fn code(answer: &Value) -> i64 {
+    answer["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {answer}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_are_echoed_exactly_as_written() {
+    let mut conn = connect(ServeLimits::from_env());
+    for id in ["18446744073709551616", "1e2", "-0", "1.0", "-12.5E-3", r#""x""#, r#""\u00e9\n""#, "null"] {
+        // Before `initialize`, so each is answered at once with `notInitialized`.
+        conn.write_line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"harness/list"}}"#)).await;
+        let answer = conn.next_answer().await;
+        assert!(answer.contains(&format!(r#""id":{id}"#)), "id {id} came back as {answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(code(&answer), -32011, "{answer}");
+    }
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_that_are_objects_arrays_or_booleans_are_invalid_requests_answered_with_a_null_id() {
+    let mut conn = connect(ServeLimits::from_env());
+    for id in [r#"{"a":1}"#, "[1]", "true", "false"] {
+        let answer = conn.ask(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"harness/list"}}"#)).await;
+        assert_eq!(code(&answer), -32600, "{answer}");
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+    }
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_without_jsonrpc_2_0_is_an_invalid_request_answered_with_its_id() {
+    let mut conn = connect(ServeLimits::from_env());
+    let params = r#""params":{"protocolVersion":1}"#;
+    for (id, version) in
+        [(7, None), (8, Some(r#""1.0""#)), (9, Some("2.0")), (10, Some("null")), (11, Some(r#""2.00""#))]
+    {
+        let version = version.map(|v| format!(r#""jsonrpc":{v},"#)).unwrap_or_default();
+        let answer = conn.ask(&format!(r#"{{{version}"id":{id},"method":"initialize",{params}}}"#)).await;
+        assert_eq!(code(&answer), -32600, "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("jsonrpc"), "{answer}");
+    }
+    // None of them initialized the connection: a proper `initialize` still succeeds.
+    conn.initialize().await;
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn params_by_position_are_invalid_params() {
+    let mut conn = connect(ServeLimits::from_env());
+    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":[1]}"#).await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":"x"}"#).await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    conn.initialize().await;
+    for method in ["harness/list", "attempt/cancel", "attempt/run"] {
+        let answer = conn.ask(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"{method}","params":[1]}}"#)).await;
+        assert_eq!(code(&answer), -32602, "{method}: {answer}");
+    }
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_over_its_methods_cap_is_refused_naming_it_and_an_attempt_under_its_cap_is_served() {
+    let mut conn = connect(ServeLimits::from_env());
+    conn.initialize().await;
+    let padding = "x".repeat(limits::DEFAULT_REQUEST_MAX_BYTES);
+    let answer = conn.ask(&request(2, "harness/list", &json!({"padding": padding}))).await;
+    assert_eq!(code(&answer), -32014, "{answer}");
+    assert_eq!(answer["id"], 2);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("harness/list"), "{message}");
+    assert!(message.contains(&limits::DEFAULT_REQUEST_MAX_BYTES.to_string()), "{message}");
+    assert_eq!(answer["error"]["data"]["method"], "harness/list");
+    assert_eq!(answer["error"]["data"]["limit"], limits::DEFAULT_REQUEST_MAX_BYTES);
+    assert!(answer["error"]["data"]["bytes"].as_u64().unwrap() > limits::DEFAULT_REQUEST_MAX_BYTES as u64);
+
+    // The same size is fine for `attempt/run`: it is admitted and cancelled like any attempt.
+    let run = request(3, "attempt/run", &run_params("big", &padding));
+    let cancel = request(4, "attempt/cancel", &json!({"attemptId": "big"}));
+    conn.write_line(&format!("{run}\n{cancel}")).await;
+    let [run, cancel] = <[Value; 2]>::try_from(conn.answers_to(&[3, 4]).await).unwrap();
+    assert_eq!(cancel["result"]["status"], "cancelling", "the attempt was not admitted: {cancel} / {run}");
+    assert!(run.get("result").is_some(), "{run}");
+    // Nothing else was lost: the connection goes on.
+    let list = conn.ask(&request(5, "harness/list", &json!({}))).await;
+    assert!(list["result"]["harnesses"].is_array(), "{list}");
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_past_the_input_budget_is_refused_and_the_budget_comes_back_when_attempts_end() {
+    const BUDGET: usize = 1024 * 1024;
+    let mut conn = connect(ServeLimits { input_budget_bytes: BUDGET });
+    conn.initialize().await;
+    let prompt = "p".repeat(BUDGET * 6 / 10);
+    let first = request(2, "attempt/run", &run_params("first", &prompt));
+    let second = request(3, "attempt/run", &run_params("second", &prompt));
+    // Written together, with the first's cancel: the first is admitted (and running) before the
+    // second is read, and the cancel finds it.
+    let cancel = request(4, "attempt/cancel", &json!({"attemptId": "first"}));
+    conn.write_line(&format!("{first}\n{second}\n{cancel}")).await;
+    let [first, refused, cancel] = <[Value; 3]>::try_from(conn.answers_to(&[2, 3, 4]).await).unwrap();
+    assert_eq!(code(&refused), -32035, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], BUDGET);
+    assert!(refused["error"]["data"]["inUse"].as_u64().unwrap() >= prompt.len() as u64, "{refused}");
+    assert_eq!(cancel["result"]["status"], "cancelling", "{cancel}");
+    assert!(first.get("result").is_some(), "{first}");
+
+    // Its bytes were given back when it ended: the same attempt fits again.
+    let again = request(5, "attempt/run", &run_params("again", &prompt));
+    let cancel = request(6, "attempt/cancel", &json!({"attemptId": "again"}));
+    conn.write_line(&format!("{again}\n{cancel}")).await;
+    let [again, cancel] = <[Value; 2]>::try_from(conn.answers_to(&[5, 6]).await).unwrap();
+    assert_eq!(cancel["result"]["status"], "cancelling", "the budget was not given back: {cancel} / {again}");
+    assert!(again.get("result").is_some(), "{again}");
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_60_mb_request_of_tiny_values_the_connection_still_answers() {
+    let mut conn = connect(ServeLimits::from_env());
+    conn.initialize().await;
+    let values = "1,".repeat(30_000_000);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"attempt/run","params":{{"unknown":[{values}1],"attemptId":""}}}}"#
+    );
+    assert!(line.len() > 60_000_000 && line.len() < limits::ATTEMPT_RUN_MAX_BYTES);
+    let answer = conn.ask(&line).await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(answer.get("error").is_some(), "an attempt without its fields is refused: {answer}");
+    let list = conn.ask(&request(3, "harness/list", &json!({}))).await;
+    assert!(list["result"]["harnesses"].is_array(), "{list}");
+    conn.close().await;
+}
