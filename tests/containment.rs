@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use clawbridge_bridge::supervisor::{
-    CGROUPS_VAR, CONTAINMENT_VAR, ChildProcess, CommandSpec, Containment, EnvPolicy, SpawnOptions, StopPolicy,
-    StopStage,
+    CGROUPS_VAR, CONTAINMENT_VAR, ChildProcess, CommandSpec, Containment, EnvPolicy, PidRegistry, SpawnError,
+    SpawnOptions, StopPolicy, StopStage, TOKEN_SEPARATOR, cgroups_available,
 };
 
 /// The variable the launcher scripts export; its value is unique per test (and per batch).
@@ -104,14 +104,37 @@ fn quick_stop() -> StopPolicy {
     }
 }
 
-/// The agent's token, read from its own environment (what the bridge set).
-fn token_of(pid: u32) -> String {
+/// The agent's containment value, read from its own environment (what the bridge set).
+fn containment_value_of(pid: u32) -> String {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
     let prefix = format!("{CONTAINMENT_VAR}=");
     environ
         .split(|&b| b == 0)
         .find_map(|item| std::str::from_utf8(item).ok()?.strip_prefix(&prefix).map(str::to_string))
         .expect("the agent carries a containment token")
+}
+
+/// The agent's own token: the last of its value (outer bridges' tokens come first).
+fn token_of(pid: u32) -> String {
+    containment_value_of(pid).rsplit(TOKEN_SEPARATOR).next().unwrap().to_string()
+}
+
+/// Live processes whose containment value names `token` among its tokens.
+fn token_carriers(token: &str) -> Vec<i32> {
+    let prefix = format!("{CONTAINMENT_VAR}=").into_bytes();
+    let mut found = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return found };
+    for pid in dir.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+        let carries = environ.split(|&b| b == 0).any(|item| {
+            item.strip_prefix(prefix.as_slice())
+                .is_some_and(|value| value.split(|&b| b == TOKEN_SEPARATOR as u8).any(|t| t == token.as_bytes()))
+        });
+        if carries && live(pid) {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 /// An agent (`cat`: runs until stdin closes) whose launcher started an escaping descendant; the
@@ -129,7 +152,11 @@ async fn stopped_agent_leaves_no_descendant(escape: Escape, containment: Contain
     });
     let token = token_of(pid);
     let escaped: Vec<i32> = carriers(MARKER_VAR, &marker).into_iter().filter(|&p| p as u32 != pid).collect();
-    assert_eq!(carriers(CONTAINMENT_VAR, &token).len(), 2, "the agent and its descendant carry the token");
+    assert_eq!(token_carriers(&token).len(), 2, "the agent and its descendant carry the token");
+    // Where the product can make cgroups, the agent must be in one, so the cgroup's part is
+    // proven rather than silently covered by the token.
+    let with_cgroup = containment == Containment::CgroupWhereAvailable && cgroups_available().is_ok();
+    assert_eq!(child.cgroup().is_some(), with_cgroup, "the agent has a cgroup exactly where they can be made");
 
     let outcome = child.stop(quick_stop()).await;
     assert_ne!(outcome.stage, StopStage::Unkillable);
@@ -138,7 +165,13 @@ async fn stopped_agent_leaves_no_descendant(escape: Escape, containment: Contain
         Escape::DoubleFork => 0, // still in the group: the group's SIGTERM ended it
     };
     assert_eq!(outcome.outside_group, expected_outside, "{escape:?}: what had left the group was killed");
-    assert!(carriers(CONTAINMENT_VAR, &token).is_empty(), "nothing carrying the token is alive");
+    let (by_cgroup, by_token) = if with_cgroup { (expected_outside, 0) } else { (0, expected_outside) };
+    assert_eq!(
+        (outcome.escaped.by_cgroup, outcome.escaped.by_token),
+        (by_cgroup, by_token),
+        "{escape:?}: the mark that found it (cgroups {with_cgroup})"
+    );
+    assert!(token_carriers(&token).is_empty(), "nothing carrying the token is alive");
     assert!(escaped.iter().all(|&p| !live(p)), "the escaped sleeper {escaped:?} is gone");
     assert!(carriers(MARKER_VAR, &marker).is_empty());
 }
@@ -202,10 +235,109 @@ async fn the_token_reaches_the_agent_whatever_its_env_policy_says() {
     spec.env = EnvPolicy::default().with_var(CONTAINMENT_VAR, "forged").without("CLAWBRIDGE_*");
     let options = SpawnOptions { die_with_bridge: false, ..SpawnOptions::default() };
     let mut child = ChildProcess::spawn(&spec, options).unwrap();
+    assert!(!containment_value_of(child.pid()).contains("forged"));
     let token = token_of(child.pid());
     assert_eq!(token.len(), 32, "{token}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
     child.stop(quick_stop()).await;
+}
+
+/// Without cgroups, a descendant whose pid keeps moving (each process starts the next and exits,
+/// every 10 ms or so, up to a thousand times) is stopped too: each carrier is stopped (SIGSTOP)
+/// the moment a walk finds it, and all are killed once a walk finds every carrier stopped. (One
+/// that hops every millisecond can fall between the reads of two walks: docs/containment.md,
+/// the fallback's limit.)
+#[tokio::test]
+async fn without_cgroups_a_descendant_whose_pid_keeps_moving_is_still_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = fresh_marker("walker");
+    let _cleanup = Cleanup(marker.clone());
+    // Bounded (HOPS), so even a failing run ends by itself.
+    let walker = dir.path().join("walker");
+    std::fs::write(
+        &walker,
+        "#!/bin/sh\nsleep 0.01\nn=${HOPS:-0}\nif [ \"$n\" -lt 1000 ]; then HOPS=$((n + 1)) \"$0\" & fi\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&walker, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agent = dir.path().join("agent");
+    let text = format!(
+        "#!/bin/sh\nexport {MARKER_VAR}={marker}\nsetsid {} </dev/null >/dev/null 2>&1 &\nexec cat\n",
+        shell_quote(&walker.display().to_string())
+    );
+    std::fs::write(&agent, text).unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let options =
+        SpawnOptions { containment: Containment::TokenOnly, die_with_bridge: false, ..SpawnOptions::default() };
+    let mut child = ChildProcess::spawn(&CommandSpec::new(&agent), options).unwrap();
+    let pid = child.pid();
+    wait_until("the walker runs", Duration::from_secs(10), || {
+        carriers(MARKER_VAR, &marker).iter().any(|&p| p as u32 != pid)
+    });
+    let outcome = child.stop(quick_stop()).await;
+    assert_ne!(outcome.stage, StopStage::Unkillable, "{outcome:?}");
+    assert!(outcome.escaped.by_token >= 1, "{outcome:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let survivors = carriers(MARKER_VAR, &marker);
+    assert!(survivors.is_empty(), "the walker is still running as {survivors:?}");
+}
+
+/// An agent of a nested bridge (the bridge itself runs with an outer bridge's token) carries the
+/// outer token in front of its own, so the outer bridge's stop and reap find it too.
+#[test]
+fn a_nested_bridges_agents_keep_the_outer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = fresh_marker("nested");
+    let _cleanup = Cleanup(marker.clone());
+    let outer = "0123456789abcdef0123456789abcdef";
+    let program = hanging_launcher(dir.path(), &marker);
+    let mut bridge = clawbridge_run(&dir.path().join("state"), &program, false)
+        .env(CONTAINMENT_VAR, outer)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the agent and its setsid descendant run", Duration::from_secs(30), || {
+        carriers(MARKER_VAR, &marker).len() == 2
+    });
+    let values: Vec<String> =
+        carriers(MARKER_VAR, &marker).into_iter().map(|pid| containment_value_of(pid as u32)).collect();
+    bridge.kill().unwrap();
+    bridge.wait().unwrap();
+    for value in &values {
+        let tokens: Vec<&str> = value.split(TOKEN_SEPARATOR).collect();
+        assert_eq!(tokens.len(), 2, "{value}");
+        assert_eq!(tokens[0], outer, "the outer token comes first: {value}");
+    }
+    assert!(!token_carriers(outer).is_empty(), "the outer bridge finds the inner bridge's agents");
+}
+
+/// A record that cannot be written fails the spawn, naming the path, and the agent never runs:
+/// nothing could find what it left if the bridge crashed.
+#[tokio::test]
+async fn an_agent_that_cannot_be_recorded_is_not_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let registry = PidRegistry::open(&pids).unwrap();
+    std::fs::remove_dir(&pids).unwrap();
+    std::fs::write(&pids, b"a file where the folder was").unwrap();
+    let ran = dir.path().join("ran");
+    let agent = dir.path().join("agent");
+    std::fs::write(&agent, format!("#!/bin/sh\ntouch {}\nexec cat\n", shell_quote(&ran.display().to_string())))
+        .unwrap();
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let options = SpawnOptions { registry: Some(registry), die_with_bridge: false, ..SpawnOptions::default() };
+    let error = ChildProcess::spawn(&CommandSpec::new(&agent), options).unwrap_err();
+    assert!(matches!(error, SpawnError::Record { .. }), "{error:?}");
+    let mut chain = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    assert!(chain.contains(&pids.display().to_string()), "the error names the record's path: {chain}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!ran.exists(), "the agent never ran");
 }
 
 /// A descendant that leaves the group *and* clears its environment (token included) is found only
@@ -225,13 +357,18 @@ async fn an_env_clearing_descendant_is_stopped_exactly_where_the_agent_has_a_cgr
     let options = SpawnOptions { containment: Containment::CgroupWhereAvailable, ..options };
     let mut child = ChildProcess::spawn(&CommandSpec::new(&path), options).unwrap();
     wait_until("the descendant runs", Duration::from_secs(10), || !carriers(MARKER_VAR, &marker).is_empty());
-    let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", child.pid()))
+    // In the agent's own cgroup exactly (the path the kernel reports ends the agent's folder),
+    // and where the product can make cgroups, it has one.
+    let own = std::fs::read_to_string(format!("/proc/{}/cgroup", child.pid()))
         .unwrap()
         .lines()
-        .any(|line| line.starts_with("0::") && line.contains("/clawbridge-"));
+        .find_map(|line| line.strip_prefix("0::").map(|p| p.trim_start_matches('/').to_string()))
+        .unwrap_or_default();
+    let in_cgroup = child.cgroup().is_some_and(|dir| !own.is_empty() && dir.ends_with(&own));
+    assert_eq!(in_cgroup, cgroups_available().is_ok(), "in its own cgroup exactly where cgroups can be made: {own}");
     let outcome = child.stop(quick_stop()).await;
     if in_cgroup {
-        assert_eq!(outcome.outside_group, 1, "the cgroup found the descendant without a token");
+        assert_eq!(outcome.escaped.by_cgroup, 1, "the cgroup found the descendant without a token");
         assert!(carriers(MARKER_VAR, &marker).is_empty(), "and it is gone");
     } else {
         assert_eq!(outcome.outside_group, 0, "without a cgroup nothing can find it (the stated limit)");

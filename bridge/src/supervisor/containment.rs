@@ -322,15 +322,24 @@ pub(crate) fn kill_escaped(marks: &Marks, kill_group: bool, limit: std::time::Du
     let mut scanner = Scanner::new();
     let (mut by_cgroup, mut by_token) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
     let mut wait = FIRST_POLL;
+    let mut empty_before = false;
     loop {
         let found = scanner.find(marks, true);
         by_cgroup.extend(found.by_cgroup.iter().map(|s| s.pid));
         by_token.extend(found.by_token.iter().map(|s| s.pid).filter(|pid| !by_cgroup.contains(pid)));
         let group_left = kill_group && !found.group.is_empty();
         let escaped = Escaped { by_cgroup: by_cgroup.len(), by_token: by_token.len() };
+        // A pid that keeps moving (each process starts the next and exits) can fall between a
+        // walk's reads: only two empty walks in a row end the kill.
         if found.nothing_outside() && !group_left {
-            return KillReport { escaped, survivors: 0 };
+            if empty_before {
+                return KillReport { escaped, survivors: 0 };
+            }
+            empty_before = true;
+            std::thread::sleep(FIRST_POLL);
+            continue;
         }
+        empty_before = false;
         if std::time::Instant::now() >= deadline {
             let survivors =
                 found.by_cgroup.len() + found.by_token.len() + if kill_group { found.group.len() } else { 0 };
