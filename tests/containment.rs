@@ -529,3 +529,66 @@ fn two_hundred_runs_killed_at_random_early_instants_leave_no_survivor_after_reap
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Codex: the token reaches the tool commands it runs, whatever its shell environment policy
+// ---------------------------------------------------------------------------------------------
+
+/// Codex builds every tool command's environment from its `shell_environment_policy`; with
+/// `inherit = "none"` nothing of its own environment passes — but the bridge's `set` override
+/// puts the containment variable back, so a command the model runs carries the agent's token.
+#[tokio::test]
+async fn a_codex_tool_command_carries_the_token_under_an_inherit_none_policy() {
+    use std::sync::Arc;
+
+    use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
+    use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
+    use clawbridge_fixtures::hooks::RecordingObserver;
+    use clawbridge_fixtures::peers::codex::config_toml;
+    use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().expect("a sandbox");
+    let scenario = serde_json::json!({"rules": [
+        {"when": {"last_input_is_tool_result": true},
+         "reply": {"text": "The command printed:", "text_quoting_tool_result": true}},
+        {"when": {"last_user_text_contains": "run", "tool_offered": "exec_command"},
+         "reply": {"run_command": {"command": format!("echo token=${CONTAINMENT_VAR}="), "escalated": true,
+                                   "justification": "Allow it?", "shell": "/bin/bash"}}}
+    ]});
+    let mock = start_mock(&scenario).await.expect("the mock starts");
+    let config_text = format!("{}\n[shell_environment_policy]\ninherit = \"none\"\n", config_toml(&mock));
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_text).unwrap();
+    let mut config = CodexConfig::new(&codex);
+    config.codex_home = Some(sandbox.codex_home());
+    config.env = sandbox.env();
+    config.cwd = Some(sandbox.work());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: Arc::new(RecordingObserver::default()),
+    };
+    let mut session = CodexSession::connect(config, hooks).await.expect("codex accepts the override");
+    let value = containment_value_of(session.pid());
+    let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
+    let thread = session.start_thread(&options).await.unwrap();
+    let result = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run it.",
+            &mut |_: &clawbridge_bridge::events::Event| {},
+            &tokio_util::sync::CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .expect("the turn runs");
+    session.shutdown().await;
+    let expected = format!("token={value}=");
+    assert!(
+        result.assistant_texts.iter().any(|t| t.contains(&expected)),
+        "the tool command saw {:?}, the agent carries {value}",
+        result.assistant_texts
+    );
+}
