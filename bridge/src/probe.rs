@@ -218,7 +218,10 @@ mod tests {
         let pid_file = bin.path().join("escaped.pid");
         let tool = script(
             bin.path(),
-            &format!("setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho 'tool 9.9.9'", pid_file.display()),
+            &format!(
+                "setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho 'tool 9.9.9'",
+                pid_file.display()
+            ),
         );
         let probe = VersionProbe::in_memory();
         let answer = probe.version_output(&CommandSpec::new(&tool), Duration::from_secs(10)).await.unwrap();
