@@ -369,7 +369,7 @@ pub(crate) fn is_live(pid: i32) -> bool {
 }
 
 /// The cgroup2 mount point and the bridge's own cgroup under it: where agent cgroups are made.
-fn own_cgroup_dir() -> Result<PathBuf, CgroupUnavailable> {
+pub(crate) fn own_cgroup_dir() -> Result<PathBuf, CgroupUnavailable> {
     let io = |path: &str| {
         let path = PathBuf::from(path);
         move |e: procfs::ProcError| CgroupUnavailable::Io { path, source: std::io::Error::other(e.to_string()) }

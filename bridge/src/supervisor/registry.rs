@@ -583,4 +583,30 @@ mod tests {
             assert!(std::fs::symlink_metadata(dir.path().join(skipped)).is_ok(), "{skipped} is left alone");
         }
     }
+
+    /// What a reap could not finish keeps its record: here a dead owner's cgroup that cannot be
+    /// removed because a running bridge (this test) owns a cgroup below it.
+    #[tokio::test]
+    async fn a_record_whose_cgroup_cannot_be_removed_is_kept() {
+        let Ok(parent) = containment::own_cgroup_dir() else { return };
+        let dead_owner = i32::MAX - 6;
+        let dir = parent.join(format!("{}{dead_owner}-0", containment::CGROUP_PREFIX));
+        if std::fs::create_dir(&dir).is_err() {
+            return; // cgroups cannot be made here
+        }
+        let live = dir.join(format!("{}{}-0", containment::CGROUP_PREFIX, std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let registry = PidRegistry::open(state.path()).unwrap();
+        let mut record = orphan_record(None, None, Some(dir.clone()));
+        record.owner_pid = dead_owner;
+        let path = state.path().join("kept.json");
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let reaped = registry.reap_orphans(Duration::from_millis(10)).await.unwrap();
+        let kept = path.exists();
+        let _ = std::fs::remove_dir(&live);
+        let _ = std::fs::remove_dir(&dir);
+        assert!(reaped.is_empty(), "{reaped:?}");
+        assert!(kept, "the record stays while its cgroup does");
+    }
 }
