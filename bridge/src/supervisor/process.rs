@@ -405,7 +405,8 @@ impl ChildProcess {
     /// holding the pipes does not survive a child that exited politely.
     pub async fn stop(&mut self, policy: StopPolicy) -> StopOutcome {
         let pgid = self.pid as i32;
-        let stage = if self.try_exit().is_some() && !group_alive(pgid) {
+        let exited = self.try_exit().is_some();
+        let stage = if exited && !tokio::task::spawn_blocking(move || group_alive(pgid)).await.unwrap_or(true) {
             StopStage::AlreadyExited
         } else {
             self.stdin.take();
