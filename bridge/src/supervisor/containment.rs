@@ -144,7 +144,7 @@ fn environ_names(environ: &[u8], token: &Token) -> bool {
 }
 
 /// A live (not zombie) process as one walk over `/proc` saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct Seen {
     /// Its pid.
     pub(crate) pid: i32,
@@ -152,6 +152,10 @@ pub(crate) struct Seen {
     pub(crate) pgrp: i32,
     /// Whether it is stopped (SIGSTOP): a stopped process cannot fork, which the kill relies on.
     pub(crate) stopped: bool,
+    /// For a token carrier: a pidfd of the process whose environment was read, so signals reach
+    /// it even if it exits and its pid is reused before they are sent (none where the kernel
+    /// has no `pidfd_open`, before Linux 5.3: then the pid is signalled).
+    pidfd: Option<std::os::fd::OwnedFd>,
 }
 
 /// The process group mark of an agent.
@@ -261,16 +265,27 @@ impl Scanner {
             if matches!(stat.state, 'Z' | 'X' | 'x') {
                 continue;
             }
-            let seen = Seen { pid: stat.pid, pgrp: stat.pgrp, stopped: matches!(stat.state, 'T' | 't') };
+            let mut seen =
+                Seen { pid: stat.pid, pgrp: stat.pgrp, stopped: matches!(stat.state, 'T' | 't'), pidfd: None };
             if group.is_some_and(|g| stat.pgrp == g.pgid && g.started_since.is_none_or(|t| stat.starttime >= t)) {
                 found.group.push(seen);
             } else if in_cgroup.contains(&stat.pid) {
-                found.by_cgroup.push(seen);
+                if self.may_signal(stat.pid, stat.pgrp) {
+                    found.by_cgroup.push(seen);
+                }
             } else if let Some(token) = &marks.token
                 && self.may_signal(stat.pid, stat.pgrp)
-                && self.carries(stat.pid, token)
             {
-                if freeze && !seen.stopped && kill(Pid::from_raw(stat.pid), Signal::SIGSTOP).is_err() {
+                if !self.carries(stat.pid, token) {
+                    continue;
+                }
+                seen.pidfd = pidfd(stat.pid);
+                // The start time of the walk's stat, read again after the pidfd was opened: the
+                // pidfd is the process whose environment was read, not a reuse of its pid.
+                if start_ticks(stat.pid) != Some(stat.starttime) {
+                    continue;
+                }
+                if freeze && !seen.stopped && !send(&seen, Signal::SIGSTOP) {
                     continue; // gone meanwhile
                 }
                 found.by_token.push(seen);
@@ -292,8 +307,27 @@ impl Scanner {
 
     /// Sends `signal` to each pid that may be signalled; the count of those that existed.
     pub(crate) fn signal_each(&self, found: &[Seen], signal: Signal) -> usize {
-        found.iter().filter(|s| self.may_signal(s.pid, s.pgrp) && kill(Pid::from_raw(s.pid), signal).is_ok()).count()
+        found.iter().filter(|s| self.may_signal(s.pid, s.pgrp) && send(s, signal)).count()
     }
+}
+
+/// A pidfd for `pid`, where the kernel has them.
+fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(pid)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// Sends `signal` to the process `seen` names, through its pidfd when it has one; true when it
+/// still existed.
+fn send(seen: &Seen, signal: Signal) -> bool {
+    match (&seen.pidfd, rustix::process::Signal::from_named_raw(signal as i32)) {
+        (Some(fd), Some(signal)) => rustix::process::pidfd_send_signal(fd, signal).is_ok(),
+        _ => kill(Pid::from_raw(seen.pid), signal).is_ok(),
+    }
+}
+
+fn start_ticks(pid: i32) -> Option<u64> {
+    procfs::process::Process::new(pid).ok()?.stat().ok().map(|s| s.starttime)
 }
 
 /// How long the kill loops wait between scans at first, and at most: a scan reads every process's
@@ -349,7 +383,13 @@ pub(crate) fn kill_escaped(marks: &Marks, kill_group: bool, limit: std::time::Du
             crate::supervisor::group::signal_group(group.pgid, Signal::SIGKILL);
         }
         if let (false, Some(dir)) = (found.by_cgroup.is_empty(), &marks.cgroup) {
-            kill_all(dir);
+            // A reaper that itself runs inside the dead owner's agent cgroup (a bridge an agent
+            // started, sharing the state dir) must not kill itself with it.
+            if listed_members(dir).contains(&scanner.me) {
+                scanner.signal_each(&found.by_cgroup, Signal::SIGKILL);
+            } else {
+                kill_all(dir);
+            }
         }
         // Every carrier this walk found running was stopped the moment it was found, but may have
         // forked just before: only once a walk finds them all already stopped is nothing left that
