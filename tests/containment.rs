@@ -328,14 +328,13 @@ async fn an_agent_that_cannot_be_recorded_is_not_started() {
     let options = SpawnOptions { registry: Some(registry), die_with_bridge: false, ..SpawnOptions::default() };
     let error = ChildProcess::spawn(&CommandSpec::new(&agent), options).unwrap_err();
     assert!(matches!(error, SpawnError::Record { .. }), "{error:?}");
-    let mut chain = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    assert!(chain.contains(&pids.display().to_string()), "the error names the record's path: {chain}");
+    // One line, as serve shows it, names the path and the OS error.
+    let line = error.to_string();
+    assert!(line.contains(&pids.display().to_string()), "the error names the record's path: {line}");
+    assert!(
+        line.contains(&std::io::Error::from_raw_os_error(nix::libc::ENOTDIR).to_string()),
+        "and the OS error: {line}"
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert!(!ran.exists(), "the agent never ran");
 }

@@ -152,14 +152,20 @@ pub enum SpawnError {
     NoRandomness(#[source] getrandom::Error),
     /// The pid record could not be written before the spawn; the agent was not started, since
     /// nothing could find what it leaves if this bridge crashed.
-    #[error("could not record `{program}` in the pid registry before starting it")]
+    // The whole cause is in the message (not a `#[source]`): callers that show one line (serve's
+    // preflight error) must still name the path and the OS error.
+    #[error("could not record `{program}` in the pid registry before starting it: {}", registry_error_text(.record))]
     Record {
         /// The program as configured.
         program: String,
-        /// The record's path and the OS error.
-        #[source]
-        source: RegistryError,
+        /// Why: the record's path and the OS error.
+        record: RegistryError,
     },
+}
+
+/// A registry error and its causes on one line.
+fn registry_error_text(error: &RegistryError) -> String {
+    containment::error_chain(error)
 }
 
 /// A running (or finished) native agent and its process group.
@@ -225,7 +231,7 @@ impl ChildProcess {
                 if let Some(cgroup) = &cgroup {
                     containment::remove(cgroup.dir());
                 }
-                return Err(SpawnError::Record { program: spec.program.display().to_string(), source });
+                return Err(SpawnError::Record { program: spec.program.display().to_string(), record: source });
             }
         };
         let mut env = spec.env.build(std::env::vars_os());
