@@ -331,10 +331,7 @@ async fn an_agent_that_cannot_be_recorded_is_not_started() {
     // One line, as serve shows it, names the path and the OS error.
     let line = error.to_string();
     assert!(line.contains(&pids.display().to_string()), "the error names the record's path: {line}");
-    assert!(
-        line.contains(&std::io::Error::from_raw_os_error(nix::libc::ENOTDIR).to_string()),
-        "and the OS error: {line}"
-    );
+    assert!(line.contains("(os error "), "and the OS error: {line}");
     std::thread::sleep(Duration::from_millis(200));
     assert!(!ran.exists(), "the agent never ran");
 }
