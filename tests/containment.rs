@@ -588,3 +588,34 @@ async fn a_codex_tool_command_carries_the_token_under_an_inherit_none_policy() {
         result.assistant_texts
     );
 }
+
+/// Whatever a stop and the drop cannot finish keeps the agent's record, so the reap after this
+/// bridge has gone still finds it: here the agent's cgroup cannot be removed, because a running
+/// bridge (this test) owns a cgroup below it. (Where no cgroup can be made, there is nothing to
+/// hold the cgroup back and the test has nothing to show.)
+#[tokio::test]
+async fn what_the_stop_and_drop_cannot_finish_keeps_its_record() {
+    let state = tempfile::tempdir().unwrap();
+    let registry = PidRegistry::open(state.path()).unwrap();
+    let options = SpawnOptions { registry: Some(registry), die_with_bridge: false, ..SpawnOptions::default() };
+    let mut child = ChildProcess::spawn(&CommandSpec::new("cat"), options).unwrap();
+    let Some(cgroup) = child.cgroup().map(Path::to_path_buf) else {
+        assert!(cgroups_available().is_err(), "cgroups can be made here, yet the agent has none");
+        child.stop(quick_stop()).await;
+        return;
+    };
+    let record = state.path().join(format!("{}.json", token_of(child.pid())));
+    let held = cgroup.join(format!("clawbridge-{}-0", std::process::id()));
+    std::fs::create_dir(&held).unwrap();
+    let policy = StopPolicy { after_sigkill: Duration::from_millis(300), ..quick_stop() };
+    let outcome = child.stop(policy).await;
+    assert_eq!(outcome.stage, StopStage::Unkillable, "the cgroup could not be removed");
+    drop(child);
+    // The drop tries again off the runtime's threads for a few seconds, then gives up.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let kept = record.exists();
+    let _ = std::fs::remove_dir(&held);
+    let _ = std::fs::remove_dir(&cgroup);
+    let _ = std::fs::remove_file(&record);
+    assert!(kept, "the record of an agent whose cgroup remains is kept");
+}
