@@ -444,7 +444,7 @@ impl ChildProcess {
         if stage == StopStage::Unkillable
             && let Some(registration) = self.registration.as_mut()
         {
-            registration.keep();
+            registration.keep(true);
         }
         StopOutcome { stage, exit: self.try_exit(), outside_group: escaped.total(), escaped }
     }
@@ -548,11 +548,13 @@ impl Drop for ChildProcess {
                 }
                 wait = (wait * 2).min(containment::MAX_POLL);
             };
-            if report.survivors > 0 || !removed {
+            let remains = report.survivors > 0 || !removed;
+            if remains {
                 tracing::warn!(child = %label, survivors = report.survivors, removed, "a dropped agent's descendants or cgroup remain");
-                if let Some(registration) = registration.as_mut() {
-                    registration.keep();
-                }
+            }
+            // Also when an unkillable stop kept it: what was left then is gone now.
+            if let Some(registration) = registration.as_mut() {
+                registration.keep(remains);
             }
             drop(registration);
         };

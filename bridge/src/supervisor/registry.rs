@@ -111,9 +111,10 @@ impl Registration {
         write_record(&self.path, &self.record)
     }
 
-    /// Leaves the record on disk when this is dropped: something it names survived.
-    pub(crate) fn keep(&mut self) {
-        self.keep = true;
+    /// Whether the record stays on disk when this is dropped: something it names survived (or,
+    /// `false`, a later attempt found it all gone).
+    pub(crate) fn keep(&mut self, keep: bool) {
+        self.keep = keep;
     }
 
     /// Drops the cgroup from the record (the agent did not join it).
