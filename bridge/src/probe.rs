@@ -13,7 +13,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::supervisor::CommandSpec;
+use tokio::io::AsyncReadExt;
+
+use crate::exit::ExitState;
+use crate::supervisor::{ChildProcess, CommandSpec, SpawnError, SpawnOptions, StopPolicy};
 
 /// Why a `--version` probe produced no answer.
 #[derive(Debug, thiserror::Error)]
@@ -24,9 +27,9 @@ pub enum ProbeError {
     Run {
         /// The program as given.
         program: String,
-        /// What the OS said.
+        /// Why the supervisor could not start it.
         #[source]
-        source: std::io::Error,
+        source: SpawnError,
     },
     /// It ran and exited unsuccessfully.
     #[error("`{program} --version` failed ({status})")]
@@ -34,7 +37,7 @@ pub enum ProbeError {
         /// The program as given.
         program: String,
         /// How it exited.
-        status: std::process::ExitStatus,
+        status: ExitState,
     },
     /// It gave no answer in time (and was killed).
     #[error("`{program} --version` did not answer within {limit:?}")]
@@ -128,27 +131,43 @@ fn identity(program: &Path) -> Option<(u64, u128)> {
     Some((meta.len(), mtime))
 }
 
+/// The most of a `--version` answer read; a version line is tens of bytes.
+const MAX_VERSION_OUTPUT: u64 = 64 << 10;
+
+/// How long the probe's process and what it started get to go once the answer is read.
+const PROBE_STOP: StopPolicy = StopPolicy {
+    after_stdin_close: Duration::from_millis(500),
+    after_sigterm: Duration::from_millis(500),
+    after_sigkill: Duration::from_secs(2),
+};
+
+/// Runs `<program> <args> --version` through the supervisor, like the sessions it gates: its own
+/// group, the containment token and cgroup, and the staged stop afterwards, so a `--version` that
+/// leaves something running (`setsid`, a daemon) does not leave it behind.
 async fn run_version(spec: &CommandSpec, limit: Duration) -> Result<String, ProbeError> {
-    let mut command = tokio::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .arg("--version")
-        .env_clear()
-        .envs(spec.env.build(std::env::vars_os()))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true);
-    if let Some(cwd) = &spec.cwd {
-        command.current_dir(cwd);
-    }
     let program = spec.program.display().to_string();
-    match tokio::time::timeout(limit, command.output()).await {
-        Ok(Ok(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
-        Ok(Ok(out)) => Err(ProbeError::Failed { program, status: out.status }),
-        Ok(Err(source)) => Err(ProbeError::Run { program, source }),
+    let mut spec = spec.clone();
+    spec.args.push("--version".into());
+    let mut child = ChildProcess::spawn(&spec, SpawnOptions::default())
+        .map_err(|source| ProbeError::Run { program: program.clone(), source })?;
+    drop(child.take_stdin());
+    let stdout = child.take_stdout();
+    let answer = tokio::time::timeout(limit, async {
+        let mut output = Vec::new();
+        if let Some(stdout) = stdout {
+            // A read error ends the answer like EOF: what was read is all there is.
+            let _ = stdout.take(MAX_VERSION_OUTPUT).read_to_end(&mut output).await;
+        }
+        (output, child.wait().await)
+    })
+    .await;
+    let result = match answer {
+        Ok((output, status)) if status.success() => Ok(String::from_utf8_lossy(&output).trim().to_owned()),
+        Ok((_, status)) => Err(ProbeError::Failed { program, status }),
         Err(_) => Err(ProbeError::TimedOut { program, limit }),
-    }
+    };
+    child.stop(PROBE_STOP).await;
+    result
 }
 
 #[cfg(test)]
@@ -190,6 +209,43 @@ mod tests {
         let failing = VersionProbe::open(cache.clone());
         assert!(failing.version_output(&spec, limit).await.unwrap_err().to_string().contains("failed"));
         assert!(failing.version_output(&spec, limit).await.is_err(), "a failure is not cached");
+    }
+
+    /// A `--version` that leaves a descendant in a session of its own: the probe's stop ends it.
+    #[tokio::test]
+    async fn a_version_probe_leaves_nothing_running() {
+        let bin = tempfile::tempdir().unwrap();
+        let pid_file = bin.path().join("escaped.pid");
+        let tool = script(
+            bin.path(),
+            &format!(
+                "setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho 'tool 9.9.9'",
+                pid_file.display()
+            ),
+        );
+        let probe = VersionProbe::in_memory();
+        let answer = probe.version_output(&CommandSpec::new(&tool), Duration::from_secs(10)).await.unwrap();
+        assert_eq!(answer, "tool 9.9.9");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let escaped: i32 = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
+                break pid;
+            }
+            assert!(std::time::Instant::now() < deadline, "the escaping descendant never started");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{escaped}/stat"))
+                .is_ok_and(|stat| !matches!(stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]), Some("Z" | "X")))
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while alive() {
+            if std::time::Instant::now() >= deadline {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), nix::sys::signal::Signal::SIGKILL);
+                panic!("the --version probe left pid {escaped} running");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

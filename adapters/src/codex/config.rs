@@ -2,7 +2,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_bridge::supervisor::{
+    CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CommandSpec, EnvPolicy, PidRegistry, StopPolicy,
+};
 use clawbridge_protocol::codex::version::VersionPolicy;
 
 use super::retry::OverloadRetry;
@@ -102,6 +104,12 @@ impl CodexConfig {
             args.push("-c".into());
             args.push(value.into());
         }
+        // Codex builds each tool command's environment from its shell environment policy, which
+        // may drop the containment variable (`inherit = "core"`/`"none"`, `include_only`); `set`
+        // always applies. The supervisor puts the agent's value in place of the placeholder
+        // (quoted: a TOML string, whatever the user's own `set` table holds).
+        args.push("-c".into());
+        args.push(format!("shell_environment_policy.set.{CONTAINMENT_VAR}=\"{CONTAINMENT_VALUE_ARG}\"").into());
         let mut env = self.env.clone();
         // Another originator would change the userAgent the version gate parses.
         env.remove.push("CODEX_INTERNAL_ORIGINATOR_OVERRIDE".into());

@@ -23,8 +23,15 @@ pub fn group_alive(pgid: i32) -> bool {
     !group_members(pgid).is_empty()
 }
 
-/// Sends `signal` to every process of group `pgid`. Returns false when the group no longer exists.
+/// Sends `signal` to every process of group `pgid`. Returns false when the group no longer exists,
+/// and refuses (false, a warning) a `pgid` of 0 or 1 — `killpg(0)` is the caller's own group,
+/// `killpg(1)` reaches init's group, and a negative one means every process — and the caller's own
+/// group: no agent ever shares the bridge's group.
 pub fn signal_group(pgid: i32, signal: Signal) -> bool {
+    if pgid <= 1 || pgid == nix::unistd::getpgrp().as_raw() {
+        tracing::warn!(pgid, %signal, "refusing to signal a process group that is not an agent's");
+        return false;
+    }
     match killpg(Pid::from_raw(pgid), signal) {
         Ok(()) => true,
         Err(Errno::ESRCH) => false,

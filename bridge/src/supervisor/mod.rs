@@ -11,7 +11,10 @@ mod process;
 mod registry;
 mod stderr;
 
-pub use containment::{CGROUPS_VAR, CONTAINMENT_VAR, CgroupUnavailable, Containment};
+pub use containment::{
+    CGROUPS_VAR, CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CgroupUnavailable, Containment, Escaped, TOKEN_SEPARATOR,
+    cgroups_available,
+};
 pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
 pub use group::{group_alive, group_members, signal_group};
 pub use pass_env::{PassEnvGroup, UnknownPassEnvGroup};

@@ -8,10 +8,12 @@ use nix::sys::signal::Signal;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use super::containment::{self, AgentCgroup, CONTAINMENT_VAR, Containment, Token};
+use super::containment::{
+    self, AgentCgroup, CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, Containment, Escaped, Marks, Token,
+};
 use super::env::EnvPolicy;
-use super::group::{group_alive, group_members, signal_group};
-use super::registry::{PidRegistry, Registration};
+use super::group::{group_alive, signal_group};
+use super::registry::{PidRegistry, Registration, RegistryError};
 use super::stderr::{DEFAULT_STDERR_TAIL_BYTES, StderrTail};
 use crate::exit::ExitState;
 
@@ -20,7 +22,9 @@ use crate::exit::ExitState;
 pub struct CommandSpec {
     /// The executable: a path, or a name looked up on the bridge's PATH.
     pub program: PathBuf,
-    /// Its arguments.
+    /// Its arguments. An argument containing [`CONTAINMENT_VALUE_ARG`] gets the agent's
+    /// [`CONTAINMENT_VAR`] value in its place (for an agent that passes the variable on to its own
+    /// tool commands only when told on its command line, as Codex's shell environment policy).
     pub args: Vec<OsString>,
     /// Its working directory; the bridge's own when `None`.
     pub cwd: Option<PathBuf>,
@@ -126,6 +130,8 @@ pub struct StopOutcome {
     /// Descendants that had left the process group (`setsid`, a double fork) and were still
     /// running after it was gone: found by cgroup or token and SIGKILLed after the staged stop.
     pub outside_group: usize,
+    /// The same descendants by the mark that found them.
+    pub escaped: Escaped,
 }
 
 /// Why a spawn failed.
@@ -144,6 +150,22 @@ pub enum SpawnError {
     /// The OS gave no randomness for the child's containment token.
     #[error("no randomness for the containment token")]
     NoRandomness(#[source] getrandom::Error),
+    /// The pid record could not be written before the spawn; the agent was not started, since
+    /// nothing could find what it leaves if this bridge crashed.
+    // The whole cause is in the message (not a `#[source]`): callers that show one line (serve's
+    // preflight error) must still name the path and the OS error.
+    #[error("could not record `{program}` in the pid registry before starting it: {}", registry_error_text(.record))]
+    Record {
+        /// The program as configured.
+        program: String,
+        /// Why: the record's path and the OS error.
+        record: RegistryError,
+    },
+}
+
+/// A registry error and its causes on one line.
+fn registry_error_text(error: &RegistryError) -> String {
+    containment::error_chain(error)
 }
 
 /// A running (or finished) native agent and its process group.
@@ -178,7 +200,7 @@ pub struct ChildProcess {
 }
 
 /// Set once the reason cgroups are not used was logged, so a bridge that spawns many agents says
-/// it once.
+/// it once. A cgroup that was made but not joined is not this: it is warned about every time.
 static CGROUP_FALLBACK_LOGGED: AtomicBool = AtomicBool::new(false);
 
 fn log_cgroup_fallback(why: &str) {
@@ -200,18 +222,32 @@ impl ChildProcess {
         };
         // Recorded before anything runs: a bridge killed from here on leaves a record that names
         // the token and cgroup of whatever it started.
-        let mut registration = options.registry.as_ref().and_then(|registry| {
-            registry
-                .record_before_spawn(&token, cgroup.as_ref().map(AgentCgroup::dir), &spec.program, &spec.args)
-                .inspect_err(|e| tracing::warn!(error = %e, "could not record the child for orphan reaping"))
-                .ok()
-        });
+        let mut registration = match options.registry.as_ref().map(|registry| {
+            registry.record_before_spawn(&token, cgroup.as_ref().map(AgentCgroup::dir), &spec.program, &spec.args)
+        }) {
+            None => None,
+            Some(Ok(registration)) => Some(registration),
+            Some(Err(source)) => {
+                if let Some(cgroup) = &cgroup {
+                    containment::remove(cgroup.dir());
+                }
+                return Err(SpawnError::Record { program: spec.program.display().to_string(), record: source });
+            }
+        };
         let mut env = spec.env.build(std::env::vars_os());
-        // Set by the bridge, never inherited or removed: it is how descendants are found.
-        env.insert(CONTAINMENT_VAR.into(), token.as_str().into());
+        // Set by the bridge, never removed by a policy: it is how descendants are found. The
+        // tokens of the bridges this one runs under stay in front of its own.
+        let containment_value = token.env_value(std::env::var_os(CONTAINMENT_VAR).as_deref());
+        env.insert(CONTAINMENT_VAR.into(), containment_value.clone().into());
+        let args = spec.args.iter().map(|arg| match arg.to_str() {
+            Some(text) if text.contains(CONTAINMENT_VALUE_ARG) => {
+                OsString::from(text.replace(CONTAINMENT_VALUE_ARG, &containment_value))
+            }
+            _ => arg.clone(),
+        });
         let mut command = Command::new(&spec.program);
         command
-            .args(&spec.args)
+            .args(args)
             .env_clear()
             .envs(env)
             .stdin(Stdio::piped())
@@ -270,10 +306,12 @@ impl ChildProcess {
             if cgroup.contains(pid as i32) || !containment::remove(cgroup.dir()) {
                 return Some(cgroup);
             }
-            log_cgroup_fallback(&format!(
-                "the child is not in {} (it could not join, or already exited)",
-                cgroup.dir().display()
-            ));
+            tracing::warn!(
+                pid,
+                cgroup = %cgroup.dir().display(),
+                "the agent is not in the cgroup made for it (it could not join, or already exited); \
+                 descendants that leave its group are found by their token alone"
+            );
             if let Some(registration) = registration.as_mut() {
                 let _ = registration.without_cgroup();
             }
@@ -319,6 +357,11 @@ impl ChildProcess {
     /// The child's pid (also its process-group id).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// The child's own cgroup, when it has one (it joined before exec).
+    pub fn cgroup(&self) -> Option<&std::path::Path> {
+        self.cgroup.as_ref().map(AgentCgroup::dir)
     }
 
     /// The pipe to the child's stdin, for the transport. Close it by dropping it.
@@ -368,7 +411,8 @@ impl ChildProcess {
     /// holding the pipes does not survive a child that exited politely.
     pub async fn stop(&mut self, policy: StopPolicy) -> StopOutcome {
         let pgid = self.pid as i32;
-        let stage = if self.try_exit().is_some() && !group_alive(pgid) {
+        let exited = self.try_exit().is_some();
+        let stage = if exited && !tokio::task::spawn_blocking(move || group_alive(pgid)).await.unwrap_or(true) {
             StopStage::AlreadyExited
         } else {
             self.stdin.take();
@@ -395,82 +439,83 @@ impl ChildProcess {
         } else {
             self.group_gone = true;
         }
-        let (outside_group, all_gone) = self.kill_outside_group(policy.after_sigkill).await;
+        let (escaped, all_gone) = self.kill_outside_group(policy.after_sigkill).await;
         let stage = if all_gone { stage } else { StopStage::Unkillable };
-        StopOutcome { stage, exit: self.try_exit(), outside_group }
-    }
-
-    /// Live descendants outside the process group: members of the cgroup and carriers of the
-    /// token that the group signals did not reach.
-    fn outside_group(&self) -> Vec<i32> {
-        let mut found = containment::token_carriers(&self.token);
-        if let Some(cgroup) = &self.cgroup {
-            found.extend(containment::members(cgroup.dir()));
+        if stage == StopStage::Unkillable
+            && let Some(registration) = self.registration.as_mut()
+        {
+            registration.keep(true);
         }
-        found.sort_unstable();
-        found.dedup();
-        let group = group_members(self.pid as i32);
-        found.retain(|pid| !group.contains(pid));
-        found
+        StopOutcome { stage, exit: self.try_exit(), outside_group: escaped.total(), escaped }
     }
 
-    /// After the staged stop: SIGKILLs what left the group (the cgroup at once, each token
-    /// carrier), waits up to `limit` for it to be gone, and removes the cgroup. Returns how many
-    /// were found and whether everything is gone.
-    async fn kill_outside_group(&mut self, limit: Duration) -> (usize, bool) {
-        let outside = self.outside_group();
-        if !outside.is_empty() {
+    /// The marks of what left the group: the cgroup and the token, with the group to tell apart
+    /// what the group's signals already reach.
+    fn marks(&self) -> Marks {
+        Marks {
+            group: Some(containment::GroupMark { pgid: self.pid as i32, started_since: None }),
+            token: Some(self.token.clone()),
+            cgroup: self.cgroup.as_ref().map(|c| c.dir().to_path_buf()),
+        }
+    }
+
+    /// After the staged stop: SIGKILLs what left the group (the cgroup at once, the token
+    /// carriers stopped first, then killed), off the runtime's threads, for up to `limit`; then
+    /// removes the cgroup. Returns what was found and whether everything is gone.
+    async fn kill_outside_group(&mut self, limit: Duration) -> (Escaped, bool) {
+        let marks = self.marks();
+        let deadline = tokio::time::Instant::now() + limit;
+        let report = tokio::task::spawn_blocking(move || containment::kill_escaped(&marks, false, limit))
+            .await
+            .unwrap_or_default();
+        if report.escaped.total() > 0 {
             tracing::info!(
                 child = %self.label,
                 pid = self.pid,
-                count = outside.len(),
-                "killing descendants that left the process group"
+                by_cgroup = report.escaped.by_cgroup,
+                by_token = report.escaped.by_token,
+                "killed descendants that left the process group"
             );
-            self.kill_descendants();
         }
-        let deadline = tokio::time::Instant::now() + limit;
+        if report.survivors > 0 {
+            tracing::warn!(child = %self.label, pid = self.pid, survivors = report.survivors, "descendants outside the process group survived SIGKILL");
+            return (report.escaped, false);
+        }
+        let mut wait = containment::FIRST_POLL;
         loop {
-            let cgroup_removed = self.cgroup.as_ref().is_none_or(|cgroup| containment::remove(cgroup.dir()));
-            let remaining = if outside.is_empty() { Vec::new() } else { self.outside_group() };
-            if cgroup_removed && remaining.is_empty() {
+            if self.cgroup.as_ref().is_none_or(|cgroup| containment::remove(cgroup.dir())) {
                 self.descendants_gone = true;
-                return (outside.len(), true);
+                return (report.escaped, true);
             }
             if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(child = %self.label, pid = self.pid, "descendants outside the process group survived SIGKILL");
-                return (outside.len(), false);
+                tracing::warn!(child = %self.label, pid = self.pid, "the agent's cgroup could not be removed");
+                return (report.escaped, false);
             }
-            if !remaining.is_empty() {
-                // One a token carrier forked between the scan and its SIGKILL carries the token too.
-                self.kill_descendants();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(containment::MAX_POLL);
         }
-    }
-
-    /// SIGKILLs every descendant the cgroup or the token finds.
-    fn kill_descendants(&self) {
-        if let Some(cgroup) = &self.cgroup {
-            containment::kill_all(cgroup.dir());
-        }
-        containment::signal_each(&containment::token_carriers(&self.token), Signal::SIGKILL);
     }
 
     async fn wait_group_gone(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
         let mut exit = self.exit.clone();
-        // Reaping the child is event-driven; the rest of the group can only be polled.
+        // Reaping the child is event-driven; the rest of the group can only be polled (a walk
+        // over /proc, off the runtime's threads).
         if tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await.is_err() {
             return false;
         }
+        let pgid = self.pid as i32;
+        let mut wait = containment::FIRST_POLL;
         loop {
-            if !group_alive(self.pid as i32) {
+            if !tokio::task::spawn_blocking(move || group_alive(pgid)).await.unwrap_or(true) {
                 return true;
             }
-            if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
                 return false;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            tokio::time::sleep(wait.min(deadline - now)).await;
+            wait = (wait * 2).min(containment::MAX_POLL);
         }
     }
 }
@@ -483,30 +528,46 @@ impl Drop for ChildProcess {
         if self.descendants_gone {
             return;
         }
-        self.kill_descendants();
-        let Some(cgroup) = self.cgroup.take() else {
-            return;
-        };
-        if containment::remove(cgroup.dir()) {
-            return;
-        }
-        // Killed members leave the cgroup when the kernel has finished them, a moment from now:
-        // remove it then, keeping the record until it is gone so a crash meanwhile still finds it.
-        let registration = self.registration.take();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let deadline = tokio::time::Instant::now() + DROP_CGROUP_SETTLE;
-                while !containment::remove(cgroup.dir()) && tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+        // What left the group is killed off the runtime's threads (it walks /proc); the record
+        // stays until all of it is gone and the cgroup removed, and for good if anything
+        // survived, so a crash meanwhile, or the next reap, still finds it.
+        let marks = self.marks();
+        let cgroup = self.cgroup.take();
+        let mut registration = self.registration.take();
+        let label = std::mem::take(&mut self.label);
+        let finish = move || {
+            let report = containment::kill_escaped(&marks, false, DROP_SETTLE);
+            let deadline = std::time::Instant::now() + DROP_SETTLE;
+            let mut wait = containment::FIRST_POLL;
+            let removed = loop {
+                match &cgroup {
+                    None => break true,
+                    Some(cgroup) if containment::remove(cgroup.dir()) => break true,
+                    Some(_) if std::time::Instant::now() >= deadline => break false,
+                    Some(_) => std::thread::sleep(wait),
                 }
-                drop(registration);
-            });
+                wait = (wait * 2).min(containment::MAX_POLL);
+            };
+            let remains = report.survivors > 0 || !removed;
+            if remains {
+                tracing::warn!(child = %label, survivors = report.survivors, removed, "a dropped agent's descendants or cgroup remain");
+            }
+            // Also when an unkillable stop kept it: what was left then is gone now.
+            if let Some(registration) = registration.as_mut() {
+                registration.keep(remains);
+            }
+            drop(registration);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(finish)),
+            Err(_) => finish(),
         }
     }
 }
 
-/// How long a dropped child's cgroup gets to empty before it is left to the next reap.
-const DROP_CGROUP_SETTLE: Duration = Duration::from_secs(5);
+/// How long a dropped child's descendants get to die, and then its cgroup to empty, before they
+/// are left to the next reap.
+const DROP_SETTLE: Duration = Duration::from_secs(5);
 
 /// How a child ended and what it last said on stderr; cheap to clone into error paths.
 #[derive(Clone, Debug)]
@@ -545,10 +606,11 @@ impl ExitWatch {
 
 /// Runs in the forked child before exec.
 fn die_with_parent(bridge_pid: u32) -> std::io::Result<()> {
-    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+    // `from_raw_os_error`, never `io::Error::other`: between fork and exec nothing may allocate.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| std::io::Error::from_raw_os_error(e as i32))?;
     // The bridge may have died between fork and prctl; then the signal would never come.
     if nix::unistd::getppid().as_raw() as u32 != bridge_pid {
-        return Err(std::io::Error::other("the bridge exited while spawning"));
+        return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
     }
     Ok(())
 }

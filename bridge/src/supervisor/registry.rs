@@ -7,16 +7,17 @@
 //! nothing running or a record that says how to find what runs. Start times guard against pid
 //! reuse: a pid whose start time differs is a different process and is never touched.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
-use super::containment::{self, Token};
-use super::group::{group_members, signal_group};
+use super::containment::{self, GroupMark, Marks, Scanner, Token};
+use super::group::signal_group;
 
 /// Why the registry could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +77,9 @@ pub struct ReapedOrphan {
     pub members: usize,
     /// How many of them were outside the agent's process group (`setsid`, a double fork).
     pub outside_group: usize,
+    /// How many survived even SIGKILL (uninterruptible sleep); the record is then kept for the
+    /// next reap.
+    pub survivors: usize,
     /// The agent's cgroup, killed and removed.
     pub cgroup: Option<PathBuf>,
 }
@@ -94,6 +98,9 @@ pub(crate) struct Registration {
     path: PathBuf,
     /// What it says, so the spawn can add the pid without reading it back.
     record: Record,
+    /// Set when something of the agent may still run: the record then outlives the handle, so
+    /// the reap after this bridge is gone still finds it.
+    keep: bool,
 }
 
 impl Registration {
@@ -102,6 +109,12 @@ impl Registration {
         self.record.pid = Some(pid);
         self.record.start_ticks = Some(start_ticks(pid).ok_or(RegistryError::NoStartTime { pid })?);
         write_record(&self.path, &self.record)
+    }
+
+    /// Whether the record stays on disk when this is dropped: something it names survived (or,
+    /// `false`, a later attempt found it all gone).
+    pub(crate) fn keep(&mut self, keep: bool) {
+        self.keep = keep;
     }
 
     /// Drops the cgroup from the record (the agent did not join it).
@@ -113,6 +126,10 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        if self.keep {
+            tracing::warn!(record = %self.path.display(), "keeping the pid record: something it names may still run");
+            return;
+        }
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -156,7 +173,7 @@ impl PidRegistry {
         };
         let path = self.dir.join(format!("{}.json", token.as_str()));
         write_record(&path, &record)?;
-        Ok(Registration { path, record })
+        Ok(Registration { path, record, keep: false })
     }
 
     /// Stops everything recorded agents left behind whose owning bridge is gone — the agent's
@@ -178,9 +195,16 @@ impl PidRegistry {
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            let record: Record = match std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()) {
-                Some(record) => record,
-                None => {
+            let bytes = match read_record_file(&path) {
+                Ok(bytes) => bytes,
+                Err(why) => {
+                    tracing::warn!(path = %path.display(), %why, "skipping a pid record that is not a small regular file");
+                    continue;
+                }
+            };
+            let record: Record = match serde_json::from_slice(&bytes) {
+                Ok(record) => record,
+                Err(_) => {
                     tracing::warn!(path = %path.display(), "removing an unreadable pid record");
                     let _ = std::fs::remove_file(&path);
                     continue;
@@ -189,14 +213,19 @@ impl PidRegistry {
             if start_ticks(record.owner_pid) == Some(record.owner_start_ticks) {
                 continue; // its bridge is alive and responsible for it
             }
-            if let Some(orphan) = reap_record(&record, grace).await {
+            let (orphan, survived) = reap_record(&record, grace).await;
+            if let Some(orphan) = orphan {
                 reaped.push(orphan);
             }
-            let _ = std::fs::remove_file(&path);
+            if survived {
+                tracing::warn!(path = %path.display(), "keeping the pid record: what it names survived SIGKILL");
+            } else {
+                let _ = std::fs::remove_file(&path);
+            }
         }
         // Only empty ones: a leftover that still runs something belongs to a record, perhaps in
         // another state dir, whose own reap reports it.
-        for (dir, owner_pid) in containment::leftover_cgroups() {
+        for (dir, owner_pid) in tokio::task::spawn_blocking(containment::leftover_cgroups).await.unwrap_or_default() {
             if containment::remove(&dir) {
                 tracing::debug!(cgroup = %dir.display(), owner = owner_pid, "removed an empty leftover agent cgroup");
             }
@@ -205,98 +234,141 @@ impl PidRegistry {
     }
 }
 
-/// What an orphaned record lets the reaper find.
-struct Orphan<'a> {
-    /// The record, for its group (pid and start time guard).
-    record: &'a Record,
-    /// Its token, if well formed.
-    token: Option<Token>,
-    /// Its cgroup, if it is one of the bridge's.
-    cgroup: Option<&'a Path>,
+/// The largest record file read; a record is a few hundred bytes.
+const MAX_RECORD_BYTES: u64 = 64 << 10;
+
+/// Why a file in the registry was not read as a record.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+enum RecordFileProblem {
+    /// Opening or reading it failed (a symlink: `ELOOP`).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It is a FIFO, device, socket or folder, not a file the bridge wrote.
+    #[error("not a regular file")]
+    NotRegular,
+    /// It is larger than any record.
+    #[error("larger than {MAX_RECORD_BYTES} bytes")]
+    TooLarge,
 }
 
-impl Orphan<'_> {
-    /// Live members of the recorded group, and live processes outside it that carry the token
-    /// or sit in the cgroup.
-    fn live(&self) -> (BTreeSet<i32>, BTreeSet<i32>) {
-        let group: BTreeSet<i32> = orphaned_members(self.record).into_iter().collect();
-        let mut outside: BTreeSet<i32> =
-            self.token.as_ref().map(containment::token_carriers).unwrap_or_default().into_iter().collect();
-        if let Some(dir) = self.cgroup {
-            outside.extend(containment::members(dir));
-        }
-        let outside = outside.difference(&group).copied().collect();
-        (group, outside)
+/// A record file's bytes, never through a symlink, never blocking on a FIFO, never more than
+/// [`MAX_RECORD_BYTES`]: the registry folder is the user's, but what is in it is not trusted.
+fn read_record_file(path: &Path) -> Result<Vec<u8>, RecordFileProblem> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    if !kind.is_file() || kind.is_fifo() {
+        return Err(RecordFileProblem::NotRegular);
     }
+    if meta.len() > MAX_RECORD_BYTES {
+        return Err(RecordFileProblem::TooLarge);
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_RECORD_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_RECORD_BYTES {
+        return Err(RecordFileProblem::TooLarge);
+    }
+    Ok(bytes)
+}
 
-    /// Signals everything found; SIGKILL also goes to the whole cgroup at once.
-    fn signal(&self, group: &BTreeSet<i32>, outside: &BTreeSet<i32>, signal: Signal) {
-        if let (false, Some(pgid)) = (group.is_empty(), self.record.pid) {
-            signal_group(pgid, signal);
+/// The marks an orphaned record lets the reaper use: its group only with a pid that can be an
+/// agent's (never 0, 1, the reaper's own group or session: `kill(-pid)` would reach far more than
+/// the agent), its cgroup only if it is the dead owner's agent cgroup, its token only if well formed.
+fn orphan_marks(record: &Record) -> Marks {
+    let scanner = Scanner::new();
+    let group = match (record.pid, record.start_ticks) {
+        (Some(pgid), Some(recorded)) if scanner.may_signal_group(pgid) => match start_ticks(pgid) {
+            // A leader with another start time: the pid was reused by an unrelated group.
+            Some(ticks) if ticks != recorded => None,
+            _ => Some(GroupMark { pgid, started_since: Some(recorded) }),
+        },
+        (Some(pgid), _) if !scanner.may_signal_group(pgid) => {
+            tracing::warn!(pgid, "a pid record names a pid that cannot be an agent's; ignoring its group");
+            None
         }
-        if let (Signal::SIGKILL, Some(dir)) = (signal, self.cgroup) {
-            containment::kill_all(dir);
+        _ => None,
+    };
+    let cgroup = record.cgroup.clone().filter(|dir| {
+        let ours = containment::is_agent_cgroup(dir, record.owner_pid);
+        if !ours {
+            tracing::warn!(cgroup = %dir.display(), "a pid record names a folder that is not its owner's agent cgroup; ignoring it");
         }
-        containment::signal_each(&outside.iter().copied().collect::<Vec<_>>(), signal);
-    }
+        ours
+    });
+    Marks { group, token: record.token.as_deref().and_then(Token::parse), cgroup }
+}
+
+/// Runs one blocking `/proc` walk off the runtime's threads.
+async fn find(marks: &Marks) -> containment::Found {
+    let marks = marks.clone();
+    tokio::task::spawn_blocking(move || Scanner::new().find(&marks, false)).await.unwrap_or_default()
 }
 
 /// Stops what one orphaned record names: SIGTERM, up to `grace`, then SIGKILL (repeated, so what
 /// forked meanwhile goes too) until nothing is found; then removes the cgroup. `Some` when anything
-/// was still running.
-async fn reap_record(record: &Record, grace: Duration) -> Option<ReapedOrphan> {
-    let cgroup = record.cgroup.as_deref().filter(|dir| {
-        let ours = containment::is_agent_cgroup(dir);
-        if !ours {
-            tracing::warn!(cgroup = %dir.display(), "a pid record names a folder that is not an agent cgroup; ignoring it");
+/// was still running; `true` when something survived (the record must stay).
+async fn reap_record(record: &Record, grace: Duration) -> (Option<ReapedOrphan>, bool) {
+    let marks = orphan_marks(record);
+    let found = find(&marks).await;
+    if found.group.is_empty() && found.nothing_outside() {
+        let removed = match &marks.cgroup {
+            Some(dir) => wait_removed(dir, KILL_SETTLE).await,
+            None => true,
+        };
+        return (None, !removed);
+    }
+    let members = found.group.len() + found.by_cgroup.len() + found.by_token.len();
+    tracing::info!(
+        pgid = ?record.pid,
+        owner = record.owner_pid,
+        members,
+        outside_group = found.by_cgroup.len() + found.by_token.len(),
+        "reaping an orphaned agent"
+    );
+    let terminate = |found: &containment::Found| {
+        if let (false, Some(group)) = (found.group.is_empty(), marks.group) {
+            signal_group(group.pgid, Signal::SIGTERM);
         }
-        ours
-    });
-    let orphan = Orphan { record, token: record.token.as_deref().and_then(Token::parse), cgroup };
-    let (group, outside) = orphan.live();
-    let stopped = (!group.is_empty() || !outside.is_empty()).then(|| ReapedOrphan {
+        let scanner = Scanner::new();
+        scanner.signal_each(&found.by_cgroup, Signal::SIGTERM);
+        scanner.signal_each(&found.by_token, Signal::SIGTERM);
+    };
+    terminate(&found);
+    let deadline = tokio::time::Instant::now() + grace;
+    let mut wait = containment::FIRST_POLL;
+    loop {
+        let now = find(&marks).await;
+        if (now.group.is_empty() && now.nothing_outside()) || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(wait.min(deadline.saturating_duration_since(tokio::time::Instant::now()))).await;
+        wait = (wait * 2).min(containment::MAX_POLL);
+    }
+    let kill_marks = marks.clone();
+    let report = tokio::task::spawn_blocking(move || containment::kill_escaped(&kill_marks, true, KILL_SETTLE))
+        .await
+        .unwrap_or_default();
+    if report.survivors > 0 {
+        tracing::warn!(pgid = ?record.pid, survivors = report.survivors, "orphans survived SIGKILL");
+    }
+    let removed = match &marks.cgroup {
+        Some(dir) => wait_removed(dir, KILL_SETTLE).await,
+        None => true,
+    };
+    let outside_group = (found.by_cgroup.len() + found.by_token.len()).max(report.escaped.total());
+    let orphan = ReapedOrphan {
         pgid: record.pid,
         owner_pid: record.owner_pid,
-        members: group.len() + outside.len(),
-        outside_group: outside.len(),
-        cgroup: cgroup.map(Path::to_path_buf),
-    });
-    if let Some(stopped) = &stopped {
-        tracing::info!(
-            pgid = ?record.pid,
-            owner = record.owner_pid,
-            members = stopped.members,
-            outside_group = stopped.outside_group,
-            "reaping an orphaned agent"
-        );
-        orphan.signal(&group, &outside, Signal::SIGTERM);
-        let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            let (group, outside) = orphan.live();
-            if (group.is_empty() && outside.is_empty()) || tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // SIGKILL is delivered at once but takes effect when each process next runs.
-        let deadline = tokio::time::Instant::now() + KILL_SETTLE;
-        loop {
-            let (group, outside) = orphan.live();
-            if group.is_empty() && outside.is_empty() {
-                break;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(pgid = ?record.pid, survivors = group.len() + outside.len(), "orphans survived SIGKILL");
-                break;
-            }
-            orphan.signal(&group, &outside, Signal::SIGKILL);
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-    if let Some(dir) = cgroup {
-        wait_removed(dir, KILL_SETTLE).await;
-    }
-    stopped
+        members: found.group.len() + outside_group,
+        outside_group,
+        survivors: report.survivors,
+        cgroup: marks.cgroup.clone(),
+    };
+    (Some(orphan), report.survivors > 0 || !removed)
 }
 
 /// How old a record's temp file must be before the reaper takes it for a dead writer's: a live
@@ -323,6 +395,7 @@ const KILL_SETTLE: Duration = Duration::from_secs(2);
 /// Removes the cgroup at `dir` once its killed members are gone, waiting up to `limit`.
 async fn wait_removed(dir: &Path, limit: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + limit;
+    let mut wait = containment::FIRST_POLL;
     loop {
         if containment::remove(dir) {
             return true;
@@ -331,21 +404,8 @@ async fn wait_removed(dir: &Path, limit: Duration) -> bool {
             tracing::warn!(cgroup = %dir.display(), "could not remove an agent cgroup");
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Live members of the recorded group that are provably the recorded child's: the leader itself
-/// with the recorded start time, or (leader gone) members that started no earlier than it did.
-/// A pid reused by an unrelated group leader has a different start time and is skipped.
-/// Without a recorded pid there is no group to look at.
-fn orphaned_members(record: &Record) -> Vec<i32> {
-    let (Some(pgid), Some(recorded)) = (record.pid, record.start_ticks) else {
-        return Vec::new();
-    };
-    match start_ticks(pgid) {
-        Some(ticks) if ticks != recorded => Vec::new(),
-        _ => group_members(pgid).into_iter().filter(|&pid| start_ticks(pid).is_some_and(|t| t >= recorded)).collect(),
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(containment::MAX_POLL);
     }
 }
 
@@ -368,6 +428,7 @@ fn command_hash(program: &Path, args: &[OsString]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn command_hash_is_stable_and_separates_arguments() {
@@ -431,7 +492,8 @@ mod tests {
             .unwrap();
         let sleeper = escaped.id() as i32;
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while containment::token_carriers(&token).is_empty() {
+        let marks = Marks { token: Some(token.clone()), ..Marks::default() };
+        while Scanner::new().find(&marks, false).by_token.is_empty() {
             assert!(std::time::Instant::now() < deadline, "the sleeper never showed up");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -441,5 +503,111 @@ mod tests {
         escaped.wait().unwrap();
         assert!(!containment::is_live(sleeper));
         assert!(!path.exists(), "the record is removed");
+    }
+
+    fn orphan_record(pid: Option<i32>, start_ticks: Option<u64>, cgroup: Option<PathBuf>) -> Record {
+        Record {
+            pid,
+            start_ticks,
+            token: Some(Token::fresh().unwrap().as_str().to_string()),
+            cgroup,
+            command_hash: "0".into(),
+            owner_pid: i32::MAX - 4,
+            owner_start_ticks: 1,
+        }
+    }
+
+    /// `kill(-0)` is the reaper's own group and `kill(-1)` reaches every process: a record naming
+    /// pid 0, 1 (with init's real start time), the reaper itself or its group gives no group to
+    /// signal, only its token.
+    #[test]
+    fn a_record_naming_pid_zero_one_or_the_reaper_gives_no_group_to_signal() {
+        let me = std::process::id() as i32;
+        let pgrp = nix::unistd::getpgrp().as_raw();
+        for (pid, ticks) in
+            [(0, Some(0)), (1, start_ticks(1)), (1, Some(0)), (me, start_ticks(me)), (pgrp, start_ticks(pgrp))]
+        {
+            let marks = orphan_marks(&orphan_record(Some(pid), ticks, None));
+            assert!(marks.group.is_none(), "pid {pid}");
+            assert!(marks.token.is_some());
+        }
+        let child = std::process::Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let pid = child.id() as i32;
+        let marks = orphan_marks(&orphan_record(Some(pid), start_ticks(pid), None));
+        assert_eq!(marks.group.map(|g| g.pgid), Some(pid), "an agent's own group is used");
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        let mut child = child;
+        child.wait().unwrap();
+    }
+
+    /// A planted record whose owner is dead cannot aim `cgroup.kill` at another bridge's agent:
+    /// only a cgroup named after the record's own owner, under the cgroup2 mount, is used.
+    #[test]
+    fn a_record_naming_another_owners_cgroup_gets_no_cgroup() {
+        let Some(mount) = procfs::process::Process::myself()
+            .and_then(|me| me.mountinfo())
+            .ok()
+            .and_then(|m| m.into_iter().find(|m| m.fs_type == "cgroup2").map(|m| m.mount_point))
+        else {
+            return;
+        };
+        let live_bridge = std::process::id();
+        let foreign = mount.join(format!("x/{}{live_bridge}-0", containment::CGROUP_PREFIX));
+        assert!(orphan_marks(&orphan_record(None, None, Some(foreign))).cgroup.is_none());
+        let own = mount.join(format!("x/{}{}-0", containment::CGROUP_PREFIX, i32::MAX - 4));
+        assert_eq!(orphan_marks(&orphan_record(None, None, Some(own.clone()))).cgroup, Some(own));
+        let outside = PathBuf::from(format!("/tmp/{}{}-0", containment::CGROUP_PREFIX, i32::MAX - 4));
+        assert!(orphan_marks(&orphan_record(None, None, Some(outside))).cgroup.is_none());
+    }
+
+    /// A FIFO, a symlink to `/dev/zero` and a huge file among the records are skipped with a
+    /// warning: the reap neither hangs nor reads without bound, and still reaps the real record.
+    #[test]
+    fn hostile_record_files_are_skipped_without_blocking_or_unbounded_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = PidRegistry::open(dir.path()).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(dir.path().join("fifo.json")).status().unwrap().success());
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.json")).unwrap();
+        let huge = std::fs::File::create(dir.path().join("huge.json")).unwrap();
+        huge.set_len(1 << 30).unwrap(); // sparse: costs no disk
+        let stale = orphan_record(Some(i32::MAX - 5), Some(1), None);
+        std::fs::write(dir.path().join("real.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let _ = done_tx.send(runtime.block_on(registry.reap_orphans(Duration::from_millis(10))).map(|r| r.len()));
+        });
+        let reaped = done.recv_timeout(Duration::from_secs(30)).expect("the reap finished; a record file blocked it");
+        assert_eq!(reaped.unwrap(), 0);
+        assert!(!dir.path().join("real.json").exists(), "the real (stale) record is still handled");
+        for skipped in ["fifo.json", "zero.json", "huge.json"] {
+            assert!(std::fs::symlink_metadata(dir.path().join(skipped)).is_ok(), "{skipped} is left alone");
+        }
+    }
+
+    /// What a reap could not finish keeps its record: here a dead owner's cgroup that cannot be
+    /// removed because a running bridge (this test) owns a cgroup below it.
+    #[tokio::test]
+    async fn a_record_whose_cgroup_cannot_be_removed_is_kept() {
+        let Ok(parent) = containment::own_cgroup_dir() else { return };
+        let dead_owner = i32::MAX - 6;
+        let dir = parent.join(format!("{}{dead_owner}-0", containment::CGROUP_PREFIX));
+        if std::fs::create_dir(&dir).is_err() {
+            return; // cgroups cannot be made here
+        }
+        let live = dir.join(format!("{}{}-0", containment::CGROUP_PREFIX, std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let registry = PidRegistry::open(state.path()).unwrap();
+        let mut record = orphan_record(None, None, Some(dir.clone()));
+        record.owner_pid = dead_owner;
+        let path = state.path().join("kept.json");
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+        let reaped = registry.reap_orphans(Duration::from_millis(10)).await.unwrap();
+        let kept = path.exists();
+        let _ = std::fs::remove_dir(&live);
+        let _ = std::fs::remove_dir(&dir);
+        assert!(reaped.is_empty(), "{reaped:?}");
+        assert!(kept, "the record stays while its cgroup does");
     }
 }
