@@ -234,7 +234,7 @@ mod tests {
             async move { gate.steer("also this").await }
         });
         tokio::time::timeout(std::time::Duration::from_secs(10), async {
-            while counted(&gate) == before {
+            while counted(gate) == before {
                 tokio::task::yield_now().await;
             }
         })

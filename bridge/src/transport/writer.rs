@@ -202,7 +202,8 @@ async fn progress<T>(
         tokio::select! {
             biased;
             written = &mut write => return written,
-            () = &mut changed => continue,
+            // A hold started or ended: the clock restarts.
+            () = &mut changed => {}
             () = tokio::time::sleep(limit), if !held => {
                 // Recorded before `close` fires, so every sender it wakes sees why.
                 let _ = stalled.set(limit);
