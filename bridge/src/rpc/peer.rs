@@ -917,4 +917,10 @@ mod tests {
         assert!(matches!(events.recv().await, Some(PeerEvent::Notification(n)) if n.method == "result"));
         assert!(peer.gone().is_none());
     }
+
+    #[test]
+    fn a_peer_has_no_write_timeout_unless_it_asks_for_one() {
+        // A host may read slowly on purpose; only the native agents' adapters set one.
+        assert_eq!(PeerConfig::default().write_timeout, None);
+    }
 }
