@@ -7,9 +7,11 @@
 //! the result needs. A merged delta stops growing at [`MAX_MERGED_DELTA_BYTES`]; what is cut is only
 //! streaming progress, and the count of cut bytes is kept for the log. Second, every queued event is
 //! counted in bytes ([`event_bytes`]), and once the queue holds [`MAX_QUEUED_BYTES`] the driver waits
-//! for [`EventQueue::room`] before it reads the next native line: the peer's bounded channel fills,
-//! its reader stops reading, the child's stdout pipe fills and the child itself blocks. `push`
-//! itself never waits and never drops a non-delta event, so the queue may pass the cap by the events
+//! for [`EventQueue::room`] before it reads the next native line: the peer's channel (bounded in
+//! bytes) fills, its reader stops reading and the child's stdout pipe fills, so the bridge's memory
+//! stays bounded (the child may block, or, like Node on a pipe, buffer in its own memory). `push`
+//! itself never waits and never drops a non-delta event (unless the turn is being interrupted,
+//! below), so the queue may pass the cap by the events
 //! of the one native line that was being delivered (and the few the bridge adds itself, a turn's
 //! closing events among them).
 //!
