@@ -37,6 +37,8 @@ struct Streamed {
     taken: Arc<AtomicUsize>,
     /// Set once the last line was read.
     complete: bool,
+    /// Each line as a streamed delta of its own item (else as a final text).
+    deltas: bool,
 }
 
 impl NativeTurn for Streamed {
@@ -46,7 +48,12 @@ impl NativeTurn for Streamed {
                 Some(PeerEvent::Notification(n)) => {
                     let seq = n.params.as_ref().and_then(|p| p["seq"].as_u64()).unwrap_or(u64::MAX);
                     self.taken.fetch_add(1, Ordering::SeqCst);
-                    let mut events = vec![Event::AssistantFinal { item_id: seq.to_string(), text: text() }];
+                    let item_id = seq.to_string();
+                    let mut events = vec![if self.deltas {
+                        Event::AssistantDelta { item_id, delta: text() }
+                    } else {
+                        Event::AssistantFinal { item_id, text: text() }
+                    }];
                     if seq + 1 == EVENTS as u64 {
                         self.complete = true;
                         events.push(Event::TurnTerminal(TurnTerminal::new(TerminalKind::Ok, None)));
@@ -101,7 +108,7 @@ async fn a_host_that_stops_reading_holds_the_agent_back_under_the_cap_and_then_g
     let pipeline = Pipeline::start(vec![Box::new(Host { reading, seen: seen.clone() })], None);
     let queue = pipeline.sender();
     let taken = Arc::new(AtomicUsize::new(0));
-    let mut turn = Streamed { events, taken: taken.clone(), complete: false };
+    let mut turn = Streamed { events, taken: taken.clone(), complete: false, deltas: false };
 
     let peer = conn.peer().clone();
     let params = json!({"method": "item/done", "params": {}, "count": EVENTS});
@@ -161,4 +168,50 @@ async fn a_host_that_stops_reading_holds_the_agent_back_under_the_cap_and_then_g
     assert_eq!(finals.len(), EVENTS, "every event arrived");
     assert!(finals.iter().enumerate().all(|(i, seq)| *seq == i as u64), "in order");
     assert!(matches!(seen.last(), Some(Event::TurnTerminal(_))), "the terminal last");
+}
+
+/// A cancel while the host holds the turn back: the turn reads on (shedding the streamed deltas)
+/// to the agent's own end instead of being abandoned after the grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_the_host_holds_the_turn_back_reads_on_to_the_agents_own_end() {
+    let (conn, events) = spawn(&[]);
+    let (reading_tx, reading) = watch::channel(false);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let pipeline = Pipeline::start(vec![Box::new(Host { reading, seen: seen.clone() })], None);
+    let queue = pipeline.sender();
+    let taken = Arc::new(AtomicUsize::new(0));
+    let mut turn = Streamed { events, taken: taken.clone(), complete: false, deltas: true };
+
+    let peer = conn.peer().clone();
+    let params = json!({"method": "item/done", "params": {}, "count": EVENTS});
+    let streaming =
+        tokio::spawn(
+            async move { peer.request_with_timeout("fake/notify", Some(&params), Duration::from_secs(600)).await },
+        );
+    // A grace far shorter than reading the rest takes while held back, far longer than reading it.
+    let limits =
+        TurnLimits { idle: Duration::from_secs(600), interrupt_grace: Duration::from_secs(60), backend: "fake" };
+    let cancel = CancellationToken::new();
+    let mut sink = queue.clone();
+    let driver = TurnDriver::new(Arc::new(NoObserver), Arc::new(TurnActivity::default()), &mut sink);
+    let driven = driver.run(&mut turn, limits, &cancel);
+    let canceller = async {
+        while queue.queued_bytes() < MAX_QUEUED_BYTES {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(taken.load(Ordering::SeqCst) < EVENTS, "the turn is held back");
+        cancel.cancel();
+    };
+    let (driven, ()) = within(futures::future::join(driven, canceller)).await;
+    assert!(!driven.abandoned, "the agent's own end was read");
+    assert_eq!(taken.load(Ordering::SeqCst), EVENTS, "every line was read while the host still lagged");
+    assert!(queue.high_water_bytes() < 2 * MAX_QUEUED_BYTES + 4096, "bounded: {}", queue.high_water_bytes());
+    let answer: Value = within(streaming).await.unwrap().expect("the agent got everything out");
+    assert_eq!(answer["sent"], EVENTS);
+    reading_tx.send(true).unwrap();
+    let result = driven.finish(None);
+    let mirrored = within(pipeline.finish(&result)).await;
+    assert!(mirrored.dropped_delta_bytes > 0, "streamed deltas were shed");
+    conn.shutdown(polite_stop()).await;
+    assert!(matches!(seen.lock().unwrap().last(), Some(Event::TurnTerminal(_))), "the terminal last");
 }

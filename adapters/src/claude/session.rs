@@ -41,6 +41,7 @@ use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind};
 use clawbridge_bridge::probe::{ProbeError, VersionProbe};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
+use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
     CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, VersionRejected,
@@ -57,6 +58,10 @@ use super::steering::SteerGate;
 
 /// Lines queued from the peer to the turn loop (a full queue applies backpressure to the CLI).
 const INBOUND_CAPACITY: usize = 1024;
+
+/// How long the interrupt may wait for room in the writer's queue: a CLI that stopped reading
+/// fills it, and the turn's grace must still be what ends such a turn.
+const INTERRUPT_QUEUE_LIMIT: Duration = Duration::from_secs(2);
 /// Lines queued for the CLI's stdin.
 const OUTBOUND_CAPACITY: usize = 64;
 /// Notes queued from the control handlers to the turn loop (a full queue makes a handler wait).
@@ -265,6 +270,8 @@ impl ClaudeSession {
             label: "claude".into(),
             // Once stdout ends nobody reads an answer: a handler still asking a person stops.
             abort_handlers_on_close: true,
+            // A CLI that stops reading its stdin must fail the turn, not hang it.
+            write_timeout: Some(agent_write_timeout()),
             ..PeerConfig::default()
         };
         let (notes_tx, notes) = mpsc::channel(NOTES_CAPACITY);
@@ -574,9 +581,16 @@ impl NativeTurn for ClaudeTurn<'_> {
         // The line is queued here, before the turn can end, so it reaches the CLI ahead of the
         // next turn's prompt. The turn's `result` line ends the turn; the answer only says whether
         // the CLI took the interrupt, so nobody waits for it.
-        let answer = match peer.send_request("interrupt", Some(&request), self.answer_timeout).await {
-            Ok(answer) => answer,
-            Err(error) => return Err(format!("cannot write the interrupt to claude: {error}")),
+        // Queuing waits for room in the writer's queue; a CLI that stopped reading must not hold
+        // the driver here past its grace (the driver then reads on to the stream's end).
+        let queued = tokio::time::timeout(
+            INTERRUPT_QUEUE_LIMIT,
+            peer.send_request("interrupt", Some(&request), self.answer_timeout),
+        );
+        let answer = match queued.await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(error)) => return Err(format!("cannot write the interrupt to claude: {error}")),
+            Err(_) => return Err(format!("the interrupt could not be queued for claude in {INTERRUPT_QUEUE_LIMIT:?}")),
         };
         tokio::spawn(async move {
             match answer.await {
@@ -647,6 +661,43 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].contains("\"interrupt\""), "the interrupt first: {lines:?}");
         assert!(lines[1].contains("the next prompt"), "{lines:?}");
+    }
+
+    /// A CLI that stops reading fills the writer's queue: the interrupt gives up queuing its line
+    /// in bounded time instead of holding the driver (and its grace) forever.
+    #[tokio::test]
+    async fn an_interrupt_to_a_cli_that_stopped_reading_does_not_hold_the_turn() {
+        let spec = CommandSpec::new("/bin/sh").args(["-c", "exec sleep 600"]);
+        let config = PeerConfig {
+            dialect: Dialect::ClaudeControl,
+            outgoing_queue: 1,
+            write_timeout: None,
+            ..PeerConfig::default()
+        };
+        let (conn, events) =
+            AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
+        let peer = conn.peer().clone();
+        // One line the writer is stuck writing, one that fills its queue.
+        for filler in ["x".repeat(1 << 20), "y".into()] {
+            peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
+        }
+        let (_notes_tx, notes) = mpsc::channel(1);
+        let mut live = Live { conn, events, notes };
+        let gate = SteerGate::default();
+        let version = Version::new(2, 1, 328);
+        let mut turn = ClaudeTurn {
+            live: &mut live,
+            mapper: TurnMapper::new("t"),
+            version: &version,
+            turn_begun: true,
+            on_native_id: None,
+            gate: &gate,
+            answer_timeout: Duration::from_secs(600),
+        };
+        let sent = tokio::time::timeout(Duration::from_secs(60), turn.interrupt()).await;
+        let sent = sent.expect("the interrupt does not wait for a CLI that stopped reading");
+        assert!(sent.is_err(), "{sent:?}");
+        live.conn.shutdown(StopPolicy { after_stdin_close: Duration::ZERO, ..StopPolicy::default() }).await;
     }
 
     /// A steered line is counted, the turn reads a `result` and so waits for that line's part, and

@@ -6,7 +6,10 @@
 //! [`SteerGate`] is shared by the running turn and the [`ClaudeSteering`] handle: the turn closes
 //! it when it reads a `result` that no steered line still waits behind, and a steer counts its line
 //! under the same lock before writing it, so a line is either a continuation the turn waits for or
-//! refused — never a stray `result` that a later turn would take for its own.
+//! refused — never a stray `result` that a later turn would take for its own. Each steer keeps the
+//! gate's generation (a new turn, its end, an interrupt that drops queued lines each start one) and
+//! its place among the generation's lines, so a line that fails to be written ends the turn only
+//! when that very turn already counted on that very line.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -31,6 +34,10 @@ struct GateState {
     peer: Option<RpcPeer>,
     /// Steered lines whose `result` the turn has not read yet.
     pending: usize,
+    /// Steered lines of this generation whose `result` the turn read (it counted on their parts).
+    consumed: usize,
+    /// Which turn, and which of its stretches between interrupts, the counts belong to.
+    generation: u64,
     /// Why a steered line the turn already counted on (a `result` was read as its part's
     /// beginning) never reached the CLI: the turn waits for nothing more and ends with this.
     lost: Option<String>,
@@ -55,7 +62,9 @@ impl SteerGate {
 
     /// A turn starts on `peer`: steers are taken until it ends.
     pub fn open(&self, peer: RpcPeer) {
-        *self.state() = GateState { peer: Some(peer), pending: 0, lost: None };
+        let mut state = self.state();
+        let generation = state.generation + 1;
+        *state = GateState { peer: Some(peer), generation, ..GateState::default() };
     }
 
     /// Waits until a steered line the turn counted on could not be written, with why. Cancel-safe.
@@ -75,6 +84,7 @@ impl SteerGate {
         let mut state = self.state();
         if state.pending > 0 {
             state.pending -= 1;
+            state.consumed += 1;
             true
         } else {
             state.peer = None;
@@ -85,30 +95,39 @@ impl SteerGate {
     /// The CLI was told to drop its queued lines (an interrupt): none is waited for any more.
     /// Returns how many were pending.
     pub fn drop_pending(&self) -> usize {
-        std::mem::take(&mut self.state().pending)
+        let mut state = self.state();
+        // Lines written before this are the CLI's to drop: their failure no longer concerns the turn.
+        state.generation += 1;
+        state.consumed = 0;
+        std::mem::take(&mut state.pending)
     }
 
     /// The turn is over, however it ended.
     pub fn close(&self) {
-        *self.state() = GateState::default();
+        let mut state = self.state();
+        let generation = state.generation + 1;
+        *state = GateState { generation, ..GateState::default() };
     }
 
     /// Writes `text` as a user line into the running turn.
     pub async fn steer(&self, text: &str) -> Result<(), SteerError> {
-        let peer = {
+        let (peer, generation, place) = {
             let mut state = self.state();
             let Some(peer) = state.peer.clone() else { return Err(SteerError::NotRunning) };
+            let place = state.consumed + state.pending;
             state.pending += 1;
-            peer
+            (peer, state.generation, place)
         };
         match peer.notify("user", Some(&UserLine::text(text))).await {
             Ok(()) => Ok(()),
             Err(error) => {
                 let why = error.to_string();
                 let mut state = self.state();
-                if state.pending > 0 {
+                if state.generation != generation {
+                    // Its turn is over, or an interrupt dropped it: nobody waits for its part.
+                } else if place >= state.consumed {
                     // No `result` was read for it yet: it simply does not count.
-                    state.pending -= 1;
+                    state.pending = state.pending.saturating_sub(1);
                 } else if state.peer.is_some() {
                     // A `result` was already read as the start of this line's part, so the turn
                     // waits for a part that never comes: it must end now, naming why.
@@ -201,6 +220,54 @@ mod tests {
         let why =
             tokio::time::timeout(std::time::Duration::from_secs(10), gate.lost()).await.expect("the turn is told");
         assert!(why.contains("could not be written"), "{why}");
+    }
+
+    /// Runs a steer on `gate` up to its waiting write (its line counted), and returns it.
+    async fn steer_counted(gate: &Arc<SteerGate>) -> tokio::task::JoinHandle<Result<(), SteerError>> {
+        let counted = |gate: &SteerGate| {
+            let state = gate.state();
+            state.consumed + state.pending
+        };
+        let before = counted(gate);
+        let steer = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.steer("also this").await }
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while counted(gate) == before {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the steer counts its line");
+        steer
+    }
+
+    #[tokio::test]
+    async fn a_steer_that_fails_after_an_interrupt_dropped_it_does_not_fail_the_cancelled_turn() {
+        let (peer, _out, _in) = blocked_peer().await;
+        let gate = Arc::new(SteerGate::default());
+        gate.open(peer.clone());
+        let steer = steer_counted(&gate).await;
+        assert_eq!(gate.drop_pending(), 1, "the interrupt drops the queued line");
+        peer.close();
+        assert!(tokio::time::timeout(std::time::Duration::from_secs(10), steer).await.unwrap().unwrap().is_err());
+        assert!(gate.state().lost.is_none(), "the cancelled turn ends as the interrupt ends it");
+    }
+
+    #[tokio::test]
+    async fn a_steer_of_an_earlier_turn_that_fails_does_not_end_the_next_one() {
+        let (peer, _out, _in) = blocked_peer().await;
+        let gate = Arc::new(SteerGate::default());
+        gate.open(peer.clone());
+        let steer = steer_counted(&gate).await;
+        // That turn ends (its process stopped); the next turn runs on a new one.
+        gate.close();
+        let (next_peer, _next_out, _next_in) = blocked_peer().await;
+        gate.open(next_peer);
+        peer.close();
+        assert!(tokio::time::timeout(std::time::Duration::from_secs(10), steer).await.unwrap().unwrap().is_err());
+        assert!(gate.state().lost.is_none(), "an earlier turn's line is no concern of this one");
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
+use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::codex::initialize::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
@@ -196,6 +197,8 @@ impl CodexSession {
             // The handler applies the approval and tool deadlines itself; this is the backstop.
             handler_timeout: config.approval_timeout.max(config.tool_timeout) + Duration::from_secs(5),
             label: "codex".into(),
+            // A Codex that stops reading its stdin must fail the turn, not hang it.
+            write_timeout: Some(agent_write_timeout()),
             ..PeerConfig::default()
         };
         let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };

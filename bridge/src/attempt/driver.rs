@@ -3,8 +3,9 @@
 //! running, keeps the idle deadline (suspended while a person or a tool is pending), and gives an
 //! interrupted turn its grace. A backend supplies only its [`NativeTurn`]: how its stream advances,
 //! how it interrupts, and how it closes a turn it must abandon. While the [`TurnSink`] is full (a
-//! lagging host) the driver takes no further step, so the native side waits on its own pipe; a
-//! cancel and its grace still end the turn then.
+//! lagging host) the driver takes no further step, so the native side waits on its own pipe; once
+//! a cancel interrupts the turn the sink sheds streaming deltas instead, so the native side's own
+//! answer to the interrupt is still read within the grace.
 //!
 //! Why each guard exists: `docs/peers/codex.md` (idle watchdog, tools that run silently) and
 //! `docs/peers/claude.md` (interrupt grace, a late `result`).
@@ -55,6 +56,11 @@ pub trait TurnSink: Send {
     fn room(&self) -> Option<BoxFuture<'static, ()>> {
         None
     }
+
+    /// The turn is being interrupted: from now on the sink must let the driver read on to the
+    /// native side's answer, with its bytes still bounded (the pipeline's queue drops streaming
+    /// deltas). The default (any closure) has nothing to do.
+    fn interrupting(&mut self) {}
 }
 
 impl<F: FnMut(&Event) + Send> TurnSink for F {
@@ -93,6 +99,10 @@ impl<F: FnMut(&mut dyn TurnSink, &Event) + Send> TurnSink for Relay<'_, F> {
 
     fn room(&self) -> Option<BoxFuture<'static, ()>> {
         self.inner.room()
+    }
+
+    fn interrupting(&mut self) {
+        self.inner.interrupting();
     }
 }
 
@@ -294,6 +304,9 @@ impl<'s> TurnDriver<'s> {
                     interrupting = true;
                     // Whatever the native side answers from now on ends the turn for the cancel.
                     self.cause = TerminalCause::Cancelled;
+                    // The answer to the interrupt is queued behind what the native side streamed
+                    // meanwhile: the sink must let the driver read on to it.
+                    self.sink.interrupting();
                     turn.on_cancel();
                     deadline = Instant::now() + limits.interrupt_grace;
                 }

@@ -163,24 +163,46 @@ impl TurnSink for NeverDrained {
     }
 }
 
+/// A pipeline's queue nobody drains (a host that stopped reading), as a turn's sink.
+struct Undrained(Arc<crate::sink::EventQueue>);
+
+impl TurnSink for Undrained {
+    fn push(&mut self, event: &Event) {
+        self.0.push(event.clone());
+    }
+
+    fn room(&self) -> Option<BoxFuture<'static, ()>> {
+        crate::sink::queue::room_in(&self.0)
+    }
+
+    fn interrupting(&mut self) {
+        self.0.shed_deltas();
+    }
+}
+
 #[tokio::test]
-async fn a_full_sink_stops_the_reading_without_counting_as_idle_and_a_cancel_still_ends_the_turn() {
-    let delta = |n: usize| Event::AssistantDelta { item_id: "m".into(), delta: n.to_string() };
-    let mut turn = Scripted::new((0..100).map(|n| Step::Events(vec![delta(n)])).collect(), None);
-    let mut sink = NeverDrained { pushed: Vec::new() };
+async fn a_full_sink_stops_the_reading_without_counting_as_idle_and_a_cancel_reads_on_to_the_native_end() {
+    let delta = |n: usize| Event::AssistantDelta { item_id: format!("m{n}"), delta: "x".repeat(1000) };
+    // The native side answers the interrupt after everything it streamed before.
+    let mut turn = Scripted::new((0..100).map(|n| Step::Events(vec![delta(n)])).collect(), Some(TerminalKind::Aborted));
+    let queue = Arc::new(crate::sink::EventQueue::with_cap(4096));
+    let mut sink = Undrained(queue.clone());
     let cancel = CancellationToken::new();
     let driver = TurnDriver::new(Arc::new(NoObserver), Arc::new(TurnActivity::default()), &mut sink);
     let canceller = async {
         // Many idle limits pass while the sink is full: the native side is not idle, it is held.
         tokio::time::sleep(LIMITS.idle * 5).await;
+        assert!(!queue.has_room(), "reading stopped while the sink was full");
         cancel.cancel();
     };
     let (driven, ()) = tokio::join!(driver.run(&mut turn, LIMITS, &cancel), canceller);
+    assert!(!driven.abandoned, "the native side's own answer to the interrupt ended the turn");
     let result = driven.finish(None);
     assert_eq!((result.terminal.kind, result.terminal.cause), (TerminalKind::Aborted, Some(TerminalCause::Cancelled)));
-    assert_eq!(turn.steps.len(), 99, "nothing more was read once the sink was full");
-    assert!(matches!(sink.pushed.last(), Some(Event::TurnTerminal(_))), "the closing terminal is still delivered");
-    assert_eq!(sink.pushed.len(), 2, "the first delta, then the terminal");
+    assert!(result.terminal.message.is_none(), "not the driver's abandon: {:?}", result.terminal.message);
+    assert!(turn.steps.is_empty(), "everything the native side wrote was read");
+    assert!(queue.dropped_bytes() > 0, "streaming deltas were shed while the turn was stopped");
+    assert!(queue.queued_bytes() < 2 * 4096 + 2048, "the queue stayed bounded: {}", queue.queued_bytes());
 }
 
 #[test]

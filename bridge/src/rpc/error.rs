@@ -30,7 +30,7 @@ pub enum GoneCause {
     /// The process exited but its output stayed open past a grace period: another process (a
     /// grandchild that inherited the pipe) holds it, so EOF would never come.
     OutputHeldOpen,
-    /// It stopped reading its input: one line could not be written within the write timeout.
+    /// It stopped reading its input: a write made no progress within the write timeout.
     InputStalled {
         /// The write timeout that passed.
         after: Duration,

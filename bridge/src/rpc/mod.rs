@@ -3,7 +3,7 @@
 //! Claude Code's control protocol.
 //!
 //! One reader task classifies each line and delivers notifications (for Claude: the conversation
-//! lines) in arrival order through a bounded channel; responses complete pending requests; requests
+//! lines) in arrival order through a channel bounded in lines and bytes; responses complete pending requests; requests
 //! from the peer each run in their own task and are always answered, unless the peer withdraws one
 //! (Claude's `control_cancel_request`), which aborts its handler and sends nothing. When the peer's
 //! output ends, every pending request fails with the peer's exit status and stderr tail.
@@ -11,10 +11,12 @@
 mod caps;
 mod error;
 mod handler;
+mod inbox;
 mod peer;
 
 pub use caps::LineCaps;
 
 pub use error::{GoneCause, PeerGone, RpcError, StreamProblem};
 pub use handler::{ExitReporter, HandlerError, HandlerFailure, NoProcess, RejectAll, RequestHandler};
+pub use inbox::{DEFAULT_EVENT_BYTES, MIN_EVENT_BYTES};
 pub use peer::{PeerConfig, PeerEvent, RpcPeer};

@@ -20,9 +20,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use super::caps::LineCaps;
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
-use crate::transport::{
-    DEFAULT_MAX_LINE_BYTES, Frame, LineSender, agent_write_timeout, frame_reader, spawn_line_writer_with_timeout,
-};
+use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer_with_timeout};
 
 /// How a peer connection behaves.
 #[derive(Clone, Debug)]
@@ -51,12 +49,15 @@ pub struct PeerConfig {
     pub max_concurrent_handlers: usize,
     /// Outgoing lines queued before senders wait.
     pub outgoing_queue: usize,
-    /// How long one line may take to be written before the peer counts as no longer reading: the
-    /// writer stops and the stream ends as [`GoneCause::InputStalled`]. `None` waits as long as it
-    /// takes (a host, which may read slowly on purpose).
+    /// How long a write to the peer may go without progress before the peer counts as no longer
+    /// reading: the writer stops and the stream ends as [`GoneCause::InputStalled`]. `None` (the
+    /// default) waits as long as it takes, as a host may read slowly on purpose; native agents set
+    /// [`agent_write_timeout`](crate::transport::agent_write_timeout).
     pub write_timeout: Option<Duration>,
     /// Events queued for the consumer before the reader waits.
     pub event_queue: usize,
+    /// Bytes of events (by their lines' lengths) queued for the consumer before the reader waits.
+    pub event_bytes: usize,
     /// Tag for logs.
     pub label: String,
     /// Abort the handlers still running when the peer's output ends, instead of letting them finish
@@ -77,8 +78,9 @@ impl Default for PeerConfig {
             handler_timeout: Duration::from_secs(600),
             max_concurrent_handlers: 64,
             outgoing_queue: 256,
-            write_timeout: Some(agent_write_timeout()),
+            write_timeout: None,
             event_queue: 1024,
+            event_bytes: super::inbox::DEFAULT_EVENT_BYTES,
             label: "peer".into(),
             abort_handlers_on_close: false,
         }
@@ -209,8 +211,8 @@ impl RpcPeer {
     /// Starts the reader and writer tasks. `exit` is asked, once the stream ends, what became of
     /// the process behind it.
     ///
-    /// The returned events must be drained (or the receiver dropped): once `event_queue` events are
-    /// waiting, the reader waits too, and answers to our requests queue up behind them.
+    /// The returned events must be drained (or the receiver dropped): once `event_queue` events or
+    /// `event_bytes` bytes of them are waiting, the reader waits too, and answers to our requests queue up behind them.
     pub fn start<R, W>(
         reader: R,
         writer: W,
@@ -223,7 +225,7 @@ impl RpcPeer {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (out, _writer_task) = spawn_line_writer_with_timeout(writer, config.outgoing_queue, config.write_timeout);
-        let (events_tx, events) = mpsc::channel(config.event_queue.max(1));
+        let (events_tx, events) = super::inbox::inbox(config.event_queue, config.event_bytes, out.clone());
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             next_id: AtomicI64::new(1),
@@ -355,8 +357,12 @@ impl RpcPeer {
     /// A write failure usually means the peer died; prefer reporting its exit over "broken pipe".
     async fn explain_send_failure(&self, method: &str, error: crate::transport::SendError) -> RpcError {
         let local = self.shared.closed_locally.load(Ordering::Relaxed);
-        let stopped =
-            matches!(error, crate::transport::SendError::Closed | crate::transport::SendError::Stalled { .. });
+        if let Some(gone) = self.gone() {
+            return RpcError::PeerGone { method: method.into(), gone };
+        }
+        // A stall names its cause itself, and the stream's end may wait on our own reader, held
+        // back by a lagging consumer: not worth a wait that may never end.
+        let stopped = matches!(error, crate::transport::SendError::Closed);
         if stopped && !local {
             if let Ok(gone) = tokio::time::timeout(Duration::from_secs(5), self.closed()).await {
                 return RpcError::PeerGone { method: method.into(), gone };
@@ -386,7 +392,7 @@ async fn wait_for_answer(
 
 struct ReaderTask {
     peer: RpcPeer,
-    events: mpsc::Sender<PeerEvent>,
+    events: super::inbox::InboxSender,
     handler: Arc<dyn RequestHandler>,
     exit: Arc<dyn ExitReporter>,
 }
@@ -446,7 +452,7 @@ impl ReaderTask {
         for (_, waiter) in waiting {
             let _ = waiter.reply.send(Reply::Gone(gone.clone()));
         }
-        let _ = self.events.send(PeerEvent::Closed(gone)).await;
+        let _ = self.events.send(PeerEvent::Closed(gone), 0).await;
     }
 
     async fn on_line(&self, line: String, handlers: &Arc<Semaphore>) {
@@ -478,7 +484,7 @@ impl ReaderTask {
                 }
                 let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
                 // A consumer that stopped listening must not stop us reading: the child would block.
-                let _ = self.events.send(PeerEvent::Notification(Notification { method, params })).await;
+                let _ = self.events.send(PeerEvent::Notification(Notification { method, params }), line.len()).await;
             }
             Ok(RawMessage::Request { id, method, params }) => {
                 let limit = caps.incoming(&method);
@@ -544,7 +550,7 @@ impl ReaderTask {
         match Dialect::ClaudeControl.classify(value) {
             Ok(Incoming::Message(Message::Notification(n))) => {
                 // A consumer that stopped listening must not stop us reading: the child would block.
-                let _ = self.events.send(PeerEvent::Notification(n)).await;
+                let _ = self.events.send(PeerEvent::Notification(n), line.len()).await;
             }
             Ok(Incoming::Message(Message::Response(response))) => {
                 let Some((waiter, _)) = self.waiter(&response.id) else {
@@ -639,7 +645,7 @@ impl ReaderTask {
         } else {
             tracing::warn!(peer = %self.peer.config.label, "{problem}");
         }
-        let _ = self.events.send(PeerEvent::Problem(problem)).await;
+        let _ = self.events.send(PeerEvent::Problem(problem), 0).await;
     }
 }
 
@@ -1193,5 +1199,11 @@ mod tests {
         assert_eq!(span_of(&line, "elsewhere"), None);
         let raw = params_in_place(line.clone(), span).unwrap();
         assert_eq!(raw.get(), r#"{"a":[1, 2]}"#);
+    }
+
+    #[test]
+    fn a_peer_has_no_write_timeout_unless_it_asks_for_one() {
+        // A host may read slowly on purpose; only the native agents' adapters set one.
+        assert_eq!(PeerConfig::default().write_timeout, None);
     }
 }

@@ -90,6 +90,10 @@ impl TurnSink for PipelineSender {
     fn room(&self) -> Option<BoxFuture<'static, ()>> {
         room_in(&self.queue)
     }
+
+    fn interrupting(&mut self) {
+        self.queue.shed_deltas();
+    }
 }
 
 /// A turn's sink that runs its own code per event (which pushes into the pipeline) and waits, like
@@ -109,6 +113,10 @@ impl<F: FnMut(&Event) + Send> TurnSink for GatedSink<F> {
 
     fn room(&self) -> Option<BoxFuture<'static, ()>> {
         room_in(&self.queue)
+    }
+
+    fn interrupting(&mut self) {
+        self.queue.shed_deltas();
     }
 }
 
@@ -197,8 +205,20 @@ struct Processor {
     error: Option<StoreError>,
 }
 
+/// Closes the queue when the pipeline's task ends however it ends: a stage that panics must not
+/// leave the turn waiting for room in a queue nobody drains any more.
+struct CloseOnDrop(Arc<EventQueue>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 impl Processor {
     async fn run(mut self, queue: Arc<EventQueue>) -> Self {
+        let queue = CloseOnDrop(queue);
+        let queue = &queue.0;
         while let Some(event) = queue.next().await {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
@@ -301,6 +321,33 @@ mod tests {
         let rows = rows.lock().unwrap();
         assert!(matches!(rows.first(), Some(Message::User(_))), "the prompt first: {rows:?}");
         assert!(rows.iter().any(|m| matches!(m, Message::Assistant(_))), "{rows:?}");
+    }
+
+    /// Panics on the first event it is given.
+    struct Panics;
+
+    impl EventStage for Panics {
+        fn on_event<'a>(&'a mut self, _event: &'a Event) -> BoxFuture<'a, ()> {
+            Box::pin(async { panic!("a stage bug") })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pipeline_whose_task_dies_lets_the_turn_go_on_and_finish_says_why() {
+        let pipeline = Pipeline::start(vec![Box::new(Panics)], None);
+        let mut sink = pipeline.sender();
+        let big = "x".repeat(1 << 20);
+        // Fill the queue past its cap, as a host that lags would; the stage dies on the first event.
+        for n in 0..16 {
+            TurnSink::push(&mut sink, &Event::AssistantFinal { item_id: format!("i{n}"), text: big.clone() });
+        }
+        if let Some(room) = TurnSink::room(&sink) {
+            tokio::time::timeout(std::time::Duration::from_secs(30), room)
+                .await
+                .expect("a dead pipeline never holds the turn back");
+        }
+        let mirrored = pipeline.finish(&result(TerminalKind::Ok)).await;
+        assert!(mirrored.error.is_some_and(|e| e.to_string().contains("died")));
     }
 
     #[tokio::test]

@@ -7,11 +7,18 @@
 //! the result needs. A merged delta stops growing at [`MAX_MERGED_DELTA_BYTES`]; what is cut is only
 //! streaming progress, and the count of cut bytes is kept for the log. Second, every queued event is
 //! counted in bytes ([`event_bytes`]), and once the queue holds [`MAX_QUEUED_BYTES`] the driver waits
-//! for [`EventQueue::room`] before it reads the next native line: the peer's bounded channel fills,
-//! its reader stops reading, the child's stdout pipe fills and the child itself blocks. `push`
-//! itself never waits and never drops a non-delta event, so the queue may pass the cap by the events
+//! for [`EventQueue::room`] before it reads the next native line: the peer's channel (bounded in
+//! bytes) fills, its reader stops reading and the child's stdout pipe fills, so the bridge's memory
+//! stays bounded (the child may block, or, like Node on a pipe, buffer in its own memory). `push`
+//! itself never waits and never drops a non-delta event (unless the turn is being interrupted,
+//! below), so the queue may pass the cap by the events
 //! of the one native line that was being delivered (and the few the bridge adds itself, a turn's
 //! closing events among them).
+//!
+//! Once the turn is being interrupted ([`EventQueue::shed_deltas`]) the driver must read on: the
+//! native side's answer to the interrupt sits behind what it streamed meanwhile. From then on a
+//! delta that finds the queue at its cap is dropped (its bytes counted) instead of queued, and the
+//! producer waits only past twice the cap, which only other events than deltas can reach.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -60,8 +67,10 @@ struct Inner {
     high_water: usize,
     /// Set by [`EventQueue::close`]: nothing more will come.
     closed: bool,
-    /// Delta bytes dropped because a merged delta was full.
+    /// Delta bytes dropped because a merged delta was full, or shed while interrupting.
     dropped_bytes: u64,
+    /// Set by [`EventQueue::shed_deltas`]: the turn is being interrupted and must read on.
+    shedding: bool,
 }
 
 impl EventQueue {
@@ -81,6 +90,12 @@ impl EventQueue {
         let mut inner = self.lock();
         if inner.closed {
             // Only a handle outliving the turn pushes now; the stream already ended.
+            return;
+        }
+        if inner.shedding && inner.bytes >= self.cap && is_delta(&event) {
+            // Streaming progress of a turn being stopped, behind a host that lags: only its end
+            // matters now, and that must be read.
+            inner.dropped_bytes += delta_len(&event) as u64;
             return;
         }
         let mut dropped = None;
@@ -126,9 +141,10 @@ impl EventQueue {
             {
                 let mut inner = self.lock();
                 if let Some((event, bytes)) = inner.events.pop_front() {
-                    let was_full = inner.bytes >= self.cap;
+                    let limit = inner.limit(self.cap);
+                    let was_full = inner.bytes >= limit;
                     inner.bytes -= bytes;
-                    if was_full && inner.bytes < self.cap {
+                    if was_full && inner.bytes < limit {
                         self.drained.notify_waiters();
                     }
                     return Some(event);
@@ -144,7 +160,14 @@ impl EventQueue {
     /// Whether the producer may go on (fewer than the cap's bytes are queued, or the queue closed).
     pub fn has_room(&self) -> bool {
         let inner = self.lock();
-        inner.closed || inner.bytes < self.cap
+        inner.closed || inner.bytes < inner.limit(self.cap)
+    }
+
+    /// The turn is being interrupted: from now on deltas past the cap are dropped and the producer
+    /// waits only past twice the cap (see the module docs).
+    pub fn shed_deltas(&self) {
+        self.lock().shedding = true;
+        self.drained.notify_waiters();
     }
 
     /// Waits until [`has_room`](Self::has_room). Cancel-safe.
@@ -181,6 +204,11 @@ impl EventQueue {
 }
 
 impl Inner {
+    /// The queued bytes past which the producer waits.
+    fn limit(&self, cap: usize) -> usize {
+        if self.shedding { cap.saturating_mul(2) } else { cap }
+    }
+
     fn add_bytes(&mut self, bytes: usize) {
         self.bytes += bytes;
         self.high_water = self.high_water.max(self.bytes);
@@ -196,7 +224,8 @@ pub fn room_in(queue: &Arc<EventQueue>) -> Option<BoxFuture<'static, ()>> {
     Some(Box::pin(async move { queue.room().await }))
 }
 
-/// What a queued event costs, in bytes: an upper bound of the heap it holds — the lengths of its
+/// What a queued event costs, in bytes: an approximation of the heap it holds (lengths, not the
+/// capacities behind them) — the lengths of its
 /// texts, a tool's arguments walked node by node ([`value_bytes`]), plus a fixed overhead per event
 /// for the event itself. Cheap: nothing is serialised.
 pub fn event_bytes(event: &Event) -> usize {
@@ -247,7 +276,7 @@ fn output_bytes(output: &CappedOutput) -> usize {
     output.text.len() + output.images.iter().map(|i| i.data.len() + i.mime_type.len() + EVENT_OVERHEAD).sum::<usize>()
 }
 
-/// A JSON value's heap, bounded from above: each node's own size, its strings and keys. Walked with
+/// A JSON value's heap, approximately (lengths, not capacities): each node's own size, its strings and keys. Walked with
 /// an explicit stack, so a deeply nested value cannot exhaust the thread's stack.
 fn value_bytes(value: &Value) -> usize {
     let node = std::mem::size_of::<Value>();
@@ -269,6 +298,16 @@ fn value_bytes(value: &Value) -> usize {
         }
     }
     total
+}
+
+/// The text of a delta (0 for any other event).
+fn delta_len(event: &Event) -> usize {
+    match event {
+        Event::AssistantDelta { delta, .. }
+        | Event::ReasoningDelta { delta, .. }
+        | Event::ToolOutputDelta { delta, .. } => delta.len(),
+        _ => 0,
+    }
 }
 
 /// Whether `event` is a streamed delta (what merging may move past: other items' deltas only).
@@ -426,6 +465,31 @@ mod tests {
         let counted = event_bytes(&Event::ToolStarted(call.clone()));
         let serialised = serde_json::to_vec(&call).unwrap().len();
         assert!(counted > serialised, "counted {counted} < serialised {serialised}");
+    }
+
+    #[test]
+    fn while_interrupting_deltas_past_the_cap_are_dropped_and_other_events_queue_up_to_twice_the_cap() {
+        let queue = EventQueue::with_cap(4096);
+        let chunk = "x".repeat(1000);
+        let mut n = 0;
+        while queue.has_room() {
+            queue.push(final_text(n, &chunk));
+            n += 1;
+        }
+        queue.shed_deltas();
+        assert!(queue.has_room(), "the turn being stopped reads on");
+        let before = queue.queued_bytes();
+        for _ in 0..1000 {
+            queue.push(Event::ToolOutputDelta { call_id: "c".into(), delta: chunk.clone() });
+        }
+        assert_eq!(queue.queued_bytes(), before, "deltas past the cap are not queued");
+        assert_eq!(queue.dropped_bytes(), 1000 * 1000);
+        while queue.has_room() {
+            queue.push(final_text(n, &chunk));
+            n += 1;
+        }
+        assert!(queue.queued_bytes() >= 2 * 4096, "only past twice the cap does the producer wait again");
+        assert!(queue.queued_bytes() < 2 * 4096 + event_bytes(&final_text(n, &chunk)));
     }
 
     #[tokio::test]

@@ -7,8 +7,8 @@ mod writer;
 
 pub use codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineCodec};
 pub use writer::{
-    DEFAULT_WRITE_TIMEOUT, LineSender, SendError, WRITE_TIMEOUT_ENV, agent_write_timeout, spawn_line_writer,
-    spawn_line_writer_with_timeout,
+    DEFAULT_WRITE_TIMEOUT, LineSender, ReadHold, ReadHoldGuard, SendError, WRITE_TIMEOUT_ENV, agent_write_timeout,
+    spawn_line_writer, spawn_line_writer_with_timeout,
 };
 
 use tokio::io::AsyncRead;

@@ -1,6 +1,10 @@
-//! The one writer of a peer's input: whole lines from a queue bounded in lines and bytes, each
-//! written within a time limit when one is set (docs/peers/pipes.md#write-timeout).
+//! The one writer of a peer's input: whole lines from a queue bounded in lines and bytes, with a
+//! no-progress limit when one is set (docs/peers/pipes.md#write-timeout): a write may take as long
+//! as its reader keeps taking bytes, and the clock stands still while our own reading of that peer
+//! is held back ([`ReadHold`]), since a peer blocked on its full output may stop reading its input.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -20,8 +24,8 @@ pub enum SendError {
     /// The message could not be serialised as JSON.
     #[error("could not serialise an outgoing message: {0}")]
     Serialize(#[from] serde_json::Error),
-    /// The peer stopped reading: one line could not be written within the write timeout, so the
-    /// writer stopped and closed the stream.
+    /// The peer stopped reading: a write made no progress within the write timeout, so the writer
+    /// stopped and closed the stream.
     #[error("the peer stopped reading its input for {after:?}")]
     Stalled {
         /// The write timeout that passed.
@@ -29,9 +33,10 @@ pub enum SendError {
     },
 }
 
-/// How long one line may take to reach a native agent's stdin by default (a setting:
-/// [`WRITE_TIMEOUT_ENV`]). A reading agent takes a line in microseconds; one that has not taken a
-/// line for this long has stopped reading, and waiting longer only hangs the turn.
+/// How long a write to a native agent's stdin may go without progress by default (a setting:
+/// [`WRITE_TIMEOUT_ENV`]). A reading agent takes bytes in microseconds; one that has taken none for
+/// this long (while we kept reading its output) has stopped reading, and waiting longer only hangs
+/// the turn.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `CLAWBRIDGE_WRITE_TIMEOUT_MS`: the write timeout for native agents, in milliseconds (0 or
@@ -69,8 +74,41 @@ pub struct LineSender {
     budget: Arc<Semaphore>,
     /// Cancelling it makes the writer task stop and drop the stream (closing the child's stdin).
     close: CancellationToken,
-    /// Set by the writer task when a line did not go out within the write timeout: why it stopped.
+    /// Set by the writer task when a write made no progress within the write timeout: why it stopped.
     stalled: Arc<OnceLock<Duration>>,
+    /// Whether our reading of this peer is held back now, which stops the write clock.
+    hold: Arc<ReadHold>,
+}
+
+/// Counts the places where our reading of the peer's output is held back by our own backpressure
+/// (a consumer that lags). While it is held, the peer may be blocked writing its output and so not
+/// read its input: that is not its fault, so the write clock does not run then.
+#[derive(Debug, Default)]
+pub struct ReadHold {
+    /// How many holds are active.
+    held: AtomicUsize,
+    /// Wakes the writer whenever a hold starts or ends, so its clock restarts.
+    changed: tokio::sync::Notify,
+}
+
+impl ReadHold {
+    fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// One active hold of a [`ReadHold`], from [`LineSender::hold_reading`]; released when dropped.
+#[derive(Debug)]
+pub struct ReadHoldGuard {
+    /// The hold this guard counts in.
+    hold: Arc<ReadHold>,
+}
+
+impl Drop for ReadHoldGuard {
+    fn drop(&mut self) {
+        self.hold.held.fetch_sub(1, Ordering::SeqCst);
+        self.hold.changed.notify_waiters();
+    }
 }
 
 impl LineSender {
@@ -125,6 +163,14 @@ impl LineSender {
         }
     }
 
+    /// Our reading of the peer's output is held back (by a consumer that lags) until the guard is
+    /// dropped: meanwhile the write clock stands still.
+    pub fn hold_reading(&self) -> ReadHoldGuard {
+        self.hold.held.fetch_add(1, Ordering::SeqCst);
+        self.hold.changed.notify_waiters();
+        ReadHoldGuard { hold: self.hold.clone() }
+    }
+
     /// Stops the writer: lines still queued are dropped and the stream is closed (stdin EOF).
     pub fn close(&self) {
         self.close.cancel();
@@ -133,6 +179,38 @@ impl LineSender {
     /// Whether the writer has stopped.
     pub fn is_closed(&self) -> bool {
         self.close.is_cancelled() || self.queue.is_closed()
+    }
+}
+
+/// `write` (one piece of progress), unless it makes no progress for `limit` while our reading of
+/// the peer is not held back: then the stall is recorded in `stalled` and it fails as `TimedOut`. The
+/// clock restarts whenever a hold starts or ends.
+async fn progress<T>(
+    limit: Option<Duration>,
+    hold: &ReadHold,
+    stalled: &OnceLock<Duration>,
+    write: impl Future<Output = std::io::Result<T>>,
+) -> std::io::Result<T> {
+    let Some(limit) = limit else { return write.await };
+    tokio::pin!(write);
+    loop {
+        let changed = hold.changed.notified();
+        tokio::pin!(changed);
+        // Registered before the hold is read, so a change in between still wakes this wait.
+        changed.as_mut().enable();
+        let held = hold.is_held();
+        tokio::select! {
+            biased;
+            written = &mut write => return written,
+            // A hold started or ended: the clock restarts.
+            () = &mut changed => {}
+            () = tokio::time::sleep(limit), if !held => {
+                // Recorded before `close` fires, so every sender it wakes sees why.
+                let _ = stalled.set(limit);
+                tracing::warn!(after = ?limit, "the peer stopped reading its input; closing it");
+                return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the peer stopped reading its input"));
+            }
+        }
     }
 }
 
@@ -146,9 +224,10 @@ where
     spawn_line_writer_with_timeout(stream, queue_capacity, None)
 }
 
-/// [`spawn_line_writer`], and a line (with its flush) that takes longer than `write_timeout` to
-/// write stops the writer as a peer that stopped reading: the stream is closed and every send
-/// from then on fails with [`SendError::Stalled`].
+/// [`spawn_line_writer`], and a write that makes no progress for `write_timeout` (while our reading
+/// of the peer is not held back, [`LineSender::hold_reading`]) stops the writer as a peer that
+/// stopped reading: the stream is closed and every send from then on fails with
+/// [`SendError::Stalled`].
 pub fn spawn_line_writer_with_timeout<W>(
     stream: W,
     queue_capacity: usize,
@@ -161,9 +240,16 @@ where
     let close = CancellationToken::new();
     let budget = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
     let stalled = Arc::new(OnceLock::new());
-    let writer = Writer { close: close.clone(), budget: budget.clone(), stalled: stalled.clone(), write_timeout };
+    let hold = Arc::new(ReadHold::default());
+    let writer = Writer {
+        close: close.clone(),
+        budget: budget.clone(),
+        stalled: stalled.clone(),
+        write_timeout,
+        hold: hold.clone(),
+    };
     let task = tokio::spawn(writer.write_lines(stream, rx));
-    (LineSender { queue: tx, budget, close, stalled }, task)
+    (LineSender { queue: tx, budget, close, stalled, hold }, task)
 }
 
 /// The writer task's side of a [`LineSender`].
@@ -174,8 +260,10 @@ struct Writer {
     budget: Arc<Semaphore>,
     /// Where the task says it stopped because a write timed out.
     stalled: Arc<OnceLock<Duration>>,
-    /// How long one line may take; `None`: as long as it takes.
+    /// How long a write may go without progress; `None`: as long as it takes.
     write_timeout: Option<Duration>,
+    /// While held, the write clock stands still.
+    hold: Arc<ReadHold>,
 }
 
 impl Writer {
@@ -184,46 +272,44 @@ impl Writer {
         stream: W,
         mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     ) -> std::io::Result<()> {
-        let Writer { close, budget, stalled, write_timeout } = self;
+        let Writer { close, budget, stalled, write_timeout, hold } = self;
         let mut out = tokio::io::BufWriter::new(stream);
         let result = async {
-        loop {
-            // The permit is released once the line is written (or dropped with the writer).
-            let (line, _budget) = tokio::select! {
-                biased;
-                _ = close.cancelled() => return Ok(()),
-                line = queue.recv() => match line {
-                    Some(line) => line,
-                    None => return out.flush().await,
-                },
-            };
-            // A peer that stopped reading blocks the write; closing must still close its stdin.
-            tokio::select! {
-                biased;
-                _ = close.cancelled() => return Ok(()),
-                written = async {
-                    let write = async {
-                        out.write_all(&line).await?;
+            loop {
+                // The permit is released once the line is written (or dropped with the writer).
+                let (line, _budget) = tokio::select! {
+                    biased;
+                    _ = close.cancelled() => return Ok(()),
+                    line = queue.recv() => match line {
+                        Some(line) => line,
+                        None => return out.flush().await,
+                    },
+                };
+                // A peer that stopped reading blocks the write; closing must still close its stdin.
+                tokio::select! {
+                    biased;
+                    _ = close.cancelled() => return Ok(()),
+                    written = async {
+                        // Each piece that moves restarts the clock: a big line to a slow reader
+                        // that keeps reading is progress, not a stall.
+                        let mut at = 0;
+                        while at < line.len() {
+                            let n = progress(write_timeout, &hold, &stalled, out.write(&line[at..])).await?;
+                            if n == 0 {
+                                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero));
+                            }
+                            at += n;
+                        }
                         if queue.is_empty() {
-                            out.flush().await?;
+                            // What the buffer holds is at most its capacity: one piece of progress.
+                            progress(write_timeout, &hold, &stalled, out.flush()).await?;
                         }
                         Ok::<(), std::io::Error>(())
-                    };
-                    let Some(limit) = write_timeout else { return write.await };
-                    match tokio::time::timeout(limit, write).await {
-                        Ok(written) => written,
-                        Err(_) => {
-                            // Recorded before `close` fires below, so every sender it wakes sees why.
-                            let _ = stalled.set(limit);
-                            tracing::warn!(after = ?limit, "the peer stopped reading its input; closing it");
-                            Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the peer stopped reading its input"))
-                        }
-                    }
-                } => written?,
+                    } => written?,
+                }
             }
         }
-    }
-    .await;
+        .await;
         // Whatever ended the loop, later sends must fail fast rather than queue into the void, and
         // senders waiting for the byte budget wake up.
         close.cancel();
@@ -380,6 +466,70 @@ mod tests {
         task.await.unwrap().unwrap();
         let all = reader.await.unwrap();
         assert_eq!(memchr::memchr_iter(b'\n', &all).count(), 20);
+    }
+
+    #[tokio::test]
+    async fn a_big_line_to_a_slow_reader_that_keeps_reading_is_not_a_stall() {
+        let (client, mut server) = tokio::io::duplex(16 * 1024);
+        let limit = std::time::Duration::from_secs(1);
+        let (tx, task) = spawn_line_writer_with_timeout(client, 4, Some(limit));
+        // 2 MiB taken 16 KiB at a time with a pause between reads: far longer than the limit in
+        // all, never near it between two pieces.
+        let mut line = vec![b'x'; 2 << 20];
+        line.push(b'\n');
+        let reader = tokio::spawn(async move {
+            let mut total = 0usize;
+            let mut chunk = vec![0u8; 16 * 1024];
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                match server.read(&mut chunk).await.unwrap() {
+                    0 => break total,
+                    n => total += n,
+                }
+            }
+        });
+        tx.send_line(Bytes::from(line)).await.unwrap();
+        drop(tx);
+        tokio::time::timeout(std::time::Duration::from_secs(120), task).await.unwrap().unwrap().unwrap();
+        assert_eq!(reader.await.unwrap(), (2 << 20) + 1);
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_stops_partway_through_a_big_line_is_a_stall() {
+        let (client, mut server) = tokio::io::duplex(16 * 1024);
+        let limit = std::time::Duration::from_millis(300);
+        let (tx, task) = spawn_line_writer_with_timeout(client, 4, Some(limit));
+        let mut line = vec![b'x'; 2 << 20];
+        line.push(b'\n');
+        tx.send_line(Bytes::from(line)).await.unwrap();
+        // Takes the first 256 KiB, then reads no more (and keeps its end open).
+        let mut taken = 0usize;
+        let mut chunk = vec![0u8; 16 * 1024];
+        while taken < 256 * 1024 {
+            taken += server.read(&mut chunk).await.unwrap();
+        }
+        let stalled = tokio::time::timeout(std::time::Duration::from_secs(30), tx.stalled_wait()).await;
+        assert_eq!(stalled.expect("the writer gives up"), limit);
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(30), task).await.unwrap().unwrap();
+        assert_eq!(ended.unwrap_err().kind(), std::io::ErrorKind::TimedOut);
+        drop(server);
+    }
+
+    #[tokio::test]
+    async fn the_write_clock_stands_still_while_our_reading_of_the_peer_is_held_back() {
+        // The peer reads nothing: blocked, as it would be, on the output we stopped reading.
+        let (client, _server) = tokio::io::duplex(64);
+        let limit = std::time::Duration::from_millis(200);
+        let (tx, task) = spawn_line_writer_with_timeout(client, 4, Some(limit));
+        let held = tx.hold_reading();
+        tx.send_line(half_budget_line()).await.unwrap();
+        tokio::time::sleep(limit * 5).await;
+        assert_eq!(tx.stalled(), None, "our own backpressure is not the peer's stall");
+        assert!(!task.is_finished());
+        drop(held);
+        // Once we read again and it still takes nothing, it has stopped reading.
+        let stalled = tokio::time::timeout(std::time::Duration::from_secs(30), tx.stalled_wait()).await;
+        assert_eq!(stalled.expect("the writer gives up once the hold ends"), limit);
     }
 
     #[tokio::test]
