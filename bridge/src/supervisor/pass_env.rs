@@ -268,4 +268,40 @@ mod tests {
             }
         }
     }
+
+    /// Every `VERTEX_REGION_CLAUDE_<model>` name the pinned CLI reads (its binary holds them as
+    /// strings), read in chunks that overlap by more than a name's length.
+    fn vertex_region_names_in(binary: &std::path::Path) -> std::collections::BTreeSet<String> {
+        use std::io::Read;
+        let names = regex::bytes::Regex::new("VERTEX_REGION_CLAUDE_[A-Z0-9_]+").unwrap();
+        let mut file = std::fs::File::open(binary).unwrap();
+        let (mut found, mut window, mut chunk) = (std::collections::BTreeSet::new(), Vec::new(), vec![0u8; 8 << 20]);
+        loop {
+            let n = file.read(&mut chunk).unwrap();
+            window.extend_from_slice(&chunk[..n]);
+            // A name running into the window's end may go on in the next read: taken from there.
+            for name in names.find_iter(&window).filter(|m| n == 0 || m.end() < window.len()) {
+                found.insert(String::from_utf8_lossy(name.as_bytes()).into_owned());
+            }
+            if n == 0 {
+                break;
+            }
+            let keep = window.len().saturating_sub(256);
+            window.drain(..keep);
+        }
+        // The bare prefix `VERTEX_REGION_CLAUDE_` + a suffix built at run time is not a name.
+        found.retain(|name| !name.ends_with('_'));
+        found
+    }
+
+    #[test]
+    fn the_vertex_regions_are_exactly_those_the_pinned_claude_cli_reads() {
+        let Some(claude) = clawbridge_fixtures::peers::peer_or_skip("claude") else { return };
+        let listed: std::collections::BTreeSet<String> = VERTEX_SETTINGS
+            .iter()
+            .filter(|name| name.starts_with("VERTEX_REGION_CLAUDE_"))
+            .map(|name| (*name).to_owned())
+            .collect();
+        assert_eq!(listed, vertex_region_names_in(&claude));
+    }
 }
