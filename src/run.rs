@@ -56,6 +56,19 @@ pub enum RunError {
         #[source]
         source: TranscriptError,
     },
+    /// The turn's prompt row was written but could not be made durable (the sync failed): the row
+    /// is in the file and may or may not survive a crash; the agent was neither started nor asked.
+    #[error(
+        "the turn's prompt was written to {store} but not synced: {}; the agent was not asked",
+        describe_store_error(.source)
+    )]
+    PromptNotSynced {
+        /// The transcript that holds the unsynced row.
+        store: String,
+        /// Why the sync failed, with the OS error.
+        #[source]
+        source: TranscriptError,
+    },
 }
 
 /// The OS error behind a store failure when there is one, else the failure itself.
@@ -118,17 +131,23 @@ pub async fn run_with_transcript(
             None => eprintln!("clawbridge: stopped {} process(es) left behind by a crashed run", orphan.members),
         }
     }
+    // Found before anything of the turn is written: a run that cannot start its agent leaves no row.
+    let facts = backend.facts();
+    let program = backend.locate(args.program.as_deref()).with_context(|| format!("finding {}", facts.process))?;
     let session_dir = state_dir.join("sessions").join(&session_name);
-    clawbridge_bridge::state_files::create_dir_all(&session_dir)
+    clawbridge_bridge::state_files::create_dir_all_durably(&session_dir)
         .with_context(|| format!("creating {}", session_dir.display()))?;
     let transcript_path = session_dir.join("transcript.jsonl");
     let binding_path = sidecar_path(&transcript_path);
-    let transcript = open_transcript(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
-        .with_context(|| format!("opening the transcript {}", transcript_path.display()))?;
+    // A new transcript starts with its header, written here: a disk too full for it cannot hold
+    // the prompt either, and is reported the same way.
+    let transcript =
+        open_transcript(&transcript_path, &SessionHeader::new(&session_name, cwd.display().to_string()))
+            .map_err(|source| RunError::PromptNotStored { store: transcript_path.display().to_string(), source })?;
     let transcript = Arc::new(tokio::sync::Mutex::new(transcript));
     let fingerprint_key = FingerprintKey::load_or_create(state_dir);
     let place = Place { cwd, registry: pids, session_name, transcript_path, binding_path, transcript, fingerprint_key };
-    let outcome = run_on(backend.as_ref(), &args, place).await;
+    let outcome = run_on(backend.as_ref(), &args, program, place).await;
     backend.shutdown().await;
     outcome
 }
@@ -165,7 +184,7 @@ fn approver(backend: &dyn Backend, approval: Option<&ApprovalDecision>) -> Arc<d
 /// One turn on `backend`: resumes the session's native session when its binding still holds (else
 /// says why and starts fresh), streams the turn to the person and the transcript, and binds what
 /// the turn ran in.
-async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::Result<()> {
+async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: Place) -> anyhow::Result<()> {
     let facts = backend.facts();
     let scope = format!("clawbridge:{}", place.session_name);
     let label = ModelLabel {
@@ -173,9 +192,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
         provider: args.backend.clone(),
         model: args.model.clone().unwrap_or_default(),
     };
-    store_prompt_first(&place, &scope, &label, &args.prompt).await?;
     // The session's own handshake gates the version: no separate probe is run.
-    let program = backend.locate(args.program.as_deref()).with_context(|| format!("finding {}", facts.process))?;
     if let Some(notice) = facts.notice {
         eprintln!("clawbridge: {notice}");
     }
@@ -199,6 +216,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
             Err(error) => eprintln!("clawbridge: not resuming: the session binding is unreadable ({error})"),
         }
     }
+    store_prompt_first(&place, &scope, &label, &args.prompt).await?;
     let resumed = settings.resume.clone();
     let hooks = SessionHooks {
         approver: approver(backend, args.approval.as_ref()),
@@ -237,17 +255,22 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, place: Place) -> anyhow::
 /// Writes the turn's prompt row and syncs it before anything else of the turn, before the agent is
 /// even started: a turn whose question the transcript cannot hold (a full disk) must not run, or
 /// its answer would be stored without its question. The native side names its turn only once it
-/// runs, so this row's key names the run instead (`<scope>:run-<pid>-<ns>:prompt`), unique per run.
+/// runs, so the row's key numbers the session's turns instead (`<scope>:turn-<n>:prompt`, n = the
+/// user rows so far + 1); a retry of a turn that never got its answer (same question, no final
+/// assistant row after it) keeps the row it already wrote, so no retry adds the question twice.
 async fn store_prompt_first(place: &Place, scope: &str, label: &ModelLabel, prompt: &str) -> Result<(), RunError> {
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let run_turn = format!("run-{}-{}", std::process::id(), since_epoch.as_nanos());
-    let row = TranscriptMirror::new(scope, run_turn, label.clone()).prompt(prompt);
+    let store = || place.transcript_path.display().to_string();
     let mut transcript = place.transcript.lock().await;
-    transcript
-        .append_durably(vec![row])
-        .await
-        .map(drop)
-        .map_err(|source| RunError::PromptNotStored { store: place.transcript_path.display().to_string(), source })
+    let history = transcript.prompt_history();
+    let row = match history.unanswered {
+        Some(unanswered) if unanswered.text == prompt => None,
+        _ => Some(TranscriptMirror::new(scope, format!("turn-{}", history.prompts + 1), label.clone()).prompt(prompt)),
+    };
+    if let Some(row) = row {
+        transcript.append(vec![row]).await.map_err(|source| RunError::PromptNotStored { store: store(), source })?;
+    }
+    // Synced even when the row was already there: the run that wrote it may have died before its sync.
+    transcript.sync().await.map_err(|source| RunError::PromptNotSynced { store: store(), source })
 }
 
 /// Ctrl-C interrupts the turn (the backend's own interrupt), instead of killing the bridge.

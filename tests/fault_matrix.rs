@@ -603,6 +603,8 @@ fn a_bridge_sigkilled_mid_turn_is_restarted_reaping_orphans_without_duplicate_ro
     let keys_after = idempotency_keys(&after);
     let unique: HashSet<&String> = keys_after.iter().collect();
     assert_eq!(unique.len(), keys_after.len(), "no row was written twice: {keys_after:#?}");
+    let prompts: Vec<&Value> = after.iter().filter(|row| row["message"]["role"] == "user").collect();
+    assert_eq!(prompts.len(), 1, "one turn, one prompt row, however often it is run: {prompts:#?}");
     let added: Vec<&Value> = after[before.len()..].iter().collect();
     assert!(!added.is_empty(), "the rerun completed the turn");
     assert!(

@@ -339,29 +339,44 @@ impl FingerprintKey {
         match Self::read(&path) {
             Ok(Some(key)) => return key,
             Ok(None) => {}
-            Err(why) => {
+            Err(why) if why.is_replaceable() => {
                 tracing::warn!(path = %path.display(), %why, "replacing an unusable fingerprint key; session bindings start fresh");
                 // Unlinks a planted symlink itself, never its target.
                 if let Err(error) = std::fs::remove_file(&path) {
                     tracing::warn!(path = %path.display(), %error, "could not remove the unusable fingerprint key");
                 }
             }
-        }
-        let key = FingerprintKey(random_bytes());
-        let stored =
-            crate::state_files::create_dir_all(dir).and_then(|()| crate::state_files::create_new(&path, &key.0));
-        match stored {
-            Ok(()) => key,
-            // Another bridge created it first: its key is the one on disk.
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => match Self::read(&path) {
-                Ok(Some(theirs)) => theirs,
-                _ => key,
-            },
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "could not store the fingerprint key; session bindings last only this process");
-                key
+            // A key that could not be read this time (no fds left, an I/O error, no permission) may
+            // be fine: it stays, and this process keys with its own.
+            Err(why) => {
+                tracing::warn!(path = %path.display(), %why, "could not read the fingerprint key; session bindings last only this process");
+                return Self::process().clone();
             }
         }
+        let key = FingerprintKey(random_bytes());
+        // Two bridges replacing one bad key: one's `remove_file` can delete the key the other just
+        // created, so what is on disk after creating is the key, and a removed one is created again.
+        for _ in 0..3 {
+            let stored =
+                crate::state_files::create_dir_all(dir).and_then(|()| crate::state_files::create_new(&path, &key.0));
+            // Already there: another bridge created it first, and its key is the one on disk.
+            if let Err(error) = stored {
+                if error.kind() != std::io::ErrorKind::AlreadyExists {
+                    tracing::warn!(path = %path.display(), %error, "could not store the fingerprint key; session bindings last only this process");
+                    return key;
+                }
+            }
+            match Self::read(&path) {
+                Ok(Some(on_disk)) => return on_disk,
+                Ok(None) => {}
+                Err(why) => {
+                    tracing::warn!(path = %path.display(), %why, "the fingerprint key on disk is unusable; session bindings last only this process");
+                    return key;
+                }
+            }
+        }
+        tracing::warn!(path = %path.display(), "the fingerprint key keeps disappearing; session bindings last only this process");
+        key
     }
 
     /// A key for this process alone: bindings keyed with it are never resumed by another process.
@@ -376,15 +391,18 @@ impl FingerprintKey {
         let mut file = match crate::state_files::open(path, std::fs::OpenOptions::new().read(true)) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => return Err(UnusableKey::Symlink),
             Err(e) => return Err(UnusableKey::Io(e)),
         };
         let meta = file.metadata().map_err(UnusableKey::Io)?;
         if !meta.is_file() {
             return Err(UnusableKey::NotAFile);
         }
-        // Whoever owns the folder owns its key: a key file of another user was planted.
+        // Ours (this bridge's effective user created it: under sudo, in a root-owned shared state
+        // dir) or the folder owner's; a key file of any other user was planted.
         let owner = path.parent().and_then(|dir| std::fs::metadata(dir).ok()).map(|dir| dir.uid());
-        if owner.is_some_and(|owner| owner != meta.uid()) {
+        let ours = meta.uid() == nix::unistd::geteuid().as_raw();
+        if !ours && owner.is_some_and(|owner| owner != meta.uid()) {
             return Err(UnusableKey::Foreign { uid: meta.uid() });
         }
         if meta.permissions().mode() & 0o077 != 0 {
@@ -413,14 +431,17 @@ impl FingerprintKey {
 /// Why a key file is not used.
 #[derive(Debug, thiserror::Error)]
 enum UnusableKey {
-    /// It cannot be opened or read (a symlink in its place is refused with `ELOOP`).
+    /// A symlink is in its place (refused with `ELOOP`, never followed).
+    #[error("it is a symlink")]
+    Symlink,
+    /// It cannot be opened or read now (no fds left, an I/O error, no permission): it may be fine.
     #[error("it cannot be read: {0}")]
     Io(#[source] std::io::Error),
     /// It is a folder, a device, a FIFO.
     #[error("it is not a regular file")]
     NotAFile,
     /// Another user owns it: it was planted.
-    #[error("it belongs to uid {uid}, not to its folder's owner")]
+    #[error("it belongs to uid {uid}, neither this bridge's user nor its folder's owner")]
     Foreign {
         /// Its owner.
         uid: u32,
@@ -437,6 +458,14 @@ enum UnusableKey {
         /// Its length (up to one byte more than a key).
         len: usize,
     },
+}
+
+impl UnusableKey {
+    /// Whether the file is certainly not a usable key (planted, foreign, shared, torn), so it is
+    /// deleted and replaced; a key that only could not be read now is left alone.
+    fn is_replaceable(&self) -> bool {
+        !matches!(self, UnusableKey::Io(_))
+    }
 }
 
 /// Random key bytes from the OS. Should the OS refuse (it never does on a working Linux), a digest
@@ -654,5 +683,53 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let after_open = FingerprintKey::load_or_create(dir.path());
         assert_ne!(after_open.0, after_torn.0, "a key others can read is not kept");
+    }
+
+    #[test]
+    fn a_key_this_user_created_in_a_folder_owned_by_another_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("shared");
+        std::fs::create_dir(&state).unwrap();
+        // As root (sudo clawbridge run, a root-owned shared state dir the other way round), the
+        // folder can belong to someone else; elsewhere the folder is ours and this checks the same.
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::chown(&state, Some(65534), None).unwrap();
+        }
+        let first = FingerprintKey::load_or_create(&state);
+        let second = FingerprintKey::load_or_create(&state);
+        assert_eq!(first.0, second.0, "the key is read back, not recreated every run");
+    }
+
+    #[test]
+    fn only_a_key_file_that_is_certainly_bad_is_deleted() {
+        let errno = |code| UnusableKey::Io(std::io::Error::from_raw_os_error(code));
+        for transient in [nix::libc::EMFILE, nix::libc::EIO, nix::libc::EACCES] {
+            assert!(!errno(transient).is_replaceable(), "errno {transient} leaves the key alone");
+        }
+        for bad in [
+            UnusableKey::Symlink,
+            UnusableKey::NotAFile,
+            UnusableKey::Foreign { uid: 1 },
+            UnusableKey::Shared { mode: 0o644 },
+            UnusableKey::Length { len: 3 },
+        ] {
+            assert!(bad.is_replaceable(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_key_that_cannot_be_read_now_is_not_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FingerprintKey::FILE_NAME);
+        let stored = FingerprintKey::load_or_create(dir.path());
+        // A key file of mode 000 is unreadable (EACCES) for anyone but root.
+        if nix::unistd::geteuid().is_root() {
+            return;
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let used = FingerprintKey::load_or_create(dir.path());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_ne!(used.0, stored.0, "this process keys with its own");
+        assert_eq!(std::fs::read(&path).unwrap(), stored.0, "the stored key is still there");
     }
 }

@@ -19,6 +19,21 @@ pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)
 }
 
+/// [`create_dir_all`], then `fsync`s the parent of every folder it created, deepest first, so the
+/// new folders survive a crash along with the files later synced inside them. Syncing a folder is
+/// best effort (some filesystems refuse).
+pub fn create_dir_all_durably(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).collect();
+    create_dir_all(dir)?;
+    for created in missing {
+        let parent = created.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Ok(parent) = File::open(parent) {
+            let _ = parent.sync_all();
+        }
+    }
+    Ok(())
+}
+
 /// Opens `path` with `options`, creating it with [`FILE_MODE`], refusing to follow a symlink at
 /// `path` itself (`ELOOP`).
 pub fn open(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {

@@ -23,24 +23,38 @@ export function approxBytes(value, limit) {
   while (stack.length > 0 && total <= limit) {
     const item = stack.pop();
     total += ENTRY_BYTES;
-    if (typeof item === "string") total += item.length;
+    if (typeof item === "string") total += utf8Bytes(item);
     else if (ArrayBuffer.isView(item)) total += item.byteLength;
     else if (item instanceof ArrayBuffer) total += item.byteLength;
-    else if (item instanceof Error) total += String(item.message ?? "").length + String(item.stack ?? "").length;
     else if (item && typeof item === "object") {
       if (seen.has(item)) continue;
       seen.add(item);
+      if (item instanceof Error) {
+        // Not enumerable, so counted apart; `cause` and any other own property are entries below.
+        total += utf8Bytes(String(item.message ?? "")) + utf8Bytes(String(item.stack ?? ""));
+        if ("cause" in item) stack.push(item.cause);
+      }
       if (Array.isArray(item)) {
         for (const entry of item) stack.push(entry);
       } else {
         for (const [key, entry] of Object.entries(item)) {
-          total += key.length;
+          total += utf8Bytes(key);
           stack.push(entry);
         }
       }
     }
   }
   return total;
+}
+
+/**
+ * The bytes `text` takes in UTF-8 (what it costs in memory is about as much: a non-Latin-1 string
+ * is held as UTF-16, two bytes per unit, never more than UTF-8's three per unit).
+ *
+ * @param {string} text
+ */
+export function utf8Bytes(text) {
+  return Buffer.byteLength(text, "utf8");
 }
 
 /**

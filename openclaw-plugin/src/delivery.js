@@ -23,6 +23,8 @@ const COMPACT_DETAILS_BYTES = 2048;
 /** A compact result's text per content block, and how many blocks it keeps. */
 const COMPACT_TEXT_CHARS = 512;
 const COMPACT_BLOCKS = 8;
+/** Bytes of skeleton runs (the facts only) kept past {@link ALL_RUNS_BYTES}; sends are never dropped. */
+const SKELETON_BYTES = 2 * 1024 * 1024;
 /** The details keys the SDK's delivery and media helpers read, kept before any other. */
 const FACT_KEYS = ["messageDelivery", "media", "mediaUrls", "path", "status", "error", "exitCode"];
 
@@ -57,8 +59,21 @@ const FACT_KEYS = ["messageDelivery", "media", "mediaUrls", "path", "status", "e
  * and once {@link ALL_RUNS_BYTES} are held further runs are dropped and counted.
  */
 export class HostToolRuns {
-  /** @param {{fullBytes?: number, allBytes?: number}} [limits] tests only */
-  constructor(limits = {}) {
+  /**
+   * @param {{fullBytes?: number, allBytes?: number, skeletonBytes?: number, isMessagingTool?: (name: string) => unknown}} [options]
+   *   `isMessagingTool` (the SDK's) names the runs whose arguments are kept whole; the limits are
+   *   for tests only
+   */
+  constructor(options = {}) {
+    const limits = options;
+    /** Whether a run is a messaging send: its arguments are the sent text and target, kept whole. */
+    this.isMessagingTool = (/** @type {string} */ name) => {
+      try {
+        return options.isMessagingTool?.(name) === true;
+      } catch {
+        return false;
+      }
+    };
     /** @type {HostToolRun[]} */
     this.runs = [];
     /** Bytes held by `runs` (as {@link approxBytes} counts them). */
@@ -68,6 +83,7 @@ export class HostToolRuns {
     this.dropped = 0;
     this.fullBytes = limits.fullBytes ?? FULL_RUNS_BYTES;
     this.allBytes = limits.allBytes ?? ALL_RUNS_BYTES;
+    this.skeletonBytes = limits.skeletonBytes ?? SKELETON_BYTES;
   }
 
   /** @param {HostToolRun} run */
@@ -78,15 +94,34 @@ export class HostToolRuns {
       this.bytes += whole;
       return;
     }
-    const compact = compactRun(run);
-    const size = approxBytes(compact, this.allBytes) + ENTRY_BYTES;
-    if (this.bytes + size > this.allBytes) {
+    const messaging = this.isMessagingTool(String(run.toolName ?? ""));
+    const compact = compactRun(run, { wholeArgs: messaging });
+    const size = approxBytes(compact, Infinity) + ENTRY_BYTES;
+    if (this.bytes + size <= this.allBytes) {
+      this.runs.push(compact);
+      this.bytes += size;
+      this.compacted += 1;
+      return;
+    }
+    // Past every budget a run still keeps what the result's facts read of it (its name, call id,
+    // error flag, delivery and media facts; a send's arguments whole): without them a send would
+    // be missing from `messagingToolSentTexts` and the reply delivered twice. Only the skeletons'
+    // own budget ends that, and a run dropped then is counted and logged.
+    const skeleton = skeletonRun(run, { wholeArgs: messaging });
+    const skeletonSize = approxBytes(skeleton, Infinity) + ENTRY_BYTES;
+    if (!messaging && this.bytes + skeletonSize > this.allBytes + this.skeletonBytes) {
       this.dropped += 1;
       return;
     }
-    this.runs.push(compact);
-    this.bytes += size;
+    this.runs.push(skeleton);
+    this.bytes += skeletonSize;
     this.compacted += 1;
+  }
+
+  /** What the budget did to this attempt's runs, for the log (undefined when every run is whole). */
+  summary() {
+    if (this.compacted === 0 && this.dropped === 0) return undefined;
+    return `${this.compacted} host tool run(s) kept compact and ${this.dropped} dropped (byte budget ${this.allBytes}; ${this.bytes} held)`;
   }
 
   /**
@@ -107,16 +142,40 @@ export class HostToolRuns {
  * image), never its full output.
  *
  * @param {HostToolRun} run
+ * @param {{wholeArgs?: boolean}} [options] `wholeArgs` for a messaging run (its arguments are the send)
  * @returns {HostToolRun}
  */
-export function compactRun(run) {
+export function compactRun(run, { wholeArgs = false } = {}) {
   return {
     toolName: String(run.toolName ?? ""),
     ...(typeof run.callId === "string" ? { callId: run.callId } : {}),
     isError: run.isError === true,
-    args: /** @type {Record<string, unknown>} */ (shrink(run.args ?? {}, COMPACT_ARGS_BYTES)),
+    // A send's text must match what the channel got, whole, or the duplicate-reply check misses it.
+    args: wholeArgs ? run.args ?? {} : /** @type {Record<string, unknown>} */ (shrink(run.args ?? {}, COMPACT_ARGS_BYTES)),
     result: compactResult(run.result),
   };
+}
+
+/**
+ * The least a run keeps: what the delivery facts read, with no output text at all.
+ *
+ * @param {HostToolRun} run
+ * @param {{wholeArgs?: boolean}} [options]
+ * @returns {HostToolRun}
+ */
+export function skeletonRun(run, { wholeArgs = false } = {}) {
+  const compact = compactRun(run, { wholeArgs });
+  const result = /** @type {any} */ (compact.result);
+  if (result && typeof result === "object" && !(result instanceof Error)) {
+    if (result.details !== undefined) result.details = shrink(record(run.result).details, 512, { maxString: 256, first: FACT_KEYS });
+    if (Array.isArray(result.content)) result.content = result.content.map((/** @type {any} */ b) => (b.type === "text" ? { type: "text", text: "" } : b));
+  }
+  return { ...compact, args: wholeArgs ? compact.args : /** @type {Record<string, unknown>} */ (shrink(run.args ?? {}, 256, { maxString: 128 })) };
+}
+
+/** @param {unknown} value */
+function record(value) {
+  return value && typeof value === "object" ? /** @type {Record<string, any>} */ (value) : {};
 }
 
 /** @param {unknown} result */

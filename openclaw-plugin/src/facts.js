@@ -2,23 +2,37 @@
 // What the plugin keeps from an attempt's event stream for its result: reasoning and plan text (for
 // the silent-turn classification), each tool's start arguments (for `toolMetas[].meta`), and the
 // usage totals (for live output-token reports). Bounded: the classification needs only whether any
-// text was seen, and a turn's tools are capped.
+// text was seen, and a turn's tool arguments are bounded in bytes.
 
+import { approxBytes, shrink } from "./bounds.js";
 import { OutputTokenReporter } from "./effects.js";
 import { HostToolRuns } from "./delivery.js";
 
 const MAX_TEXT = 4096;
-const MAX_TOOLS = 1024;
+/**
+ * Bytes of tool start arguments kept as they are (the same objects the events hold; keeping them
+ * keeps them alive after a queued event was cut, so they are counted here too).
+ */
+const TOOL_ARGUMENTS_BYTES = 2 * 1024 * 1024;
+/** Past that, each call's arguments are kept as a copy of at most this many bytes (for its meta). */
+const CUT_ARGUMENTS_BYTES = 1024;
+/** Bytes of all arguments kept, whole or cut; later calls keep none (their meta is left out). */
+const ALL_TOOL_ARGUMENTS_BYTES = 4 * 1024 * 1024;
 
 /** The facts of one attempt, filled by {@link observeEvent}. */
 export class AttemptFacts {
-  /** @param {any} host the attempt's host capability */
-  constructor(host) {
+  /**
+   * @param {any} host the attempt's host capability
+   * @param {{isMessagingTool?: (name: string) => unknown}} [sdk] the SDK's helpers (messaging runs keep their arguments)
+   */
+  constructor(host, sdk = {}) {
     this.reasoningText = "";
     this.planText = "";
     /** @type {Map<string, unknown>} */
     this.toolArguments = new Map();
-    this.hostToolRuns = new HostToolRuns();
+    /** Bytes held by `toolArguments`. */
+    this.toolArgumentsBytes = 0;
+    this.hostToolRuns = new HostToolRuns({ isMessagingTool: sdk?.isMessagingTool });
     this.usage = new OutputTokenReporter(host);
   }
 }
@@ -42,9 +56,7 @@ export function observeEvent(facts, event, logger) {
       break;
     }
     case "toolStarted":
-      if (typeof event.callId === "string" && facts.toolArguments.size < MAX_TOOLS) {
-        facts.toolArguments.set(event.callId, event.arguments);
-      }
+      if (typeof event.callId === "string") keepToolArguments(facts, event.callId, event.arguments);
       break;
     case "usage":
       facts.usage.observe(event, (error) => logger?.debug?.(`clawbridge: reportOutputTokens refused: ${error instanceof Error ? error.message : error}`));
@@ -52,6 +64,28 @@ export function observeEvent(facts, event, logger) {
     default:
       break;
   }
+}
+
+/**
+ * Keeps a call's start arguments within the byte budget: whole, then cut, then none.
+ *
+ * @param {AttemptFacts} facts
+ * @param {string} callId
+ * @param {unknown} args
+ */
+export function keepToolArguments(facts, callId, args) {
+  if (facts.toolArguments.has(callId)) return;
+  const whole = approxBytes(args, TOOL_ARGUMENTS_BYTES - facts.toolArgumentsBytes + 1);
+  if (facts.toolArgumentsBytes + whole <= TOOL_ARGUMENTS_BYTES) {
+    facts.toolArguments.set(callId, args);
+    facts.toolArgumentsBytes += whole;
+    return;
+  }
+  const cut = shrink(args, CUT_ARGUMENTS_BYTES, { maxString: 256 });
+  const size = approxBytes(cut, Infinity);
+  if (facts.toolArgumentsBytes + size > ALL_TOOL_ARGUMENTS_BYTES) return;
+  facts.toolArguments.set(callId, cut);
+  facts.toolArgumentsBytes += size;
 }
 
 /**

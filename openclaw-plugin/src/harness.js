@@ -190,7 +190,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   assertRunRestrictions(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
-  const facts = new AttemptFacts(params.hostCapabilities);
+  const facts = new AttemptFacts(params.hostCapabilities, runtime.options.sdk);
   const progress = new AttemptProgress({ params, harnessId, logger, sdk: runtime.options.progressSdk });
   const attempt = {
     harnessId,
@@ -280,6 +280,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       settled = true;
     }
     await progress.finish(response?.terminal);
+    logBudgets(attempt, facts, logger);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true && params.sessionPersistence !== "detached") {
@@ -311,6 +312,15 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     attempts.delete(attemptId);
     supervisor.release();
     await attempt.cleanups.run("the attempt ended", logger);
+  }
+}
+
+/** Says what the attempt's byte budgets cut, if anything (the result's facts may be thinner). */
+function logBudgets(attempt, facts, logger) {
+  const runs = facts.hostToolRuns.summary();
+  if (runs) logger.warn?.(`clawbridge: attempt ${attempt.attemptId}: ${runs}`);
+  if (attempt.mirroredDropped > 0) {
+    logger.warn?.(`clawbridge: attempt ${attempt.attemptId}: ${attempt.mirroredDropped} stored row(s) left out of the result's messagesSnapshot (byte budget)`);
   }
 }
 

@@ -2,12 +2,17 @@
 // summaries and output to the channel, the tool result observer and the stream boundary.
 // `progress.js` feeds it; see there for the rules.
 
+import { approxBytes } from "./bounds.js";
+
 /** Live command output kept per call, like the runner's live exec output (longer is cut). */
 const LIVE_OUTPUT_MAX_CHARS = 8000;
 /** The runner refreshes live command output at most this often per call. */
 const LIVE_OUTPUT_MIN_INTERVAL_MS = 250;
-/** Host tool results kept for their `toolFinished` (more in flight at once is not plausible). */
-const MAX_HOST_RESULTS = 256;
+/**
+ * Bytes of host tool results kept for their `toolFinished` (images included); past it the oldest
+ * go first, and their `toolFinished` reports the bridge's text instead.
+ */
+const HOST_RESULTS_BYTES = 16 * 1024 * 1024;
 
 export class ToolProgress {
   /**
@@ -21,7 +26,10 @@ export class ToolProgress {
     this.sdk = out.sdk;
     this.markdown = (this.params.toolResultFormat ?? "markdown") === "markdown";
     this.calls = new Map();
+    /** @type {Map<string, {result: unknown, bytes: number}>} */
     this.hostResults = new Map();
+    /** Bytes held by `hostResults`. */
+    this.hostResultsBytes = 0;
     this.summarized = new Set();
   }
 
@@ -31,8 +39,23 @@ export class ToolProgress {
    */
   noteHostToolResult(callId, result) {
     if (typeof callId !== "string" || !callId || !result || typeof result !== "object") return;
-    if (this.hostResults.size >= MAX_HOST_RESULTS) this.hostResults.delete(this.hostResults.keys().next().value);
-    this.hostResults.set(callId, result);
+    this.takeHostResult(callId);
+    const bytes = approxBytes(result, HOST_RESULTS_BYTES + 1);
+    if (bytes > HOST_RESULTS_BYTES) return;
+    while (this.hostResultsBytes + bytes > HOST_RESULTS_BYTES && this.hostResults.size > 0) {
+      this.takeHostResult(this.hostResults.keys().next().value);
+    }
+    this.hostResults.set(callId, { result, bytes });
+    this.hostResultsBytes += bytes;
+  }
+
+  /** Removes and returns the kept host result of `callId`, if any. */
+  takeHostResult(callId) {
+    const kept = this.hostResults.get(callId);
+    if (!kept) return undefined;
+    this.hostResults.delete(callId);
+    this.hostResultsBytes -= kept.bytes;
+    return kept.result;
   }
 
   async toolStarted(call) {
@@ -107,8 +130,7 @@ export class ToolProgress {
     const output = typeof finish.output?.text === "string" ? finish.output.text : tool.output;
     const errorText = isError ? outcomeError(outcome) : undefined;
     const status = isError ? (finish.executionStarted === false ? "blocked" : "failed") : "completed";
-    const hostResult = this.hostResults.get(toolCallId);
-    this.hostResults.delete(toolCallId);
+    const hostResult = this.takeHostResult(toolCallId);
     const result = this.sdk.sanitizeToolResult(
       hostResult && call.native !== true
         ? hostResult

@@ -6,6 +6,7 @@
 // one transcript update published for the rows that were new. Keys the store already holds are
 // matched, not duplicated, so a retried or healing group is harmless.
 
+import { approxBytes } from "./bounds.js";
 import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
 
 /**
@@ -82,7 +83,7 @@ export async function appendTranscriptGroup(attempt, params, api) {
   const byRow = new Map(kept.map((w, index) => [w, Array.isArray(stored) ? stored[index] : undefined]));
   const entries = written.map((w) => {
     const row = byRow.get(w);
-    if (w.hooked !== null) attempt.mirrored.push(row?.message ?? w.hooked);
+    if (w.hooked !== null) keepMirrored(attempt, row?.message ?? w.hooked);
     return {
       ...(typeof w.message.idempotencyKey === "string" ? { idempotencyKey: w.message.idempotencyKey } : {}),
       appended: w.hooked !== null && row?.appended !== false,
@@ -215,5 +216,30 @@ export async function closeOrphanedCalls(attempt, api, why) {
         `clawbridge: attempt ${attempt.attemptId}: could not close tool call ${result.toolCallId}: ${error instanceof Error ? error.message : error}`,
       );
     }
+  }
+}
+
+/**
+ * Bytes of the rows an attempt keeps of what it stored (the result's `messagesSnapshot` and its
+ * last assistant text come from them); past it the oldest rows go first (the newest, which
+ * carries the answer, always stays), counted in `attempt.mirroredDropped`.
+ */
+export const MIRRORED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * @param {{mirrored: unknown[], mirroredBytes?: number[], mirroredDropped?: number}} attempt
+ * @param {unknown} row
+ * @param {number} [budget] tests only
+ */
+export function keepMirrored(attempt, row, budget = MIRRORED_BYTES) {
+  attempt.mirroredBytes ??= [];
+  attempt.mirroredDropped ??= 0;
+  attempt.mirrored.push(row);
+  attempt.mirroredBytes.push(approxBytes(row, budget + 1));
+  let total = attempt.mirroredBytes.reduce((sum, bytes) => sum + bytes, 0);
+  while (total > budget && attempt.mirrored.length > 1) {
+    attempt.mirrored.shift();
+    total -= attempt.mirroredBytes.shift() ?? 0;
+    attempt.mirroredDropped += 1;
   }
 }

@@ -1,19 +1,25 @@
 //! The route auth OpenClaw prepared, handed to the Claude Code CLI through its environment: the
 //! endpoint as `ANTHROPIC_BASE_URL`, the key as `ANTHROPIC_API_KEY`, extra headers as
 //! `ANTHROPIC_CUSTOM_HEADERS`. The bridge's own credentials are withheld then, so the CLI never
-//! authenticates two ways at once.
+//! authenticates two ways at once: the CLI's, the `--pass-env` groups' (Bedrock's, Vertex's), and
+//! the switches that would send it to another provider than the route ([`PROVIDER_SWITCHES`]).
 
 use clawbridge_bridge::binding::hash_bytes;
 use clawbridge_protocol::host::RouteAuth;
 
-use super::config::{CLI_CREDENTIALS, ClaudeConfig, Secret};
+use clawbridge_bridge::supervisor::PassEnvGroup;
+
+use super::config::{CLI_CREDENTIALS, ClaudeConfig, PROVIDER_SWITCHES, Secret};
 
 /// Replaces whatever credentials `config` took from the bridge's environment with `auth`, and
 /// returns the auth profile for the binding: `openclaw-route:sha256:…`, a hash of the endpoint,
 /// key and headers (never the secret itself).
 pub fn apply(config: &mut ClaudeConfig, auth: &RouteAuth) -> String {
     config.env.withhold.extend(CLI_CREDENTIALS.iter().map(std::string::ToString::to_string));
-    config.secret_env.retain(|(name, _)| !CLI_CREDENTIALS.contains(&name.as_str()));
+    let group_credential = |name: &str| PassEnvGroup::ALL.iter().any(|group| group.credentials().contains(&name));
+    config.secret_env.retain(|(name, _)| !CLI_CREDENTIALS.contains(&name.as_str()) && !group_credential(name));
+    // Removed last, so neither the bridge's environment nor the host's prepared one can switch away.
+    config.env.remove.extend(PROVIDER_SWITCHES.iter().map(std::string::ToString::to_string));
     if let Some(base_url) = auth.base_url.as_deref().filter(|u| !u.is_empty()) {
         config.env.set.push(("ANTHROPIC_BASE_URL".into(), base_url.into()));
     }
@@ -51,5 +57,39 @@ mod tests {
         assert_eq!(get("ANTHROPIC_CUSTOM_HEADERS").as_deref(), Some("X-Tenant: a"));
         let other = RouteAuth { api_key: Some("sk-ant-other".into()), ..auth };
         assert_ne!(apply(&mut ClaudeConfig::new("claude"), &other), profile, "another key is another profile");
+    }
+
+    #[test]
+    fn route_auth_drops_the_bedrock_group_s_credentials_and_the_provider_switch() {
+        let parent: Vec<(std::ffi::OsString, std::ffi::OsString)> = [
+            ("CLAUDE_CODE_USE_BEDROCK", "1"),
+            ("AWS_ACCESS_KEY_ID", "AKIACANARY"),
+            ("AWS_SECRET_ACCESS_KEY", "canary-secret"),
+            ("AWS_BEARER_TOKEN_BEDROCK", "canary-bearer"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+        let mut config = ClaudeConfig::new("claude");
+        config.env.inherit.push("CLAUDE_CODE_*".into());
+        config.pass_env_groups(&[PassEnvGroup::Bedrock], parent.clone());
+        config.env.set.push(("CLAUDE_CODE_USE_VERTEX".into(), "1".into()));
+        let auth = RouteAuth {
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key: Some("sk-ant-route".into()),
+            headers: Default::default(),
+        };
+        apply(&mut config, &auth);
+        let env = config.child_env().build(parent);
+        for name in [
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_BEARER_TOKEN_BEDROCK",
+        ] {
+            assert!(!env.contains_key(std::ffi::OsStr::new(name)), "{name} passed under route auth: {env:?}");
+        }
+        assert_eq!(env.get(std::ffi::OsStr::new("ANTHROPIC_API_KEY")).and_then(|v| v.to_str()), Some("sk-ant-route"));
     }
 }

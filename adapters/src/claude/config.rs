@@ -34,13 +34,61 @@ impl fmt::Debug for Secret {
 
 /// Variables of the bridge's own environment a CLI it starts keeps (besides the supervisor's
 /// defaults): where its model endpoint and config live, and its own switches.
-pub const CLI_ENVIRONMENT: &[&str] =
-    &["ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*", "DISABLE_*", "ENABLE_TOOL_SEARCH"];
+pub const CLI_ENVIRONMENT: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_*",
+    "DISABLE_*",
+    "ENABLE_TOOL_SEARCH",
+];
 
 /// Credentials the CLI may take from the bridge's environment, passed on as [`Secret`]s (never
 /// through [`CLI_ENVIRONMENT`]'s patterns, and named in the binding's auth profile). The last one
 /// found names the profile.
 pub const CLI_CREDENTIALS: &[&str] = &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"];
+
+/// The switches that send Claude Code to a provider other than the Anthropic API, as CLI 2.1.328
+/// checks them together (Bedrock, Vertex, Foundry, and Anthropic's own AWS / Google Cloud and
+/// Mantle endpoints). Route auth removes them: the route names the endpoint.
+pub const PROVIDER_SWITCHES: &[&str] = &[
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "CLAUDE_CODE_USE_ANTHROPIC_AWS",
+    "CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD",
+    "CLAUDE_CODE_USE_MANTLE",
+];
+
+/// Settings, not secrets, that pick the endpoint, account, role, project or region the CLI talks
+/// to: keyed into the auth profile as they are, so another of them is another profile.
+pub const AUTH_IDENTITY_SETTINGS: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "AWS_PROFILE",
+    "AWS_ROLE_ARN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "CLOUD_ML_REGION",
+    "CLOUDSDK_CONFIG",
+    "CLOUDSDK_ACTIVE_CONFIG_NAME",
+];
+
+/// Credentials refreshed within minutes or hours: passed on, but never keyed into the auth profile.
+pub const SHORT_LIVED_CREDENTIALS: &[&str] =
+    &["AWS_SESSION_TOKEN", "CLOUDSDK_AUTH_ACCESS_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN"];
 
 /// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
 #[derive(Clone, Debug)]

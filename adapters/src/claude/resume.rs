@@ -19,7 +19,7 @@ use clawbridge_bridge::attempt::hooks::HostToolSpec;
 use clawbridge_bridge::binding::{Fingerprints, InvalidationReason};
 use serde_json::json;
 
-use super::config::ClaudeConfig;
+use super::config::{AUTH_IDENTITY_SETTINGS, ClaudeConfig, PROVIDER_SWITCHES, SHORT_LIVED_CREDENTIALS};
 
 /// The backend id bindings of Claude sessions carry.
 pub const BACKEND: &str = "claude";
@@ -128,12 +128,38 @@ impl ClaudeConfig {
             .with_secret("authProfile", self.auth_material(auth_profile))
     }
 
-    /// What the auth profile is keyed from: its name and every credential the CLI is given, so
-    /// another key or token (Bedrock's, Vertex's included) is another profile.
+    /// What the auth profile is keyed from: its name, the provider switch and the non-secret
+    /// settings that pick the account, project and region ([`AUTH_IDENTITY_SETTINGS`]: switching
+    /// from the Anthropic login to a Bedrock profile is another profile), and the long-lived
+    /// credentials the CLI is given. Credentials that are refreshed within hours
+    /// ([`SHORT_LIVED_CREDENTIALS`], and an STS key pair, whose id starts `ASIA`) are left out:
+    /// keyed in, every refresh would drop every binding; the profile, role or project that
+    /// issued them names the account instead.
     fn auth_material(&self, auth_profile: &str) -> String {
+        self.auth_material_in(auth_profile, std::env::vars_os())
+    }
+
+    /// [`auth_material`](Self::auth_material) for the CLI started from the environment `parent`.
+    pub(crate) fn auth_material_in(
+        &self,
+        auth_profile: &str,
+        parent: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> String {
+        let env = self.child_env().build(parent);
+        let value = |name: &str| env.get(std::ffi::OsStr::new(name)).map(|v| v.to_string_lossy().into_owned());
         let mut material = auth_profile.to_owned();
-        for (name, value) in &self.secret_env {
-            material.push_str(&format!("\n{name}={}", value.expose()));
+        for name in PROVIDER_SWITCHES.iter().chain(AUTH_IDENTITY_SETTINGS) {
+            if let Some(setting) = value(name) {
+                material.push_str(&format!("\n{name}={setting}"));
+            }
+        }
+        let temporary_aws_keys = value("AWS_ACCESS_KEY_ID").is_some_and(|id| id.starts_with("ASIA"));
+        for (name, secret) in &self.secret_env {
+            let aws_key_pair = name == "AWS_ACCESS_KEY_ID" || name == "AWS_SECRET_ACCESS_KEY";
+            if SHORT_LIVED_CREDENTIALS.contains(&name.as_str()) || (temporary_aws_keys && aws_key_pair) {
+                continue;
+            }
+            material.push_str(&format!("\n{name}={}", secret.expose()));
         }
         material
     }
@@ -253,5 +279,85 @@ mod tests {
         );
         let codex = Fingerprints::new("codex", config.effective_cwd().display().to_string(), "claude-opus-5-5");
         assert!(matches!(bound.check(&codex), Err(InvalidationReason::BackendChanged { .. })));
+    }
+
+    /// The auth profile's keyed fingerprint for `config` started from `parent`, under `key`.
+    fn keyed_auth(
+        config: &ClaudeConfig,
+        parent: &[(&str, &str)],
+        key: &clawbridge_bridge::binding::FingerprintKey,
+    ) -> Fingerprints {
+        let parent: Vec<(OsString, OsString)> = parent.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+        Fingerprints::new(BACKEND, "/", "m")
+            .with_secret("authProfile", config.auth_material_in("claude-login", parent))
+            .keyed(key)
+    }
+
+    #[test]
+    fn the_auth_profile_follows_the_provider_and_account_but_not_a_refreshed_session_token() {
+        use clawbridge_bridge::supervisor::PassEnvGroup;
+        let dir = tempfile::tempdir().unwrap();
+        let key = clawbridge_bridge::binding::FingerprintKey::load_or_create(dir.path());
+        let config = |parent: &[(&str, &str)]| {
+            let mut config = ClaudeConfig::new("claude");
+            config.env.inherit.push("CLAUDE_CODE_*".into());
+            let parent: Vec<(OsString, OsString)> = parent.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+            config.pass_env_groups(&[PassEnvGroup::Bedrock, PassEnvGroup::Vertex], parent);
+            config
+        };
+        let profile = |parent: &[(&str, &str)]| keyed_auth(&config(parent), parent, &key);
+        let bound = |parent: &[(&str, &str)]| Binding::new("s-1", &profile(parent));
+
+        let sts = [
+            ("CLAUDE_CODE_USE_BEDROCK", "1"),
+            ("AWS_PROFILE", "work"),
+            ("AWS_ACCESS_KEY_ID", "ASIAFIRST"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-1"),
+            ("AWS_SESSION_TOKEN", "token-1"),
+        ];
+        let refreshed = [
+            ("CLAUDE_CODE_USE_BEDROCK", "1"),
+            ("AWS_PROFILE", "work"),
+            ("AWS_ACCESS_KEY_ID", "ASIASECOND"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-2"),
+            ("AWS_SESSION_TOKEN", "token-2"),
+        ];
+        assert_eq!(bound(&sts).check(&profile(&refreshed)), Ok(()), "a refreshed STS session is the same profile");
+        let vertex_token = |token| {
+            [
+                ("CLAUDE_CODE_USE_VERTEX", "1"),
+                ("ANTHROPIC_VERTEX_PROJECT_ID", "p"),
+                ("CLOUDSDK_AUTH_ACCESS_TOKEN", token),
+            ]
+        };
+        assert_eq!(
+            bound(&vertex_token("ya29.a")).check(&profile(&vertex_token("ya29.b"))),
+            Ok(()),
+            "a refreshed access token too"
+        );
+
+        let login: [(&str, &str); 0] = [];
+        assert!(
+            bound(&login).check(&profile(&[("CLAUDE_CODE_USE_BEDROCK", "1")])).is_err(),
+            "Anthropic login → Bedrock"
+        );
+        let other_profile = [("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_PROFILE", "personal")];
+        assert!(
+            bound(&[("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_PROFILE", "work")])
+                .check(&profile(&other_profile))
+                .is_err()
+        );
+        let role = |arn| [("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_ROLE_ARN", arn)];
+        assert!(bound(&role("arn:aws:iam::1:role/a")).check(&profile(&role("arn:aws:iam::2:role/a"))).is_err());
+        let project = |id| [("CLAUDE_CODE_USE_VERTEX", "1"), ("ANTHROPIC_VERTEX_PROJECT_ID", id)];
+        assert!(bound(&project("one")).check(&profile(&project("two"))).is_err(), "another Vertex project");
+        let region = |r| [("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_REGION", r)];
+        assert!(bound(&region("eu-west-1")).check(&profile(&region("us-east-1"))).is_err(), "another region");
+        let long_lived =
+            |id| [("CLAUDE_CODE_USE_BEDROCK", "1"), ("AWS_ACCESS_KEY_ID", id), ("AWS_SECRET_ACCESS_KEY", "s")];
+        assert!(
+            bound(&long_lived("AKIAONE")).check(&profile(&long_lived("AKIATWO"))).is_err(),
+            "another IAM user's key"
+        );
     }
 }

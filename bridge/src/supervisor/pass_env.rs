@@ -30,7 +30,10 @@ const BEDROCK_SETTINGS: &[&str] = &[
     "AWS_CONFIG_FILE",
     "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
     "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
     "AWS_CA_BUNDLE",
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_BEDROCK",
@@ -40,12 +43,20 @@ const BEDROCK_SETTINGS: &[&str] = &[
     "AWS_USE_DUALSTACK_ENDPOINT",
 ];
 
-/// Bedrock's credentials: an access key (its id names the account), a session token, an API key.
-const BEDROCK_CREDENTIALS: &[&str] =
-    &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"];
+/// Bedrock's credentials: an access key (its id names the account), a session token, an API key,
+/// and the ECS/EKS container credentials' authorization token (or the file holding it).
+const BEDROCK_CREDENTIALS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+];
 
-/// Vertex's settings, passed as they are: the switch, project, regions (one per model family, as
-/// the CLI 2.1.328 reads them), endpoint and the gcloud configuration.
+/// Vertex's settings, passed as they are: the switch, project, regions (one per model family: every
+/// `VERTEX_REGION_*` name in the CLI 2.1.328 binary, `grep -ao 'VERTEX_REGION_[A-Z0-9_]*'`, less
+/// the bare prefixes), endpoint and the gcloud configuration.
 const VERTEX_SETTINGS: &[&str] = &[
     "CLAUDE_CODE_USE_VERTEX",
     "CLAUDE_CODE_SKIP_VERTEX_AUTH",
@@ -69,10 +80,13 @@ const VERTEX_SETTINGS: &[&str] = &[
     "VERTEX_REGION_CLAUDE_4_6_SONNET",
     "VERTEX_REGION_CLAUDE_4_7_OPUS",
     "VERTEX_REGION_CLAUDE_4_8_OPUS",
-    "VERTEX_REGION_CLAUDE_5_OPUS",
-    "VERTEX_REGION_CLAUDE_5_SONNET",
     "VERTEX_REGION_CLAUDE_5_5_OPUS",
     "VERTEX_REGION_CLAUDE_5_5_SONNET",
+    "VERTEX_REGION_CLAUDE_5_OPUS",
+    "VERTEX_REGION_CLAUDE_5_SONNET",
+    "VERTEX_REGION_CLAUDE_FABLE_5",
+    "VERTEX_REGION_CLAUDE_FABLE_5_1",
+    "VERTEX_REGION_CLAUDE_FABLE_5_2",
     "VERTEX_REGION_CLAUDE_HAIKU_4_5",
     "VERTEX_REGION_CLAUDE_HAIKU_5_5",
 ];
@@ -253,5 +267,41 @@ mod tests {
                 assert!(seen.insert(*name), "{name} listed twice");
             }
         }
+    }
+
+    /// Every `VERTEX_REGION_CLAUDE_<model>` name the pinned CLI reads (its binary holds them as
+    /// strings), read in chunks that overlap by more than a name's length.
+    fn vertex_region_names_in(binary: &std::path::Path) -> std::collections::BTreeSet<String> {
+        use std::io::Read;
+        let names = regex::bytes::Regex::new("VERTEX_REGION_CLAUDE_[A-Z0-9_]+").unwrap();
+        let mut file = std::fs::File::open(binary).unwrap();
+        let (mut found, mut window, mut chunk) = (std::collections::BTreeSet::new(), Vec::new(), vec![0u8; 8 << 20]);
+        loop {
+            let n = file.read(&mut chunk).unwrap();
+            window.extend_from_slice(&chunk[..n]);
+            // A name running into the window's end may go on in the next read: taken from there.
+            for name in names.find_iter(&window).filter(|m| n == 0 || m.end() < window.len()) {
+                found.insert(String::from_utf8_lossy(name.as_bytes()).into_owned());
+            }
+            if n == 0 {
+                break;
+            }
+            let keep = window.len().saturating_sub(256);
+            window.drain(..keep);
+        }
+        // The bare prefix `VERTEX_REGION_CLAUDE_` + a suffix built at run time is not a name.
+        found.retain(|name| !name.ends_with('_'));
+        found
+    }
+
+    #[test]
+    fn the_vertex_regions_are_exactly_those_the_pinned_claude_cli_reads() {
+        let Some(claude) = clawbridge_fixtures::peers::peer_or_skip("claude") else { return };
+        let listed: std::collections::BTreeSet<String> = VERTEX_SETTINGS
+            .iter()
+            .filter(|name| name.starts_with("VERTEX_REGION_CLAUDE_"))
+            .map(|name| (*name).to_owned())
+            .collect();
+        assert_eq!(listed, vertex_region_names_in(&claude));
     }
 }

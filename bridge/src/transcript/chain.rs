@@ -5,8 +5,8 @@ use std::collections::{HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 
-use super::AppendOutcome;
-use super::entry::{Message, MessageEntry, iso_now};
+use super::entry::{Message, MessageEntry, StopReason, iso_now};
+use super::{AppendOutcome, PromptHistory, UnansweredPrompt};
 
 /// What a sink knows about the transcript it writes.
 #[derive(Debug, Default)]
@@ -17,6 +17,18 @@ pub(crate) struct Chain {
     ids: HashSet<String>,
     /// The newest entry, parent of the next one.
     last_id: Option<String>,
+    /// The turns' prompts so far, so a retried run of an unanswered turn reuses its prompt row.
+    prompts: PromptHistory,
+}
+
+/// What one row says about the turns it belongs to.
+pub(crate) enum TurnRow<'a> {
+    /// A user row: a turn's prompt, with its text when the text is a plain string.
+    Prompt { key: Option<&'a str>, text: Option<&'a str> },
+    /// An assistant row that ends its turn (any stop reason but a tool call).
+    Answer,
+    /// Anything else (a tool call, a tool result): the turn goes on.
+    Other,
 }
 
 /// Entries to write for one append, and what to report once they are written.
@@ -37,6 +49,28 @@ impl Chain {
         }
         self.ids.insert(id.to_string());
         self.last_id = Some(id.to_string());
+    }
+
+    /// Records what a row present in (or just written to) the transcript says about its turn.
+    pub(crate) fn observe_turn(&mut self, row: &TurnRow<'_>) {
+        match row {
+            TurnRow::Prompt { key, text } => {
+                self.prompts.prompts += 1;
+                self.prompts.unanswered = match (key, text) {
+                    (Some(key), Some(text)) => {
+                        Some(UnansweredPrompt { key: (*key).to_string(), text: (*text).to_string() })
+                    }
+                    _ => None,
+                };
+            }
+            TurnRow::Answer => self.prompts.unanswered = None,
+            TurnRow::Other => {}
+        }
+    }
+
+    /// The turns' prompts so far.
+    pub(crate) fn prompts(&self) -> &PromptHistory {
+        &self.prompts
     }
 
     /// Whether a message with this identity is present.
@@ -76,6 +110,7 @@ impl Chain {
     pub(crate) fn commit(&mut self, entries: &[MessageEntry]) {
         for entry in entries {
             self.observe(Some(&entry.id), entry.message.idempotency_key());
+            self.observe_turn(&TurnRow::of(&entry.message));
         }
     }
 
@@ -96,5 +131,18 @@ impl Chain {
         }
         // 2^32 collisions in a row cannot happen; fall back to something unique-looking anyway.
         format!("{}-{}", self.ids.len(), batch.len())
+    }
+}
+
+impl<'a> TurnRow<'a> {
+    /// What a message says about its turn.
+    pub(crate) fn of(message: &'a Message) -> Self {
+        match message {
+            Message::User(user) => {
+                TurnRow::Prompt { key: user.idempotency_key.as_deref(), text: Some(user.content.as_str()) }
+            }
+            Message::Assistant(assistant) if assistant.stop_reason != StopReason::ToolUse => TurnRow::Answer,
+            _ => TurnRow::Other,
+        }
     }
 }

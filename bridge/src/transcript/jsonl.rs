@@ -14,8 +14,10 @@
 //!   file truncates it away (its entry is re-appended by the next run, since its key is not present).
 //! - **Idempotent.** Opening reads every entry's id and `message.idempotencyKey`; appends skip keys
 //!   already present.
-//! - **Durable at turn end.** [`TranscriptSink::sync`] `fsync`s the file; a turn's prompt row is
-//!   made durable on its own first ([`TranscriptSink::append_durably`]), before the agent is asked.
+//! - **Durable at turn end.** [`TranscriptSink::sync`] `fsync`s the file; `clawbridge run` also
+//!   syncs a turn's prompt row on its own first, before the agent is asked.
+//! - **Turns told apart.** Opening also notes each user row and whether a final assistant row
+//!   follows it ([`TranscriptSink::prompt_history`]), so a retried turn reuses its prompt row.
 
 use crate::state_files;
 use std::fs::{File, OpenOptions};
@@ -28,9 +30,9 @@ use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::chain::Chain;
+use super::chain::{Chain, TurnRow};
 use super::entry::{Entry, Message, MessageEntry, SessionHeader};
-use super::{AppendOutcome, TranscriptError, TranscriptSink};
+use super::{AppendOutcome, PromptHistory, TranscriptError, TranscriptSink};
 
 /// A transcript file opened for appending. Cheap to clone; clones share the file and its lock.
 #[derive(Clone, Debug)]
@@ -152,6 +154,10 @@ impl TranscriptSink for JsonlSink {
         let this = self.clone();
         Box::pin(blocking(move || this.sync_blocking()))
     }
+
+    fn prompt_history(&self) -> PromptHistory {
+        self.lock().chain.prompts().clone()
+    }
 }
 
 impl JsonlFile {
@@ -246,8 +252,16 @@ fn observe(value: &Value, chain: &mut Chain, has_header: &mut bool) {
         return;
     }
     let id = value.get("id").and_then(Value::as_str);
-    let key = value.get("message").and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str);
+    let message = value.get("message");
+    let key = message.and_then(|m| m.get("idempotencyKey")).and_then(Value::as_str);
     chain.observe(id, key);
+    let field = |name: &str| message.and_then(|m| m.get(name)).and_then(Value::as_str);
+    let row = match field("role") {
+        Some("user") => TurnRow::Prompt { key, text: field("content") },
+        Some("assistant") if field("stopReason") != Some("toolUse") => TurnRow::Answer,
+        _ => TurnRow::Other,
+    };
+    chain.observe_turn(&row);
 }
 
 /// `<file>.lock` beside the transcript.

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 
 use super::chain::Chain;
 use super::entry::{Message, MessageEntry, SessionHeader};
-use super::{AppendOutcome, TranscriptError, TranscriptSink};
+use super::{AppendOutcome, PromptHistory, TranscriptError, TranscriptSink};
 
 /// Entries held in a `Vec`, with the same idempotency and chaining rules as the file sink.
 #[derive(Debug, Default)]
@@ -69,5 +69,9 @@ impl TranscriptSink for MemorySink {
     fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>> {
         self.syncs += 1;
         Box::pin(async { Ok(()) })
+    }
+
+    fn prompt_history(&self) -> PromptHistory {
+        self.chain.prompts().clone()
     }
 }

@@ -94,15 +94,30 @@ pub trait TranscriptSink: Send {
     /// Makes everything appended so far durable; called at the end of a turn.
     fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>>;
 
-    /// [`append`](Self::append)s, then [`sync`](Self::sync)s: for a row that must be on disk
-    /// before anything else happens (a turn's prompt, written before the agent is asked).
-    fn append_durably(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<Vec<AppendOutcome>, TranscriptError>> {
-        Box::pin(async move {
-            let outcomes = self.append(messages).await?;
-            self.sync().await?;
-            Ok(outcomes)
-        })
+    /// What the transcript holds of its turns' prompts (a sink that does not track them: nothing).
+    fn prompt_history(&self) -> PromptHistory {
+        PromptHistory::default()
     }
+}
+
+/// What a transcript holds of its turns' prompts: lets a retried run of a turn that never got its
+/// answer (the agent failed to start, the bridge was killed) reuse the prompt row it already wrote
+/// instead of adding the same question twice.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PromptHistory {
+    /// How many user rows the transcript holds: numbers the next turn.
+    pub prompts: usize,
+    /// The last user row, when no answer (a final assistant row) follows it.
+    pub unanswered: Option<UnansweredPrompt>,
+}
+
+/// A prompt row whose turn has no answer yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnansweredPrompt {
+    /// Its idempotency key, reused by a retry of the same turn.
+    pub key: String,
+    /// Its text, compared with the retry's, so a different question is a new turn.
+    pub text: String,
 }
 
 /// The OS error behind a transcript failure, when there is one (`No space left on device`, …).

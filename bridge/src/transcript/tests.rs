@@ -405,30 +405,49 @@ fn a_tool_s_images_stay_images_in_its_result_row_and_a_backgrounded_command_says
     assert_eq!(result.details.as_ref().map(|d| d["outcome"]["kind"].clone()), Some(json!("backgrounded")));
 }
 
-/// A disk that is full: every write fails with ENOSPC; counts the syncs it was asked for.
-struct FullDisk(usize);
+#[test]
+fn the_prompt_history_names_the_last_prompt_until_its_turn_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let header = SessionHeader::new("s", "/");
+    let sink = JsonlSink::open(&path, &header).unwrap();
+    assert_eq!(sink.prompt_history(), PromptHistory::default());
+    let mirror = TranscriptMirror::new("s", "turn-1", model());
+    sink.append_blocking(vec![mirror.prompt("first")]).unwrap();
+    let unanswered = |text: &str| {
+        Some(UnansweredPrompt { key: idempotency_key("s", "turn-1", EntryRole::Prompt), text: text.into() })
+    };
+    assert_eq!(sink.prompt_history(), PromptHistory { prompts: 1, unanswered: unanswered("first") });
+    drop(sink);
 
-impl TranscriptSink for FullDisk {
-    fn append(&mut self, _: Vec<Message>) -> BoxFuture<'_, Result<Vec<AppendOutcome>, TranscriptError>> {
-        let source = std::io::Error::from_raw_os_error(nix::libc::ENOSPC);
-        Box::pin(async move { Err(TranscriptError::Io { path: "full.jsonl".into(), source }) })
-    }
-    fn sync(&mut self) -> BoxFuture<'_, Result<(), TranscriptError>> {
-        self.0 += 1;
-        Box::pin(async { Ok(()) })
-    }
+    // Read back on open, and still unanswered after a tool call (the turn goes on).
+    let sink = JsonlSink::open(&path, &header).unwrap();
+    assert_eq!(sink.prompt_history(), PromptHistory { prompts: 1, unanswered: unanswered("first") });
+    let mut tool_call = final_assistant("calling");
+    tool_call.stop_reason = StopReason::ToolUse;
+    sink.append_blocking(vec![Message::Assistant(tool_call)]).unwrap();
+    drop(sink);
+    let sink = JsonlSink::open(&path, &header).unwrap();
+    assert_eq!(sink.prompt_history().unanswered, unanswered("first"));
+
+    // A final assistant row answers it, read back or just written.
+    sink.append_blocking(vec![Message::Assistant(final_assistant("done"))]).unwrap();
+    assert_eq!(sink.prompt_history(), PromptHistory { prompts: 1, unanswered: None });
+    drop(sink);
+    let sink = JsonlSink::open(&path, &header).unwrap();
+    assert_eq!(sink.prompt_history(), PromptHistory { prompts: 1, unanswered: None });
 }
 
-#[tokio::test]
-async fn a_durable_append_syncs_after_writing_and_a_refused_row_is_never_synced_as_written() {
-    let mut sink = MemorySink::new();
-    let prompt = TranscriptMirror::new("s", "tu-1", model()).prompt("hello");
-    let outcomes = sink.append_durably(vec![prompt]).await.unwrap();
-    assert!(outcomes[0].is_new());
-    assert_eq!(sink.sync_count(), 1, "synced with the row");
-
-    let mut full = FullDisk(0);
-    let error = full.append_durably(vec![TranscriptMirror::new("s", "tu-1", model()).prompt("hi")]).await.unwrap_err();
-    assert_eq!(os_error(&error).and_then(std::io::Error::raw_os_error), Some(nix::libc::ENOSPC));
-    assert_eq!(full.0, 0, "nothing to sync");
+fn final_assistant(text: &str) -> AssistantMessage {
+    AssistantMessage {
+        content: vec![ContentBlock::Text { text: text.into() }],
+        api: "a".into(),
+        provider: "p".into(),
+        model: "m".into(),
+        usage: TranscriptUsage::default(),
+        stop_reason: StopReason::Stop,
+        error_message: None,
+        timestamp: 0,
+        idempotency_key: None,
+    }
 }
