@@ -24,6 +24,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use fs4::FileExt;
 use futures::future::BoxFuture;
@@ -59,12 +60,26 @@ struct JsonlFile {
     chain: Chain,
 }
 
+/// How long opening waits for a lock held elsewhere before calling the transcript taken. A lock
+/// is shared by every process holding its open file, and a child forked by this process holds it
+/// until it execs (tens of milliseconds when it joins its cgroup first), so a writer that has just
+/// closed the transcript may still appear to hold it briefly; a real second writer holds it far
+/// longer.
+const LOCK_PATIENCE: Duration = Duration::from_secs(2);
+
+/// The pause between two tries for the lock.
+const LOCK_RETRY: Duration = Duration::from_millis(20);
+
 impl JsonlSink {
     /// Opens (creating if needed) the transcript at `path` for exclusive appending. A new or empty
     /// file gets `header` as its first line; an existing header is kept. Blocks while it reads the
     /// file; call it from a blocking context in async code.
     pub fn open(path: impl Into<PathBuf>, header: &SessionHeader) -> Result<Self, TranscriptError> {
-        let path = path.into();
+        Self::open_within(path.into(), header, LOCK_PATIENCE)
+    }
+
+    /// [`open`](Self::open), waiting at most `patience` for a lock held elsewhere.
+    fn open_within(path: PathBuf, header: &SessionHeader, patience: Duration) -> Result<Self, TranscriptError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| TranscriptError::Io { path, source }
@@ -76,11 +91,17 @@ impl JsonlSink {
         let lock_path = lock_path_for(&path);
         let lock = state_files::open(&lock_path, OpenOptions::new().create(true).truncate(false).write(true))
             .map_err(io(&lock_path))?;
-        // Fully qualified: std's inherent `File::try_lock` is newer than our MSRV.
-        match FileExt::try_lock(&lock) {
-            Ok(()) => {}
-            Err(fs4::TryLockError::WouldBlock) => return Err(TranscriptError::Locked { path, lock_path }),
-            Err(fs4::TryLockError::Error(source)) => return Err(TranscriptError::Io { path: lock_path, source }),
+        let deadline = Instant::now() + patience;
+        loop {
+            // Fully qualified: std's inherent `File::try_lock` is newer than our MSRV.
+            match FileExt::try_lock(&lock) {
+                Ok(()) => break,
+                Err(fs4::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                Err(fs4::TryLockError::WouldBlock) => return Err(TranscriptError::Locked { path, lock_path }),
+                Err(fs4::TryLockError::Error(source)) => return Err(TranscriptError::Io { path: lock_path, source }),
+            }
         }
 
         let existed = path.exists();

@@ -311,6 +311,21 @@ fn a_second_writer_is_refused_until_the_first_closes() {
 }
 
 #[test]
+fn a_lock_released_while_opening_waits_is_taken() {
+    // A writer that has just closed may still hold the lock for a moment through a child forked
+    // before it closed (the child holds the open file until it execs).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let first = JsonlSink::open(&path, &header()).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(first);
+    });
+    JsonlSink::open(&path, &header()).expect("the lock, once released, is taken");
+    closer.join().unwrap();
+}
+
+#[test]
 fn foreign_and_garbled_lines_are_kept_and_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.jsonl");
