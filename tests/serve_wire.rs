@@ -154,17 +154,34 @@ async fn a_line_without_jsonrpc_2_0_is_an_invalid_request_answered_with_its_id()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn params_by_position_are_invalid_params() {
+async fn params_by_position_are_invalid_params_for_every_host_method_before_and_after_initialize() {
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/host-protocol.schema.json");
+    let schema = clawbridge_fixtures::host_fuzz::Schema::load(&schema_path).unwrap();
+    let methods: Vec<&str> = schema
+        .methods()
+        .iter()
+        .filter(|m| m.sender == "host" && m.kind == "request")
+        .map(|m| m.name.as_str())
+        .collect();
+    assert!(methods.len() >= 8, "the schema lists the host's requests: {methods:?}");
     let mut conn = connect(ServeLimits::from_env());
-    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":[1]}"#).await;
-    assert_eq!(code(&answer), -32602, "{answer}");
-    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":"x"}"#).await;
-    assert_eq!(code(&answer), -32602, "{answer}");
-    conn.initialize().await;
-    for method in ["harness/list", "attempt/cancel", "attempt/run"] {
-        let answer = conn.ask(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"{method}","params":[1]}}"#)).await;
-        assert_eq!(code(&answer), -32602, "{method}: {answer}");
+    let mut id = 0;
+    for initialized in [false, true] {
+        if initialized {
+            conn.initialize().await;
+        }
+        for method in &methods {
+            for params in [r#"["a-1"]"#, "[1]", "[]", r#""x""#, "5", "true"] {
+                id += 1;
+                let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+                let answer = conn.ask(&line).await;
+                assert_eq!(code(&answer), -32602, "initialized: {initialized}, {line}: {answer}");
+            }
+        }
     }
+    // Nothing of them took effect: the connection is initialized once and still serves.
+    let answer = conn.ask(&request(1000, "harness/list", &json!({}))).await;
+    assert!(answer.get("result").is_some(), "{answer}");
     conn.close().await;
 }
 
