@@ -31,12 +31,12 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// BENCHMARKS.md): reading one line holds it in the codec's buffer (which may grow to twice the
 /// line while it fills), the line as a string and what its params decode to: four lines' worth.
 fn one_line_bound() -> f64 {
-    4.0 * limits::MAX_LINE_BYTES as f64
+    (limits::LINE_READ_COPIES * limits::MAX_LINE_BYTES) as f64
 }
 
-/// How many times a running attempt holds its input while its turn starts: its params, the turn's
-/// input, the native request being written, the transcript's prompt row (measured: 3–4).
-const INPUT_COPIES: f64 = 4.0;
+/// How many times a running attempt holds its input while its turn starts
+/// ([`limits::ATTEMPT_INPUT_COPIES`]: the turn's input, the native request's copy and its line).
+const INPUT_COPIES: f64 = limits::ATTEMPT_INPUT_COPIES as f64;
 
 /// Running attempts add at most their inputs (bounded by the input budget), each held
 /// [`INPUT_COPIES`] times, and a few MiB each (their pipelines and native sessions) to one line
