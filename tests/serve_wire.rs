@@ -97,6 +97,15 @@ fn initialize(id: i64) -> String {
     .to_string()
 }
 
+/// `initialize` for a host that decides approvals: the demo's turn asks for one and, while nobody
+/// answers it, keeps running until it is cancelled.
+fn initialize_with_approvals(id: i64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+           "params": {"protocolVersion": 1, "host": {"name": "wire-test", "version": "0"},
+                      "capabilities": {"approvals": true}}})
+    .to_string()
+}
+
 fn run_params(attempt: &str, prompt: &str) -> Value {
     json!({"attemptId": attempt, "harnessId": "clawbridge-demo", "sessionId": format!("s-{attempt}"),
            "prompt": prompt, "workspaceDir": std::env::temp_dir().display().to_string()})
@@ -154,24 +163,43 @@ async fn a_line_without_jsonrpc_2_0_is_an_invalid_request_answered_with_its_id()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn params_by_position_are_invalid_params() {
+async fn params_by_position_are_invalid_params_for_every_host_method_before_and_after_initialize() {
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/host-protocol.schema.json");
+    let schema = clawbridge_fixtures::host_fuzz::Schema::load(&schema_path).unwrap();
+    let methods: Vec<&str> = schema
+        .methods()
+        .iter()
+        .filter(|m| m.sender == "host" && m.kind == "request")
+        .map(|m| m.name.as_str())
+        .collect();
+    assert!(methods.len() >= 8, "the schema lists the host's requests: {methods:?}");
     let mut conn = connect(ServeLimits::from_env());
-    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":[1]}"#).await;
-    assert_eq!(code(&answer), -32602, "{answer}");
-    let answer = conn.ask(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":"x"}"#).await;
-    assert_eq!(code(&answer), -32602, "{answer}");
-    conn.initialize().await;
-    for method in ["harness/list", "attempt/cancel", "attempt/run"] {
-        let answer = conn.ask(&format!(r#"{{"jsonrpc":"2.0","id":3,"method":"{method}","params":[1]}}"#)).await;
-        assert_eq!(code(&answer), -32602, "{method}: {answer}");
+    let mut id = 0;
+    for initialized in [false, true] {
+        if initialized {
+            conn.initialize().await;
+        }
+        for method in &methods {
+            for params in [r#"["a-1"]"#, "[1]", "[]", r#""x""#, "5", "true"] {
+                id += 1;
+                let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
+                let answer = conn.ask(&line).await;
+                assert_eq!(code(&answer), -32602, "initialized: {initialized}, {line}: {answer}");
+            }
+        }
     }
+    // Nothing of them took effect: the connection is initialized once and still serves.
+    let answer = conn.ask(&request(1000, "harness/list", &json!({}))).await;
+    assert!(answer.get("result").is_some(), "{answer}");
     conn.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_over_its_methods_cap_is_refused_naming_it_and_an_attempt_under_its_cap_is_served() {
     let mut conn = connect(ServeLimits::from_env());
-    conn.initialize().await;
+    // The attempt below waits on its unanswered approval, so its cancel always finds it running.
+    let answer = conn.ask(&initialize_with_approvals(1)).await;
+    assert!(answer.get("result").is_some(), "{answer}");
     let padding = "x".repeat(limits::DEFAULT_REQUEST_MAX_BYTES);
     let answer = conn.ask(&request(2, "harness/list", &json!({"padding": padding}))).await;
     assert_eq!(code(&answer), -32014, "{answer}");
@@ -200,7 +228,10 @@ async fn a_request_over_its_methods_cap_is_refused_naming_it_and_an_attempt_unde
 async fn an_attempt_past_the_input_budget_is_refused_and_the_budget_comes_back_when_attempts_end() {
     const BUDGET: usize = 1024 * 1024;
     let mut conn = connect(ServeLimits { input_budget_bytes: BUDGET });
-    conn.initialize().await;
+    // Approvals are never answered (`next_answer` skips the bridge's requests), so each attempt runs
+    // until its cancel, however fast the machine reads the next line.
+    let answer = conn.ask(&initialize_with_approvals(1)).await;
+    assert!(answer.get("result").is_some(), "{answer}");
     let prompt = "p".repeat(BUDGET * 6 / 10);
     let first = request(2, "attempt/run", &run_params("first", &prompt));
     let second = request(3, "attempt/run", &run_params("second", &prompt));
@@ -240,4 +271,46 @@ async fn after_a_60_mb_request_of_tiny_values_the_connection_still_answers() {
     let list = conn.ask(&request(3, "harness/list", &json!({}))).await;
     assert!(list["result"]["harnesses"].is_array(), "{list}");
     conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_with_a_malformed_error_fails_closed_at_once_and_is_refused_with_a_null_id() {
+    let malformed = [r#""error":null"#, r#""error":{"code":"x","message":5}"#, r#""error":{"code":-32603}"#];
+    for (n, member) in malformed.iter().enumerate() {
+        let mut conn = connect(ServeLimits::from_env());
+        let answer = conn.ask(&initialize_with_approvals(1)).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        conn.write_line(&request(2, "attempt/run", &run_params(&format!("a-{n}"), "go"))).await;
+        let (mut asked, mut refused, mut result) = (false, false, None);
+        // Without the fix the approval waits for its 600 s deadline: the read below gives up first.
+        while result.is_none() {
+            let line = tokio::time::timeout(Duration::from_secs(60), conn.from_bridge.next_line())
+                .await
+                .unwrap_or_else(|_| panic!("{member}: the attempt still waits"))
+                .unwrap()
+                .expect("the bridge is still there");
+            let value: Value = serde_json::from_str(&line).unwrap();
+            match value["method"].as_str() {
+                Some("host/approval/decide") => {
+                    asked = true;
+                    conn.write_line(&format!(r#"{{"jsonrpc":"2.0","id":{},{member}}}"#, value["id"])).await;
+                }
+                Some(method) if method.starts_with("host/") => {
+                    conn.write_line(&format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, value["id"])).await;
+                }
+                Some(_) => {}
+                None if value["id"].is_null() => {
+                    assert_eq!(code(&value), -32600, "{member}: {value}");
+                    refused = true;
+                }
+                None => result = Some(value),
+            }
+        }
+        assert!(asked, "{member}: the demo's turn asks for an approval");
+        assert!(refused, "{member}: the malformed answer is refused with `id: null`");
+        let result = result.unwrap();
+        assert_eq!(result["id"], 2, "{result}");
+        assert!(result.get("result").is_some(), "{member}: the attempt ended with its result: {result}");
+        conn.close().await;
+    }
 }

@@ -31,12 +31,12 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// BENCHMARKS.md): reading one line holds it in the codec's buffer (which may grow to twice the
 /// line while it fills), the line as a string and what its params decode to: four lines' worth.
 fn one_line_bound() -> f64 {
-    4.0 * limits::MAX_LINE_BYTES as f64
+    (limits::LINE_READ_COPIES * limits::MAX_LINE_BYTES) as f64
 }
 
-/// How many times a running attempt holds its input while its turn starts: its params, the turn's
-/// input, the native request being written, the transcript's prompt row (measured: 3–4).
-const INPUT_COPIES: f64 = 4.0;
+/// How many times a running attempt holds its input while its turn starts
+/// ([`limits::ATTEMPT_INPUT_COPIES`]: the turn's input, the native request's copy and its line).
+const INPUT_COPIES: f64 = limits::ATTEMPT_INPUT_COPIES as f64;
 
 /// Running attempts add at most their inputs (bounded by the input budget), each held
 /// [`INPUT_COPIES`] times, and a few MiB each (their pipelines and native sessions) to one line
@@ -106,10 +106,17 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
             figures.over_cap_refused
         )),
     ));
+    report.push(Row::info(
+        s,
+        "RSS once every attempt was cancelled and ended (VmRSS)",
+        figures.after_rss as f64 / MIB,
+        "MiB",
+    ));
+    report.push(Row::info(s, "of which given back lazily (LazyFree)", figures.after_lazy_free as f64 / MIB, "MiB"));
     report.push(Row::judged(
         s,
-        "RSS once every attempt was cancelled and ended",
-        figures.after_rss as f64 / MIB,
+        "memory held once every attempt was cancelled and ended (VmRSS - LazyFree)",
+        figures.after_rss.saturating_sub(figures.after_lazy_free) as f64 / MIB,
         "MiB",
         Target::AtMost(idle + after_bound() / MIB),
     ));
@@ -131,6 +138,8 @@ struct Figures {
     running_peak: u64,
     /// `VmRSS` after every attempt ended.
     after_rss: u64,
+    /// What of `after_rss` was given back lazily ([`lazy_free`]): the kernel's to take, not held.
+    after_lazy_free: u64,
     /// Whether the peak could be reset between phases.
     peak_reset: bool,
     /// Attempts the cancels found running.
@@ -276,6 +285,16 @@ fn rss(pid: u32) -> u64 {
     sys::status_bytes(Some(pid), "VmRSS").unwrap_or(0)
 }
 
+/// The process's resident memory it has given back with `MADV_FREE` (`LazyFree` in
+/// `/proc/<pid>/smaps_rollup`): still counted in `VmRSS` until the kernel needs it, then taken
+/// without a write. mimalloc frees a huge block (a big line) this way when a thread other than the
+/// one that allocated it frees it; only the owner's next collection returns it for good.
+fn lazy_free(pid: u32) -> u64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else { return 0 };
+    let Some(line) = text.lines().find(|l| l.starts_with("LazyFree:")) else { return 0 };
+    line["LazyFree:".len()..].trim().trim_end_matches("kB").trim().parse::<u64>().map_or(0, |kb| kb * 1024)
+}
+
 fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempts: usize) -> anyhow::Result<Figures> {
     let mut serve = Serve::start(product, state)?;
     let pid = serve.pid();
@@ -376,6 +395,7 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     }
     std::thread::sleep(Duration::from_secs(1));
     let after_rss = rss(pid);
+    let after_lazy_free = lazy_free(pid);
 
     serve.write(&[request(next_id, "shutdown", &serde_json::json!({})).as_bytes()])?;
     serve.answer(&next_id.to_string())?;
@@ -388,6 +408,7 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
         one_request_peak,
         running_peak,
         after_rss,
+        after_lazy_free,
         peak_reset,
         cancelled_running,
         prompt_admitted,

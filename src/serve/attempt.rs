@@ -160,16 +160,18 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     if let Some(budget) = budget {
         pause_budget_while_asking(&mut job, budget);
     }
-    let params = &job.params;
-    let attempt_id = params.attempt_id.clone();
     let backend = job.harness.backend.clone();
     let facts = backend.facts();
-    let input = super::inputs::turn_input(params, facts).map_err(|error| {
+    // Moves the prompt and the images out of the params: from here the turn input holds the only
+    // copy an attempt keeps.
+    let input = super::inputs::turn_input(&mut job.params, facts).map_err(|error| {
         preflight(
             format!("{}: {error}", facts.id),
             format!("{} cannot run this prompt: {error}.", job.harness.info.label),
         )
     })?;
+    let params = &job.params;
+    let attempt_id = params.attempt_id.clone();
     if let Err(problem) = super::prepared_env::check(&params.process_env) {
         return Err(preflight(
             format!("the attempt's processEnv {problem}"),

@@ -169,10 +169,8 @@ impl Server {
 
     fn decide(self: &Arc<Self>, request: Request) -> Result<Admitted, HandlerError> {
         let Request { method, params, .. } = request;
-        if method == methods::INITIALIZE {
-            return self.initialize(decode(params)?).map(Admitted::Answer);
-        }
         let known = [
+            methods::INITIALIZE,
             methods::HARNESS_LIST,
             methods::HARNESS_SUPPORTS,
             methods::ATTEMPT_RUN,
@@ -183,6 +181,12 @@ impl Server {
         ];
         if !known.contains(&method.as_str()) {
             return Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`")));
+        }
+        // Before the connection's state is looked at, so params by position are `-32602` for
+        // every method, before `initialize` as after it.
+        by_name(params.as_deref())?;
+        if method == methods::INITIALIZE {
+            return self.initialize(decode(params)?).map(Admitted::Answer);
         }
         let caps = self.capabilities()?;
         let answer = match method.as_str() {
@@ -432,12 +436,19 @@ fn reply(code: i64, message: String) -> HandlerError {
 /// (nothing of them is kept); absent or `null` params are `{}`. Every host method takes its params
 /// by name: an array (by position) or any other non-object is invalid params.
 fn decode<T: DeserializeOwned>(params: Option<Box<RawValue>>) -> Result<T, HandlerError> {
-    let text = params.as_deref().map_or("{}", |raw| raw.get().trim_start());
+    let text = by_name(params.as_deref())?;
+    serde_json::from_str(text).map_err(|e| reply(codes::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+/// The params' JSON text when they are by name (an object; absent or `null` is `{}`), else
+/// `-32602`.
+fn by_name(params: Option<&RawValue>) -> Result<&str, HandlerError> {
+    let text = params.map_or("{}", |raw| raw.get().trim_start());
     let text = if text == "null" { "{}" } else { text };
     if !text.starts_with('{') {
         return Err(reply(codes::INVALID_PARAMS, "invalid params: an object of named params is expected".into()));
     }
-    serde_json::from_str(text).map_err(|e| reply(codes::INVALID_PARAMS, format!("invalid params: {e}")))
+    Ok(text)
 }
 
 fn encode<T: Serialize>(value: T) -> Result<Value, HandlerError> {

@@ -25,12 +25,15 @@ pub enum TurnInputError {
     Image(#[from] input::InputError),
 }
 
-/// The turn input of `params` on the harness `facts` describes.
-pub fn turn_input(params: &AttemptRunParams, facts: &HarnessFacts) -> Result<TurnInput, TurnInputError> {
+/// The turn input of `params` on the harness `facts` describes. The prompt moves out of `params`
+/// and the images' base64 is dropped once they are decoded: a running attempt holds its prompt and
+/// images once (as the turn input), as the input budget charges them.
+pub fn turn_input(params: &mut AttemptRunParams, facts: &HarnessFacts) -> Result<TurnInput, TurnInputError> {
     if !params.images.is_empty() && !facts.supports.images {
         return Err(TurnInputError::ImagesUnsupported { harness: facts.id, count: params.images.len() });
     }
     let images = input::images(params.images.iter().map(|i| (i.mime_type.as_str(), i.data.as_str())))?;
+    params.images = Vec::new();
     let think_level = params.think_level.as_deref().and_then(|value| match ThinkLevel::parse(value) {
         Ok(level) if facts.supports.reasoning_level => Some(level),
         Ok(level) => {
@@ -46,7 +49,7 @@ pub fn turn_input(params: &AttemptRunParams, facts: &HarnessFacts) -> Result<Tur
             None
         }
     });
-    Ok(TurnInput { text: params.prompt.clone(), images, think_level })
+    Ok(TurnInput { text: std::mem::take(&mut params.prompt), images, think_level })
 }
 
 #[cfg(test)]
@@ -85,7 +88,7 @@ mod tests {
     #[test]
     fn images_reach_a_harness_that_takes_them_and_are_refused_by_one_that_does_not() {
         let both = facts(Supports { images: true, reasoning_level: true, ..Supports::default() });
-        let input = turn_input(&params(2, Some("high")), &both).unwrap();
+        let input = turn_input(&mut params(2, Some("high")), &both).unwrap();
         assert_eq!(input.images.len(), 2);
         assert_eq!(input.images[0].mime_type(), "image/png");
         assert_eq!(input.think_level, Some(ThinkLevel::High));
@@ -93,10 +96,10 @@ mod tests {
 
         let text_only = facts(Supports::default());
         assert_eq!(
-            turn_input(&params(1, None), &text_only),
+            turn_input(&mut params(1, None), &text_only),
             Err(TurnInputError::ImagesUnsupported { harness: "h", count: 1 })
         );
-        let input = turn_input(&params(0, Some("high")), &text_only).unwrap();
+        let input = turn_input(&mut params(0, Some("high")), &text_only).unwrap();
         assert_eq!(input.think_level, None, "no reasoning setting: not applied");
     }
 
@@ -105,7 +108,17 @@ mod tests {
         let both = facts(Supports { images: true, reasoning_level: true, ..Supports::default() });
         let mut broken = params(1, Some("turbo"));
         broken.images[0].data = "%%%%".into();
-        assert!(matches!(turn_input(&broken, &both), Err(TurnInputError::Image(_))));
-        assert_eq!(turn_input(&params(0, Some("turbo")), &both).unwrap().think_level, None);
+        assert!(matches!(turn_input(&mut broken, &both), Err(TurnInputError::Image(_))));
+        assert_eq!(turn_input(&mut params(0, Some("turbo")), &both).unwrap().think_level, None);
+    }
+
+    #[test]
+    fn the_turn_input_takes_the_prompt_and_images_so_the_params_keep_no_copy() {
+        let both = facts(Supports { images: true, ..Supports::default() });
+        let mut params = params(2, None);
+        let input = turn_input(&mut params, &both).unwrap();
+        assert_eq!((input.text.as_str(), input.images.len()), ("look", 2));
+        assert!(params.prompt.is_empty(), "the prompt moved into the turn input");
+        assert!(params.images.is_empty(), "the images' base64 is gone once decoded");
     }
 }

@@ -195,6 +195,15 @@ pub enum RpcError {
         /// The cap in bytes.
         limit: usize,
     },
+    /// The answer named this request but was no JSON-RPC answer (an `error` that is no error
+    /// object, neither `result` nor `error`, a wrong `jsonrpc`): the request is over, failed.
+    #[error("`{method}` got a malformed answer: {error}")]
+    MalformedAnswer {
+        /// The method called.
+        method: String,
+        /// What is wrong with the answer's shape.
+        error: ShapeError,
+    },
     /// The answer arrived but does not have the expected shape.
     #[error("`{method}` answered with an unexpected result: {reason}")]
     BadResult {

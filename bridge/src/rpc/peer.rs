@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clawbridge_protocol::jsonrpc::{
     Dialect, Envelope, ErrorObject, Incoming, LineError, Message, Notification, RawMessage, Refusal, Request,
-    RequestId, codes, decode_error_object, outgoing,
+    RequestId, ShapeError, codes, decode_error_object, outgoing,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -101,6 +101,8 @@ pub enum PeerEvent {
 
 enum Reply {
     Answer(Result<Box<RawValue>, ErrorObject>),
+    /// A line named the request but was no answer: the request fails now, not at its deadline.
+    Malformed(ShapeError),
     /// The answer's line was over the method's answer cap; it was not decoded.
     TooLarge {
         bytes: usize,
@@ -381,7 +383,10 @@ async fn wait_for_answer(
     match tokio::time::timeout(timeout, rx).await {
         Ok(Ok(Reply::Answer(Ok(value)))) => Ok(value),
         Ok(Ok(Reply::Answer(Err(error)))) => Err(RpcError::Remote { method: method.into(), error }),
-        Ok(Ok(Reply::TooLarge { bytes, limit })) => Err(RpcError::AnswerTooLarge { method: method.into(), bytes, limit }),
+        Ok(Ok(Reply::Malformed(error))) => Err(RpcError::MalformedAnswer { method: method.into(), error }),
+        Ok(Ok(Reply::TooLarge { bytes, limit })) => {
+            Err(RpcError::AnswerTooLarge { method: method.into(), bytes, limit })
+        }
         Ok(Ok(Reply::Gone(gone))) => Err(RpcError::PeerGone { method: method.into(), gone }),
         Ok(Err(_)) => {
             Err(RpcError::NotSent { method: method.into(), reason: "the peer connection was dropped".into() })
@@ -476,6 +481,9 @@ impl ReaderTask {
         };
         let caps = &self.peer.config.caps;
         let strict = self.peer.config.strict_jsonrpc;
+        // A line without `method` can only be an answer: the id of one that turns out malformed
+        // still names our request, which must fail now rather than wait for its deadline.
+        let answer_id = if envelope.method.is_none() { envelope.id } else { None };
         match envelope.classify(strict) {
             Ok(RawMessage::Notification { method, params }) => {
                 let limit = caps.incoming(&method);
@@ -510,32 +518,50 @@ impl ReaderTask {
                 let Some((waiter, number)) = self.waiter(&id) else {
                     return self.problem(StreamProblem::UnmatchedResponse { id }).await;
                 };
-                let reply = if line.len() > waiter.answer_cap {
+                if line.len() > waiter.answer_cap {
                     tracing::warn!(peer = %self.peer.config.label, id = number, bytes = line.len(), "an answer over its cap");
-                    Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap }
-                } else {
-                    Reply::Answer(match outcome {
-                        Ok(result) => Ok(result.to_owned()),
-                        Err(error) => Err(decode_error_object(error).unwrap_or_else(|shape| {
-                            ErrorObject::new(
-                                codes::INTERNAL_ERROR,
-                                format!("the peer answered with an error that {shape}"),
-                            )
-                        })),
-                    })
+                    let _ = waiter.reply.send(Reply::TooLarge { bytes: line.len(), limit: waiter.answer_cap });
+                    return;
+                }
+                let reply = match outcome.map_err(decode_error_object) {
+                    Ok(result) => Reply::Answer(Ok(result.to_owned())),
+                    Err(Ok(error)) => Reply::Answer(Err(error)),
+                    Err(Err(shape)) => {
+                        let _ = waiter.reply.send(Reply::Malformed(shape.clone()));
+                        return self.malformed_answer(&line, shape).await;
+                    }
                 };
                 let _ = waiter.reply.send(reply);
             }
-            // Strict JSON-RPC answers an invalid request whose id it could read with that id.
-            Err(Refusal { id: Some(id), error }) if strict => {
-                tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing an invalid request");
-                let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("invalid request: {error}"));
-                self.refuse(id, refusal, handlers).await;
-            }
-            Err(Refusal { error, .. }) => {
-                self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
+            Err(Refusal { id, error }) => {
+                // An answer-shaped line that is no answer, naming one of our requests: that request
+                // fails at once (its caller applies its own fallback), and the line is refused like
+                // any other invalid one, with `id: null` (the id is ours, not a request of the peer's).
+                let named = answer_id.and_then(|raw| RequestId::from_raw(raw).ok()).and_then(|id| self.waiter(&id));
+                if let Some((waiter, _)) = named {
+                    let _ = waiter.reply.send(Reply::Malformed(error.clone()));
+                    return self.malformed_answer(&line, error).await;
+                }
+                match id {
+                    // Strict JSON-RPC answers an invalid request whose id it could read with that
+                    // id; an invalid answer never (the peer would read it as our answer to a
+                    // request of its own).
+                    Some(id) if strict && answer_id.is_none() => {
+                        tracing::debug!(peer = %self.peer.config.label, %id, %error, "refusing an invalid request");
+                        let refusal = ErrorObject::new(codes::INVALID_REQUEST, format!("invalid request: {error}"));
+                        self.refuse(id, refusal, handlers).await;
+                    }
+                    _ => self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await,
+                }
             }
         }
+    }
+
+    /// Reports an answer to one of our requests that was no JSON-RPC answer (its request has
+    /// already failed): a problem, as for any line that is no message.
+    async fn malformed_answer(&self, line: &str, error: ShapeError) {
+        tracing::warn!(peer = %self.peer.config.label, %error, "a malformed answer failed its request");
+        self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
     }
 
     /// A line of Claude's control protocol, read as a `Value` (its envelopes differ from JSON-RPC's
@@ -798,6 +824,47 @@ mod tests {
             other => panic!("expected Closed, got {other:?}"),
         }
         drop(held);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_answer_fails_the_request_it_names_at_once_and_is_reported() {
+        use tokio::io::AsyncBufReadExt;
+        let malformed = [
+            r#""error":null"#,
+            r#""error":{"code":"x","message":5}"#,
+            r#""error":{"code":-32603}"#,
+            r#""neither":"result nor error""#,
+        ];
+        for (jsonrpc, member) in malformed.iter().map(|m| ("2.0", *m)).chain([("1.0", r#""result":{}"#)]) {
+            let (output, mut host_writes) = tokio::io::duplex(4096);
+            let (bridge_writes, host_reads) = tokio::io::duplex(4096);
+            let config = PeerConfig { strict_jsonrpc: true, ..PeerConfig::default() };
+            let (peer, mut events) =
+                RpcPeer::start(output, bridge_writes, config, Arc::new(RejectAll), Arc::new(NoProcess));
+            // A deadline far past the test's own guard: only the malformed answer can end it in time.
+            let asking = tokio::spawn({
+                let peer = peer.clone();
+                async move {
+                    peer.request_with_timeout("host/approval/decide", None::<&Value>, Duration::from_secs(3600)).await
+                }
+            });
+            let mut sent = String::new();
+            tokio::io::BufReader::new(host_reads).read_line(&mut sent).await.unwrap();
+            let id = serde_json::from_str::<Value>(&sent).unwrap()["id"].clone();
+            let answer = format!("{{\"jsonrpc\":\"{jsonrpc}\",\"id\":{id},{member}}}\n");
+            host_writes.write_all(answer.as_bytes()).await.unwrap();
+            let failed = tokio::time::timeout(Duration::from_secs(60), asking)
+                .await
+                .unwrap_or_else(|_| panic!("{answer}: the request still waits"))
+                .unwrap();
+            assert!(matches!(failed, Err(RpcError::MalformedAnswer { .. })), "{answer}: {failed:?}");
+            assert_eq!(peer.pending_requests(), 0, "{answer}");
+            let problem = events.recv().await;
+            assert!(
+                matches!(problem, Some(PeerEvent::Problem(StreamProblem::NotJsonRpc { .. }))),
+                "{answer}: {problem:?}"
+            );
+        }
     }
 
     #[tokio::test]

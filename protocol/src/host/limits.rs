@@ -34,6 +34,21 @@ pub const DEFAULT_ANSWER_MAX_BYTES: usize = MIB;
 /// kept). Four attempts at their line cap fit; past it `attempt/run` is refused until attempts end.
 pub const ATTEMPT_INPUT_BUDGET_BYTES: usize = 256 * MIB;
 
+/// How many copies of one line reading it can take at most: the reader's buffer while it grows, the
+/// line, and what its params decode to (measured: about 1.5, BENCHMARKS.md *Worst host input*).
+pub const LINE_READ_COPIES: usize = 4;
+
+/// How many times a running attempt holds its input at most: once for its life (its turn input),
+/// and twice more while its turn starts (the native request's copy of the prompt and that request's
+/// line on its way to the agent).
+pub const ATTEMPT_INPUT_COPIES: usize = 3;
+
+/// The memory any host input can add to the bridge's idle footprint, with the default limits: one
+/// line at the line cap being read, plus the running attempts' inputs up to the input budget, each
+/// held [`ATTEMPT_INPUT_COPIES`] times (1 GiB). The serve fuzz harness holds the server to it.
+pub const HOST_INPUT_MEMORY_BOUND_BYTES: usize =
+    LINE_READ_COPIES * MAX_LINE_BYTES + ATTEMPT_INPUT_COPIES * ATTEMPT_INPUT_BUDGET_BYTES;
+
 /// The cap of a host → bridge request or notification named `method`.
 pub fn request_cap(method: &str) -> usize {
     match method {
