@@ -125,6 +125,8 @@ where
         // The server's fallback never reads params: keeping them would hold every attempt's whole
         // request (unknown members too) for as long as it runs.
         keep_params_for_fallback: false,
+        // Serve only logs a host notification's method.
+        decode_notification_params: false,
         strict_jsonrpc: true,
         // Attempts run long; each call inside has its own deadline.
         handler_timeout: Duration::from_secs(24 * 3600),

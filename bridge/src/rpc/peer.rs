@@ -41,6 +41,10 @@ pub struct PeerConfig {
     /// connection's) turns this off, so a long-running request holds nothing but what its handler
     /// decoded from them.
     pub keep_params_for_fallback: bool,
+    /// Decode each notification's params into a `Value` for the consumer. A consumer that only
+    /// reads a notification's method (the host connection's) turns this off, so a queued
+    /// notification holds its method alone, not a tree many times its line's size.
+    pub decode_notification_params: bool,
     /// Default deadline for our requests.
     pub request_timeout: Duration,
     /// How long a handler may take before the peer gets the fallback answer.
@@ -74,6 +78,7 @@ impl Default for PeerConfig {
             caps: LineCaps::default(),
             strict_jsonrpc: false,
             keep_params_for_fallback: true,
+            decode_notification_params: true,
             request_timeout: Duration::from_secs(60),
             handler_timeout: Duration::from_secs(600),
             max_concurrent_handlers: 64,
@@ -486,11 +491,13 @@ impl ReaderTask {
         let answer_id = if envelope.method.is_none() { envelope.id } else { None };
         match envelope.classify(strict) {
             Ok(RawMessage::Notification { method, params }) => {
-                let limit = caps.incoming(&method);
+                let limit = caps.notification();
                 if line.len() > limit {
                     return self.problem(StreamProblem::MessageTooLarge { method, len: line.len(), limit }).await;
                 }
-                let params = params.and_then(|raw| serde_json::from_str(raw.get()).ok());
+                let params = params
+                    .filter(|_| self.peer.config.decode_notification_params)
+                    .and_then(|raw| serde_json::from_str(raw.get()).ok());
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(Notification { method, params }), line.len()).await;
             }
@@ -1238,6 +1245,39 @@ mod tests {
         let sent = next_written(&mut other_in).await;
         write_line(&mut other_out, json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"big": big}})).await;
         assert_eq!(other.await.unwrap().unwrap(), json!({"big": big}));
+    }
+
+    #[tokio::test]
+    async fn a_notification_named_like_a_large_request_gets_the_default_cap() {
+        use serde_json::json;
+        let (handler, _, _) = control_script();
+        let (_peer, mut events, mut other_out, _other_in) = capped_peer(handler);
+        let padding = "x".repeat(200);
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "big", "params": {"p": padding}})).await;
+        match events.recv().await {
+            Some(PeerEvent::Problem(StreamProblem::MessageTooLarge { method, limit, .. })) => {
+                assert_eq!((method.as_str(), limit), ("big", 100));
+            }
+            other => panic!("expected the notification refused at the default cap, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_does_not_decode_notification_params_delivers_the_method_alone() {
+        use serde_json::json;
+        let (output, mut other_out) = tokio::io::duplex(64 * 1024);
+        let (input, _other_in) = tokio::io::duplex(64 * 1024);
+        let config = PeerConfig { decode_notification_params: false, ..PeerConfig::default() };
+        let (handler, _, _) = control_script();
+        let (_peer, mut events) = RpcPeer::start(output, input, config, handler, Arc::new(NoProcess));
+        write_line(&mut other_out, json!({"jsonrpc": "2.0", "method": "note", "params": [0, 0, 0]})).await;
+        match events.recv().await {
+            Some(PeerEvent::Notification(note)) => {
+                assert_eq!(note.method, "note");
+                assert_eq!(note.params, None);
+            }
+            other => panic!("expected the notification, got {other:?}"),
+        }
     }
 
     #[tokio::test]
