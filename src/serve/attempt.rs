@@ -314,10 +314,13 @@ fn host_tool_specs(caps: HostCapabilities, params: &AttemptRunParams, harness: &
     if !harness.backend.facts().supports.host_tools || params.disable_tools || !caps.host_tools {
         return Vec::new();
     }
+    // A set: thousands of tools against thousands of names must not cost their product.
+    let allowed: Option<std::collections::HashSet<&str>> =
+        params.tools_allow.as_ref().map(|allow| allow.iter().map(String::as_str).collect());
     params
         .host_tools
         .iter()
-        .filter(|t| params.tools_allow.as_ref().is_none_or(|allow| allow.contains(&t.name)))
+        .filter(|t| allowed.as_ref().is_none_or(|allow| allow.contains(t.name.as_str())))
         .cloned()
         .collect()
 }
@@ -488,7 +491,7 @@ fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcom
 
 fn preflight(message: String, user_message: String) -> ErrorObject {
     let data = PreflightErrorData { user_message: Some(user_message) };
-    ErrorObject { code: errors::PREFLIGHT_FAILED, message, data: serde_json::to_value(data).ok() }
+    ErrorObject::with_data(errors::PREFLIGHT_FAILED, message, &data)
 }
 
 #[cfg(test)]

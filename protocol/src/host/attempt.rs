@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 use crate::attempt::AttemptResult;
 use crate::attempt::hooks::HostToolSpec;
 
+use super::bounded;
+use super::limits;
+
 /// `attempt/run` params: the subset of `AgentHarnessAttemptParamsV2` a native backend needs, plus the
 /// attempt's routing id.
 #[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -34,7 +37,7 @@ pub struct AttemptRunParams {
     /// The prepared user prompt.
     pub prompt: String,
     /// Images attached to the prompt.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "images")]
     pub images: Vec<ImageInput>,
     /// Extra system prompt text the host prepared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,25 +63,25 @@ pub struct AttemptRunParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Host tools the agent may call through `host/tool/execute` (from `createToolSurface`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "host_tools")]
     pub host_tools: Vec<HostToolSpec>,
     /// `disableTools`: the turn runs without tools.
     #[serde(default)]
     pub disable_tools: bool,
     /// `toolsAllow`: when present, only these tools may be offered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "tools_allow")]
     pub tools_allow: Option<Vec<String>>,
     /// `toolExecutionAllow`: when present, only these tools may run (OpenClaw keeps the other
     /// tools' schemas visible). The native agent's own tool classes outside it are taken away,
     /// exactly as for `toolsAllow`; host tools outside it are refused by the host.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "tool_execution_allow")]
     pub tool_execution_allow: Option<Vec<String>>,
     /// Variables set for the attempt's native processes on top of the bridge's child environment:
     /// the environment OpenClaw prepared for this run (`hostCapabilities.preparedEnvironment()`:
     /// its local process facts, the credential scrub, which sets variables to empty, and the
     /// local identity overlay). Names are environment variable names (`[A-Za-z_][A-Za-z0-9_]*`);
     /// at most 256 variables of at most 32 KiB each, or the attempt fails with `-32034`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "process_env")]
     pub process_env: BTreeMap<String, String>,
     /// The endpoint and credentials OpenClaw prepared for the route, sent only for a harness whose
     /// auth is the host's (plugin config `auth`); absent, the native runtime uses its own login.
@@ -90,6 +93,31 @@ pub struct AttemptRunParams {
     /// Absent means `durable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<SessionPersistence>,
+}
+
+// Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
+fn images<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ImageInput>, D::Error> {
+    bounded::seq(d, "images", limits::MAX_IMAGES)
+}
+
+fn host_tools<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HostToolSpec>, D::Error> {
+    bounded::seq(d, "hostTools", limits::MAX_HOST_TOOLS)
+}
+
+fn tools_allow<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    bounded::option_seq(d, "toolsAllow", limits::MAX_TOOL_NAMES)
+}
+
+fn tool_execution_allow<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    bounded::option_seq(d, "toolExecutionAllow", limits::MAX_TOOL_NAMES)
+}
+
+fn process_env<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    bounded::map(d, "processEnv", limits::MAX_PROCESS_ENV_ENTRIES)
+}
+
+fn auth_headers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    bounded::map(d, "auth.headers", limits::MAX_AUTH_HEADERS)
 }
 
 /// What an attempt's params show in a log: their shape, never the prompt's text, the images, or the
@@ -137,8 +165,14 @@ impl AttemptRunParams {
     /// budget charges it): its text members, images, prepared environment, tool lists and host
     /// tool specs. Unknown members of the request are not here: they were never kept.
     pub fn input_bytes(&self) -> usize {
+        use std::mem::size_of;
+        // Every element costs its own size besides its text (an empty name is still a `String`);
+        // a map entry about three words more for its node's share.
+        const MAP_ENTRY: usize = 2 * size_of::<String>() + 3 * size_of::<usize>();
         let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
-        let names = |list: &Option<Vec<String>>| list.as_ref().map_or(0, |l| l.iter().map(String::len).sum());
+        let names = |list: &Option<Vec<String>>| {
+            list.as_ref().map_or(0, |l| l.iter().map(|name| size_of::<String>() + name.len()).sum())
+        };
         let ids = self.attempt_id.len()
             + self.harness_id.len()
             + self.session_id.len()
@@ -151,12 +185,19 @@ impl AttemptRunParams {
             + self.workspace_dir.len()
             + self.provider.len()
             + self.model_id.len();
-        let images: usize = self.images.iter().map(|i| i.data.len() + i.mime_type.len()).sum();
-        let env: usize = self.process_env.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let images: usize =
+            self.images.iter().map(|i| size_of::<ImageInput>() + i.data.len() + i.mime_type.len()).sum();
+        let env: usize = self.process_env.iter().map(|(k, v)| MAP_ENTRY + k.len() + v.len()).sum();
         let auth = self.auth.as_ref().map_or(0, |a| {
-            text(&a.base_url) + text(&a.api_key) + a.headers.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+            text(&a.base_url)
+                + text(&a.api_key)
+                + a.headers.iter().map(|(k, v)| MAP_ENTRY + k.len() + v.len()).sum::<usize>()
         });
-        let tools: usize = self.host_tools.iter().map(|t| t.name.len() + t.description.len() + t.schema_bytes()).sum();
+        let tools: usize = self
+            .host_tools
+            .iter()
+            .map(|t| size_of::<HostToolSpec>() + t.name.len() + t.description.len() + t.schema_bytes())
+            .sum();
         ids + self.prompt.len()
             + text(&self.extra_system_prompt)
             + images
@@ -187,7 +228,7 @@ pub struct RouteAuth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
     /// Request headers the route adds (`model.headers`; values may be secret).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty", deserialize_with = "auth_headers")]
     pub headers: std::collections::BTreeMap<String, String>,
 }
 

@@ -49,7 +49,25 @@ pub const ATTEMPT_INPUT_COPIES: usize = 3;
 pub const HOST_INPUT_MEMORY_BOUND_BYTES: usize =
     LINE_READ_COPIES * MAX_LINE_BYTES + ATTEMPT_INPUT_COPIES * ATTEMPT_INPUT_BUDGET_BYTES;
 
-/// The cap of a host → bridge request or notification named `method`.
+/// `attempt/run`'s `toolsAllow` and `toolExecutionAllow`: the most names each may list. A longer
+/// list is refused while it is decoded (`-32602` naming the member), before its elements are built.
+pub const MAX_TOOL_NAMES: usize = 4096;
+
+/// `attempt/run`'s `hostTools`: the most host tools one attempt may declare (refused at decode).
+pub const MAX_HOST_TOOLS: usize = 1024;
+
+/// `attempt/run`'s `processEnv`: the most entries decoded (the attempt then fails with `-32034`
+/// past 256 variables; this bound is what decoding may build before that check).
+pub const MAX_PROCESS_ENV_ENTRIES: usize = 4096;
+
+/// `attempt/run`'s `images`: the most decoded (the bridge then refuses more than 16 with its own
+/// error; this bound is what decoding may build before that check).
+pub const MAX_IMAGES: usize = 64;
+
+/// `attempt/run`'s `auth.headers`: the most headers a route may add (refused at decode).
+pub const MAX_AUTH_HEADERS: usize = 256;
+
+/// The cap of a host → bridge request named `method` (every notification has the default cap).
 pub fn request_cap(method: &str) -> usize {
     match method {
         super::methods::ATTEMPT_RUN => ATTEMPT_RUN_MAX_BYTES,

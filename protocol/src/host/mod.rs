@@ -16,6 +16,7 @@
 //! upgrade independently.
 
 pub mod attempt;
+mod bounded;
 pub mod errors;
 pub mod event;
 pub mod harness;

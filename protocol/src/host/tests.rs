@@ -2,6 +2,8 @@
 //! `protocol/tests/host_schema.rs` checks the doc side, these check that the Rust values the bridge
 //! builds produce exactly those bytes, and that host input is decoded tolerantly.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::*;
@@ -298,8 +300,55 @@ fn an_attempts_input_bytes_count_what_it_keeps_and_not_its_unknown_members() {
         + "image/png".len()
         + "t".len()
         + "d".len()
-        + r#"{"type":"object"}"#.len();
+        + r#"{"type":"object"}"#.len()
+        + std::mem::size_of::<ImageInput>()
+        + std::mem::size_of::<HostToolSpec>();
     assert_eq!(params.input_bytes(), expected);
+}
+
+#[test]
+fn empty_elements_are_charged_their_own_size() {
+    let base = r#""attemptId":"a","harnessId":"h","sessionId":"s","prompt":"","workspaceDir":"/w""#;
+    let bare: AttemptRunParams = decode(&format!("{{{base}}}"));
+    let names = vec![""; 1000];
+    let listed: AttemptRunParams = decode(&format!(
+        r#"{{{base},"toolsAllow":{list},"toolExecutionAllow":{list},"hostTools":{tools},"processEnv":{{"A":""}}}}"#,
+        list = json!(names),
+        tools = json!(vec![json!({"name": ""}); 10]),
+    ));
+    let charged = listed.input_bytes() - bare.input_bytes();
+    let at_least = 2 * 1000 * std::mem::size_of::<String>() + 10 * std::mem::size_of::<HostToolSpec>();
+    assert!(charged >= at_least, "{charged} bytes charged for lists needing at least {at_least}");
+}
+
+#[test]
+fn lists_past_their_limits_are_refused_while_decoded_naming_the_member() {
+    use crate::host::limits;
+    let base = r#""attemptId":"a","harnessId":"h","sessionId":"s","prompt":"","workspaceDir":"/w""#;
+    let names = |n: usize| json!(vec![""; n]).to_string();
+    let env = |n: usize| json!((0..n).map(|i| (format!("V{i}"), String::new())).collect::<BTreeMap<_, _>>()).to_string();
+    let tools = |n: usize| json!(vec![json!({"name": ""}); n]).to_string();
+    let images = |n: usize| json!(vec![json!({"data": "", "mimeType": "image/png"}); n]).to_string();
+    let cases: [(&str, usize, &dyn Fn(usize) -> String); 5] = [
+        ("toolsAllow", limits::MAX_TOOL_NAMES, &names),
+        ("toolExecutionAllow", limits::MAX_TOOL_NAMES, &names),
+        ("hostTools", limits::MAX_HOST_TOOLS, &tools),
+        ("processEnv", limits::MAX_PROCESS_ENV_ENTRIES, &env),
+        ("images", limits::MAX_IMAGES, &images),
+    ];
+    for (member, limit, value) in cases {
+        let at = format!(r#"{{{base},"{member}":{}}}"#, value(limit));
+        serde_json::from_str::<AttemptRunParams>(&at).unwrap_or_else(|e| panic!("{member} at its limit: {e}"));
+        let past = format!(r#"{{{base},"{member}":{}}}"#, value(limit + 1));
+        let error = serde_json::from_str::<AttemptRunParams>(&past).expect_err(member).to_string();
+        assert!(error.contains(member) && error.contains(&limit.to_string()), "{member}: {error}");
+    }
+    let headers = json!((0..=limits::MAX_AUTH_HEADERS).map(|i| (format!("h{i}"), "")).collect::<BTreeMap<_, _>>());
+    let past = format!(r#"{{{base},"auth":{{"headers":{headers}}}}}"#);
+    let error = serde_json::from_str::<AttemptRunParams>(&past).expect_err("headers").to_string();
+    assert!(error.contains("auth.headers"), "{error}");
+    let null_list: AttemptRunParams = decode(&format!(r#"{{{base},"toolsAllow":null}}"#));
+    assert_eq!(null_list.tools_allow, None);
 }
 
 #[test]
