@@ -155,7 +155,10 @@ fn init_params(version: u32) -> Value {
 
 fn error_code(result: Result<Value, RpcError>) -> (i64, String, Option<Value>) {
     match result {
-        Err(RpcError::Remote { error, .. }) => (error.code, error.message, error.data),
+        Err(RpcError::Remote { error, .. }) => {
+            let data = error.data_value();
+            (error.code, error.message, data)
+        }
         other => panic!("expected an error answer, got {other:?}"),
     }
 }

@@ -194,21 +194,54 @@ impl<'de> Deserialize<'de> for RequestId {
 }
 
 /// The `error` member of a failed response.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ErrorObject {
     /// One of [`codes`] or an application code.
     pub code: i64,
     /// A short human-readable description.
     pub message: String,
-    /// Extra structured detail, when the sender gave any.
+    /// Extra structured detail, when the sender gave any: kept as the sender wrote it, since a
+    /// peer's error answer may be as large as a result (a `host/tool/execute` failure) and a `Value`
+    /// tree of it would cost many times its text; whoever reads it decodes what it needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<Box<RawValue>>,
 }
 
 impl ErrorObject {
     /// An error with no `data`.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
         Self { code, message: message.into(), data: None }
+    }
+
+    /// An error whose `data` is `data` serialised (left out if it cannot be: a map with non-string
+    /// keys, which none of the bridge's own data types are). It goes through a `Value` so its
+    /// members are written in one stable (sorted) order, whatever the type's field order.
+    pub fn with_data<T: Serialize + ?Sized>(code: i64, message: impl Into<String>, data: &T) -> Self {
+        let data = serde_json::to_value(data).ok().as_ref().and_then(raw_of);
+        Self { code, message: message.into(), data }
+    }
+
+    /// The `data` decoded as a `Value` tree (`None` without data, or if it is not JSON, which a
+    /// decoded error's never is).
+    pub fn data_value(&self) -> Option<Value> {
+        self.data.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+
+    /// An error object from a decoded `Value` (the Claude control dialect reads its lines as
+    /// values): its `data` is turned back into raw JSON text.
+    fn from_value(mut value: Value) -> Result<Self, ShapeError> {
+        let data = value.as_object_mut().and_then(|members| members.remove("data"));
+        let mut error: ErrorObject = serde_json::from_value(value).map_err(|_| ShapeError::BadErrorObject)?;
+        error.data = data.filter(|data| !data.is_null()).as_ref().and_then(raw_of);
+        Ok(error)
+    }
+}
+
+impl PartialEq for ErrorObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code
+            && self.message == other.message
+            && self.data.as_deref().map(RawValue::get) == other.data.as_deref().map(RawValue::get)
     }
 }
 
@@ -356,7 +389,7 @@ impl Message {
             return Err(ShapeError::Unclassifiable);
         };
         if let Some(error) = map.remove("error") {
-            let error: ErrorObject = serde_json::from_value(error).map_err(|_| ShapeError::BadErrorObject)?;
+            let error = ErrorObject::from_value(error)?;
             return Ok(Message::Response(Response { id, outcome: Err(error) }));
         }
         match map.remove("result") {
@@ -927,6 +960,18 @@ mod tests {
             panic!()
         };
         assert_eq!(decode_error_object(error), Err(ShapeError::BadErrorObject));
+    }
+
+    #[test]
+    fn an_error_objects_data_is_kept_as_written_not_built_into_a_tree() {
+        // A `Value` would rewrite `1.50` as `1.5` and reorder nothing else: the text shows which.
+        let raw = RawValue::from_string(r#"{"code":-1,"message":"m","data":[0, 0, 1.50]}"#.to_owned()).unwrap();
+        let error = decode_error_object(&raw).unwrap();
+        let written = serde_json::to_string(&error).unwrap();
+        assert_eq!(written, r#"{"code":-1,"message":"m","data":[0, 0, 1.50]}"#);
+        let from_value = Message::from_value(json!({"id": 1, "error": {"code": 2, "message": "m", "data": {"a": 1}}}));
+        let Ok(Message::Response(Response { outcome: Err(error), .. })) = from_value else { panic!("{from_value:?}") };
+        assert_eq!(serde_json::to_string(&error).unwrap(), r#"{"code":2,"message":"m","data":{"a":1}}"#);
     }
 
     #[test]

@@ -149,14 +149,15 @@ fn check_error(method: &str, params: &Value, error: &ErrorObject) -> Result<Stri
     match error.code {
         errors::UNSUPPORTED_PROTOCOL_VERSION => {
             let requested = params["protocolVersion"].as_u64().ok_or("no protocolVersion")? as u32;
-            let bridge_version = error.data.as_ref().and_then(|d| d["bridgeVersion"].as_str()).unwrap_or_default();
+            let data = error.data_value();
+            let bridge_version = data.as_ref().and_then(|d| d["bridgeVersion"].as_str()).unwrap_or_default();
             let expected = errors::unsupported_protocol_version(requested, bridge_version);
             if method != methods::INITIALIZE || *error != expected {
                 return Err(format!("the bridge would send {}", serde_json::to_string(&expected).unwrap()));
             }
         }
         errors::PREFLIGHT_FAILED => {
-            round_trip::<errors::PreflightErrorData>(error.data.as_ref().ok_or("no data")?)?;
+            round_trip::<errors::PreflightErrorData>(&error.data_value().ok_or("no data")?)?;
         }
         _ => {}
     }

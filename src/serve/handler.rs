@@ -325,14 +325,14 @@ impl Server {
             let in_use = state.input_bytes_in_use;
             if in_use.saturating_add(input_bytes) > self.input_budget {
                 let limit = self.input_budget;
-                return Err(HandlerError::Reply(ErrorObject {
-                    code: errors::INPUT_BUDGET_EXCEEDED,
-                    message: format!(
+                return Err(HandlerError::Reply(ErrorObject::with_data(
+                    errors::INPUT_BUDGET_EXCEEDED,
+                    format!(
                         "the attempt's {input_bytes} bytes of input would take the running attempts' {in_use} bytes \
                          over the bridge's input budget of {limit} bytes; retry when an attempt ends"
                     ),
-                    data: Some(serde_json::json!({"bytes": input_bytes, "inUse": in_use, "limit": limit})),
-                }));
+                    &serde_json::json!({"bytes": input_bytes, "inUse": in_use, "limit": limit}),
+                )));
             }
             state.input_bytes_in_use = in_use + input_bytes;
             state.attempts.insert(

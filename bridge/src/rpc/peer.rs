@@ -506,11 +506,11 @@ impl ReaderTask {
                 if line.len() > limit {
                     let bytes = line.len();
                     tracing::warn!(peer = %self.peer.config.label, %method, bytes, limit, "refusing a request over its cap");
-                    let error = ErrorObject {
-                        code: caps.too_large_code,
-                        message: format!("the `{method}` request has {bytes} bytes, over its cap of {limit} bytes"),
-                        data: Some(serde_json::json!({"method": method, "bytes": bytes, "limit": limit})),
-                    };
+                    let error = ErrorObject::with_data(
+                        caps.too_large_code,
+                        format!("the `{method}` request has {bytes} bytes, over its cap of {limit} bytes"),
+                        &serde_json::json!({"method": method, "bytes": bytes, "limit": limit}),
+                    );
                     return self.refuse(id, error, handlers).await;
                 }
                 let params = match params.map(|raw| span_of(&line, raw.get()).ok_or(raw)) {

@@ -180,13 +180,12 @@ pub fn unsupported_protocol_version(requested: u32, bridge_version: &str) -> Err
         supported_versions: range,
         bridge_version: bridge_version.to_string(),
     };
-    ErrorObject {
-        code: UNSUPPORTED_PROTOCOL_VERSION,
-        message: format!(
+    ErrorObject::with_data(
+        UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
             "host protocol version {requested} is not supported: clawbridge {bridge_version} speaks {speaks}; \
              upgrade whichever side is older"
         ),
-        // Serialising a struct of strings and integers cannot fail.
-        data: serde_json::to_value(data).ok(),
-    }
+        &data,
+    )
 }
