@@ -7,9 +7,10 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 /// Capacity of the read buffer after an oversize line was dropped.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// The most capacity the read buffer keeps once a line is taken out of it. A big line grows the
-/// buffer to its size (and more); kept, that allocation would stay for the life of the stream, and
-/// while it is shared with the line the line cannot take it over without a copy.
+/// From this length on, a line taken out of the read buffer leaves with the buffer's allocation and
+/// the rest is moved to a buffer of its own. A big line grows the buffer to its size (and more);
+/// kept, that allocation would stay for the life of the stream, and while it is shared with the
+/// line the line cannot take it over without a copy. A smaller line leaves the rest in place.
 const KEPT_CAPACITY: usize = 1024 * 1024;
 
 /// One unit read from a line-delimited stream. Bad input is an item, not an error, so a reader loop
@@ -103,10 +104,13 @@ impl Decoder for LineCodec {
                 self.searched = 0;
                 let mut line = buf.split_to(pos + 1);
                 line.truncate(pos);
-                if buf.capacity() > KEPT_CAPACITY {
-                    // The rest moves to a small buffer of its own; the line then owns the big
-                    // allocation alone and becomes its `String` without a copy.
-                    let rest = std::mem::replace(buf, BytesMut::with_capacity(READ_CHUNK));
+                if pos >= KEPT_CAPACITY {
+                    // A big line: the rest moves to a buffer of its own, once, so the line owns the
+                    // big allocation alone and becomes its `String` without a copy. Only after a
+                    // big line: after a small one the rest stays where it is, or many small lines
+                    // after one big read would each copy the whole remainder again.
+                    let fresh = BytesMut::with_capacity(READ_CHUNK.max(buf.len()));
+                    let rest = std::mem::replace(buf, fresh);
                     buf.extend_from_slice(&rest);
                 }
                 Ok(Some(Self::finish_line(line)))
@@ -181,6 +185,34 @@ mod tests {
                 "chunk size {chunk}"
             );
         }
+    }
+
+    #[test]
+    fn small_lines_after_a_big_read_are_taken_without_moving_the_rest() {
+        let big = KEPT_CAPACITY + 10;
+        let small = 1000;
+        let count = 3000;
+        let mut input = vec![b'x'; big];
+        input.push(b'\n');
+        for _ in 0..count {
+            input.extend(std::iter::repeat_n(b'y', small));
+            input.push(b'\n');
+        }
+        let mut buf = BytesMut::from(&input[..]);
+        let mut codec = LineCodec::new(DEFAULT_MAX_LINE_BYTES);
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Frame::Line("x".repeat(big))));
+        // The big line took the first allocation; the rest was moved once, into a buffer its size.
+        assert_eq!(buf.len(), count * (small + 1));
+        assert!(buf.capacity() < input.len(), "the rest kept {} bytes of capacity", buf.capacity());
+        for taken in 0..count {
+            let before = buf.as_ptr();
+            assert_eq!(codec.decode(&mut buf).unwrap(), Some(Frame::Line("y".repeat(small))));
+            if !buf.is_empty() {
+                // The same allocation, just past the line: nothing was copied.
+                assert_eq!(buf.as_ptr(), before.wrapping_add(small + 1), "line {taken} moved the rest");
+            }
+        }
+        assert!(buf.is_empty());
     }
 
     /// Serves `data` in reads as large as the caller's buffer allows, counting them.
