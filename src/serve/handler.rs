@@ -218,7 +218,11 @@ impl Server {
                     return encode(AttemptSteerResponse { status: SteerStatus::NotRunning, message: None })
                         .map(Admitted::Answer);
                 };
-                return Ok(Admitted::Later(Box::pin(async move { encode(slot.steer(&params.text).await) })));
+                // Claimed here, on the reader, so a burst of steers holds one text, not one each.
+                let Some(claim) = slot.claim() else {
+                    return encode(super::steer::busy()).map(Admitted::Answer);
+                };
+                return Ok(Admitted::Later(Box::pin(async move { encode(claim.steer(&params.text).await) })));
             }
             methods::SESSION_RESET => {
                 let params: SessionResetParams = decode(params)?;

@@ -25,11 +25,51 @@ struct SlotState {
     turn_id: Option<String>,
     /// Whether the attempt's harness steers at all (`None` until its session is open).
     supported: Option<bool>,
+    /// A steer is on its way to the native turn ([`SteerClaim`]): a second waits for none, so an
+    /// attempt holds at most one steer's text however many the host sends.
+    in_flight: bool,
+}
+
+/// The one steer of an attempt in flight; dropping it lets the next one in.
+pub struct SteerClaim {
+    /// The slot whose `in_flight` this claim holds.
+    slot: Arc<SteerSlot>,
+}
+
+impl SteerClaim {
+    /// Adds `text` to the running turn, or says why not.
+    pub async fn steer(&self, text: &str) -> AttemptSteerResponse {
+        self.slot.steer(text).await
+    }
+}
+
+impl Drop for SteerClaim {
+    fn drop(&mut self) {
+        self.slot.state().in_flight = false;
+    }
+}
+
+/// The answer to a steer sent while another of the same attempt is still in flight.
+pub fn busy() -> AttemptSteerResponse {
+    answer(
+        SteerStatus::Rejected,
+        Some("another steer of this attempt is still in flight; send it after that one's answer".into()),
+    )
 }
 
 impl SteerSlot {
     fn state(&self) -> std::sync::MutexGuard<'_, SlotState> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Claims the attempt's one steer in flight, or `None` while another holds it.
+    pub fn claim(self: &Arc<Self>) -> Option<SteerClaim> {
+        let mut state = self.state();
+        if state.in_flight {
+            return None;
+        }
+        state.in_flight = true;
+        Some(SteerClaim { slot: self.clone() })
     }
 
     /// The native session is open: its handle, or `None` when its harness cannot steer.
@@ -99,6 +139,16 @@ mod tests {
                 Ok(())
             })
         }
+    }
+
+    #[test]
+    fn one_steer_at_a_time_is_in_flight() {
+        let slot = Arc::new(SteerSlot::default());
+        let first = slot.claim().expect("the first steer is let in");
+        assert!(slot.claim().is_none(), "a second steer while the first is in flight");
+        drop(first);
+        assert!(slot.claim().is_some(), "the next steer after the first's answer");
+        assert_eq!(busy().status, SteerStatus::Rejected);
     }
 
     #[tokio::test]
