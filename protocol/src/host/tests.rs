@@ -326,7 +326,8 @@ fn lists_past_their_limits_are_refused_while_decoded_naming_the_member() {
     use crate::host::limits;
     let base = r#""attemptId":"a","harnessId":"h","sessionId":"s","prompt":"","workspaceDir":"/w""#;
     let names = |n: usize| json!(vec![""; n]).to_string();
-    let env = |n: usize| json!((0..n).map(|i| (format!("V{i}"), String::new())).collect::<BTreeMap<_, _>>()).to_string();
+    let env =
+        |n: usize| json!((0..n).map(|i| (format!("V{i}"), String::new())).collect::<BTreeMap<_, _>>()).to_string();
     let tools = |n: usize| json!(vec![json!({"name": ""}); n]).to_string();
     let images = |n: usize| json!(vec![json!({"data": "", "mimeType": "image/png"}); n]).to_string();
     let cases: [(&str, usize, &dyn Fn(usize) -> String); 5] = [
