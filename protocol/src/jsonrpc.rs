@@ -342,6 +342,8 @@ pub enum ShapeError {
     BadVersion,
     /// A member appears twice in the object, so which one counts would be a guess.
     DuplicateMember,
+    /// A member's name is not valid Unicode (a lone surrogate escape such as `"\ud800"`).
+    BadMemberName,
 }
 
 impl fmt::Display for ShapeError {
@@ -356,6 +358,7 @@ impl fmt::Display for ShapeError {
             ShapeError::BadControlBody => "the control envelope's body is not an object with a string `subtype`",
             ShapeError::BadVersion => "`jsonrpc` is not \"2.0\"",
             ShapeError::DuplicateMember => "a member appears twice",
+            ShapeError::BadMemberName => "a member's name is not valid Unicode",
         })
     }
 }
@@ -461,6 +464,58 @@ pub struct Envelope<'a> {
     pub error: Option<&'a RawValue>,
 }
 
+/// What a second, lenient pass reads of an object line that is no [`Envelope`] (a member twice, a
+/// member name that is not Unicode): the first `id` and whether there is a `method`, so an
+/// answer-shaped line still fails the request of ours it names instead of leaving it to its
+/// deadline. Member names are compared as written (an escaped `"\u0069d"` is not `id`).
+#[derive(Debug, Default)]
+pub struct LenientMembers<'a> {
+    /// The first `id` member's raw JSON.
+    pub id: Option<&'a RawValue>,
+    /// Whether a `method` member is present (then the line is no answer).
+    pub has_method: bool,
+    /// Whether one of the envelope's members appears twice.
+    duplicate: bool,
+    /// Whether a member's name is not valid Unicode.
+    bad_name: bool,
+}
+
+impl<'a> LenientMembers<'a> {
+    /// Reads `line`'s top-level members, names and values as raw text; `None` when it is no JSON
+    /// object.
+    pub fn read(line: &'a str) -> Option<Self> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = LenientMembers<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                const KNOWN: [&str; 6] =
+                    ["\"jsonrpc\"", "\"id\"", "\"method\"", "\"params\"", "\"result\"", "\"error\""];
+                let mut out = LenientMembers::default();
+                let mut seen = [false; KNOWN.len()];
+                while let Some((name, value)) = map.next_entry::<&'de RawValue, &'de RawValue>()? {
+                    let name = name.get();
+                    if let Some(index) = KNOWN.iter().position(|known| *known == name) {
+                        out.duplicate |= std::mem::replace(&mut seen[index], true);
+                        match index {
+                            1 if out.id.is_none() => out.id = Some(value),
+                            2 => out.has_method = true,
+                            _ => {}
+                        }
+                    } else if serde_json::from_str::<std::borrow::Cow<'_, str>>(name).is_err() {
+                        out.bad_name = true;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(line);
+        deserializer.deserialize_map(MembersVisitor).ok()
+    }
+}
+
 /// A member that is there, even when it is `null` (serde would read a `null` `Option` as absent).
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&'de RawValue>::deserialize(deserializer).map(Some)
@@ -535,7 +590,12 @@ impl<'a> Envelope<'a> {
                 if !object || serde_json::from_str::<IgnoredAny>(line).is_err() {
                     return Err(LineError::NotJson(error.to_string()));
                 }
-                Err(LineError::Shape(ShapeError::DuplicateMember))
+                let members = LenientMembers::read(line).unwrap_or_default();
+                Err(LineError::Shape(if members.bad_name && !members.duplicate {
+                    ShapeError::BadMemberName
+                } else {
+                    ShapeError::DuplicateMember
+                }))
             }
         }
     }
@@ -950,6 +1010,14 @@ mod tests {
             Envelope::parse(r#"{"id":1,"id":2,"method":"m"}"#).unwrap_err(),
             LineError::Shape(ShapeError::DuplicateMember)
         );
+        assert_eq!(
+            Envelope::parse(r#"{"\ud800":1,"id":1,"result":{}}"#).unwrap_err(),
+            LineError::Shape(ShapeError::BadMemberName)
+        );
+        let members = LenientMembers::read(r#"{"jsonrpc":"2.0","id":7,"id":8,"\udc00":0,"result":{}}"#).unwrap();
+        assert_eq!(members.id.map(RawValue::get), Some("7"));
+        assert!(!members.has_method);
+        assert!(LenientMembers::read(r#"{"id":1,"id":2,"method":"m"}"#).unwrap().has_method);
         let odd = |line: &str| envelope(line).unwrap_err().error;
         assert_eq!(odd(r#"{"jsonrpc":"2.0","method":5}"#), ShapeError::MethodNotString);
         assert_eq!(odd(r#"{"jsonrpc":"2.0","id":1}"#), ShapeError::Unclassifiable);

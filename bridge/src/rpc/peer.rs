@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawbridge_protocol::jsonrpc::{
-    Dialect, Envelope, ErrorObject, Incoming, LineError, Message, Notification, RawMessage, Refusal, Request,
-    RequestId, ShapeError, codes, decode_error_object, outgoing,
+    Dialect, Envelope, ErrorObject, Incoming, LenientMembers, LineError, Message, Notification, RawMessage, Refusal,
+    Request, RequestId, ShapeError, codes, decode_error_object, outgoing,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -477,6 +477,17 @@ impl ReaderTask {
                 return self.problem(StreamProblem::NotJson { preview: preview(&line), error }).await;
             }
             Err(LineError::Shape(error)) => {
+                // An answer-shaped line with a member twice (or a name that is not Unicode) still
+                // names our request by its first `id`: that request fails now, not at its deadline.
+                let named = LenientMembers::read(&line)
+                    .filter(|members| !members.has_method)
+                    .and_then(|members| members.id)
+                    .and_then(|raw| RequestId::from_raw(raw).ok())
+                    .and_then(|id| self.waiter(&id));
+                if let Some((waiter, _)) = named {
+                    let _ = waiter.reply.send(Reply::Malformed(error.clone()));
+                    return self.malformed_answer(&line, error).await;
+                }
                 return self.problem(StreamProblem::NotJsonRpc { preview: preview(&line), error }).await;
             }
             Err(other) => {
@@ -841,6 +852,9 @@ mod tests {
             r#""error":{"code":"x","message":5}"#,
             r#""error":{"code":-32603}"#,
             r#""neither":"result nor error""#,
+            // No envelope at all: a member twice, a name that is not Unicode (the id still counts).
+            r#""result":{},"result":{}"#,
+            r#""\ud800":1,"result":{}"#,
         ];
         for (jsonrpc, member) in malformed.iter().map(|m| ("2.0", *m)).chain([("1.0", r#""result":{}"#)]) {
             let (output, mut host_writes) = tokio::io::duplex(4096);
