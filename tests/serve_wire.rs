@@ -314,3 +314,32 @@ async fn an_approval_answered_with_a_malformed_error_fails_closed_at_once_and_is
         conn.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_with_a_list_past_its_count_is_invalid_params_naming_the_member() {
+    let mut conn = connect(ServeLimits::from_env());
+    conn.initialize().await;
+    let mut params = run_params("many", "p");
+    params["toolsAllow"] = json!(vec![""; limits::MAX_TOOL_NAMES + 1]);
+    let answer = conn.ask(&request(2, "attempt/run", &params)).await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("toolsAllow") && message.contains(&limits::MAX_TOOL_NAMES.to_string()), "{message}");
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_whose_host_tool_schema_cannot_be_read_is_invalid_params_naming_the_tool() {
+    let mut conn = connect(ServeLimits::from_env());
+    conn.initialize().await;
+    let schema = format!("{}{}", "[".repeat(300), "]".repeat(300));
+    let params = run_params("deep", "p").to_string();
+    let params =
+        format!(r#"{},"hostTools":[{{"name":"deep-tool","inputSchema":{schema}}}]}}"#, &params[..params.len() - 1]);
+    let line = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"attempt/run","params":{params}}}"#);
+    let answer = conn.ask(&line).await;
+    assert_eq!(code(&answer), -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("deep-tool"), "{message}");
+    conn.close().await;
+}

@@ -299,6 +299,14 @@ impl Server {
         if params.attempt_id.is_empty() || params.session_id.is_empty() {
             return Err(reply(codes::INVALID_PARAMS, "attempt/run needs an attemptId and a sessionId".into()));
         }
+        // A schema a backend could not read as a tree would reach it as `null`: refused instead.
+        for tool in &params.host_tools {
+            if let Err(error) = tool.check_schema() {
+                let message =
+                    format!("invalid params: host tool `{}` has an unreadable inputSchema: {error}", tool.name);
+                return Err(reply(codes::INVALID_PARAMS, message));
+            }
+        }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         let steer = Arc::new(SteerSlot::default());

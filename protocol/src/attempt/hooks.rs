@@ -109,7 +109,16 @@ impl HostToolSpec {
         self.input_schema.get().len()
     }
 
-    /// The schema as a `Value` tree, for a backend whose own types take one.
+    /// Whether the schema can be read as a `Value` tree ([`schema_value`](Self::schema_value)) —
+    /// not nested past serde_json's depth limit, no string that is not Unicode — found by reading
+    /// it through without building anything. `serve` refuses an attempt whose tool fails this, so
+    /// no backend is ever handed a schema silently turned into `null`.
+    pub fn check_schema(&self) -> Result<(), serde_json::Error> {
+        serde_json::from_str::<SchemaProbe>(self.input_schema.get()).map(drop)
+    }
+
+    /// The schema as a `Value` tree, for a backend whose own types take one (`null` for a schema
+    /// that fails [`check_schema`](Self::check_schema)).
     pub fn schema_value(&self) -> Value {
         serde_json::from_str(self.input_schema.get()).unwrap_or(Value::Null)
     }
@@ -120,6 +129,60 @@ impl PartialEq for HostToolSpec {
         self.name == other.name
             && self.description == other.description
             && self.input_schema.get() == other.input_schema.get()
+    }
+}
+
+/// Reads a JSON value the way a `Value` would (the same depth limit and string checks) and keeps
+/// nothing of it.
+struct SchemaProbe;
+
+impl<'de> serde::Deserialize<'de> for SchemaProbe {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SchemaProbe)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SchemaProbe {
+    type Value = SchemaProbe;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<SchemaProbe>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        while map.next_entry::<SchemaKey, SchemaProbe>()?.is_some() {}
+        Ok(self)
+    }
+}
+
+/// A member name, read as a string (as a `Value`'s key is) and dropped.
+struct SchemaKey;
+
+impl<'de> serde::Deserialize<'de> for SchemaKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(SchemaProbe).map(|_| SchemaKey)
     }
 }
 

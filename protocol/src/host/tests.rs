@@ -357,6 +357,13 @@ fn host_tool_schemas_are_kept_as_written() {
     let spec: HostToolSpec = decode(r#"{"name":"t","inputSchema":{"b":[1, 2],"a":1.50}}"#);
     assert_eq!(spec.input_schema.get(), r#"{"b":[1, 2],"a":1.50}"#);
     assert_eq!(spec.schema_value(), json!({"b": [1, 2], "a": 1.5}));
+    assert!(spec.check_schema().is_ok());
+    let deep = format!(r#"{{"name":"deep","inputSchema":{}{}}}"#, "[".repeat(200), "]".repeat(200));
+    let deep: HostToolSpec = decode(&deep);
+    assert!(deep.check_schema().is_err(), "a schema a Value cannot hold");
+    assert_eq!(deep.schema_value(), Value::Null);
+    let surrogate: HostToolSpec = decode(r#"{"name":"s","inputSchema":{"\ud800":1}}"#);
+    assert!(surrogate.check_schema().is_err());
     let bare: HostToolSpec = decode(r#"{"name":"t"}"#);
     assert_eq!(bare.input_schema.get(), "{}");
 }
