@@ -321,6 +321,9 @@ fn empty_elements_are_charged_their_own_size() {
     assert!(charged >= at_least, "{charged} bytes charged for lists needing at least {at_least}");
 }
 
+/// Builds a member's value with the given number of elements.
+type Members<'a> = &'a dyn Fn(usize) -> String;
+
 #[test]
 fn lists_past_their_limits_are_refused_while_decoded_naming_the_member() {
     use crate::host::limits;
@@ -330,7 +333,7 @@ fn lists_past_their_limits_are_refused_while_decoded_naming_the_member() {
         |n: usize| json!((0..n).map(|i| (format!("V{i}"), String::new())).collect::<BTreeMap<_, _>>()).to_string();
     let tools = |n: usize| json!(vec![json!({"name": ""}); n]).to_string();
     let images = |n: usize| json!(vec![json!({"data": "", "mimeType": "image/png"}); n]).to_string();
-    let cases: [(&str, usize, &dyn Fn(usize) -> String); 5] = [
+    let cases: [(&str, usize, Members); 5] = [
         ("toolsAllow", limits::MAX_TOOL_NAMES, &names),
         ("toolExecutionAllow", limits::MAX_TOOL_NAMES, &names),
         ("hostTools", limits::MAX_HOST_TOOLS, &tools),
