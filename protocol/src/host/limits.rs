@@ -7,8 +7,8 @@
 const MIB: usize = 1024 * 1024;
 
 /// The longest line the bridge reads from the host at all (the largest cap below). A longer line
-/// is skipped as it arrives, never buffered, and answered with `-32600` and `id: null` (its id was
-/// never read).
+/// is buffered up to this cap, then dropped and skipped to its newline without buffering more, and
+/// answered with `-32600` and `id: null` (its id was never read).
 pub const MAX_LINE_BYTES: usize = ATTEMPT_RUN_MAX_BYTES;
 
 /// `attempt/run`: the prompt's images (at most 32 MiB decoded, about 43 MiB in base64), the prompt,
@@ -18,8 +18,8 @@ pub const ATTEMPT_RUN_MAX_BYTES: usize = 64 * MIB;
 /// `attempt/steer`: 1 MiB of text, with room for JSON's escapes.
 pub const ATTEMPT_STEER_MAX_BYTES: usize = 4 * MIB;
 
-/// Every other host → bridge request (and any notification): none carries more than names, ids
-/// and flags.
+/// Every other host → bridge request, and every notification whatever its method: none carries
+/// more than names, ids and flags.
 pub const DEFAULT_REQUEST_MAX_BYTES: usize = MIB;
 
 /// The host's answer to `host/tool/execute`: a tool's text and images, bounded like a prompt's.
