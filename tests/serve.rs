@@ -621,22 +621,11 @@ fn fake_codex(dir: &std::path::Path, until_interrupted: bool) -> std::path::Path
     }
     let script = dir.join(if until_interrupted { "hold.json" } else { "turn.json" });
     std::fs::write(&script, json!({"answers": answers, "after": after}).to_string()).unwrap();
-    let launcher = dir.join(if until_interrupted { "hold.sh" } else { "turn.sh" });
-    std::fs::write(
-        &launcher,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"codex-cli 0.169.0\"; exit 0; fi\n\
-             export FAKE_AGENT_DIALECT=codex\n\
-             export FAKE_AGENT_USER_AGENT='clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)'\n\
-             export FAKE_AGENT_SCRIPT='{}'\nexec '{}' \"$@\"\n",
-            script.display(),
-            clawbridge_fixtures::fixture_bin("fake-agent").display()
-        ),
+    clawbridge_fixtures::peers::codex::fake_codex_launcher(
+        dir,
+        if until_interrupted { "hold.sh" } else { "turn.sh" },
+        &script,
     )
-    .unwrap();
-    std::fs::set_permissions(&launcher, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
-        .unwrap();
-    launcher
 }
 
 /// A bridge whose Codex harness runs `codex`.

@@ -524,22 +524,7 @@ fn fake_codex(dir: &Path) -> PathBuf {
     let script = dir.join("turn.json");
     let after = serde_json::json!({"turn/start": after_turn_start});
     std::fs::write(&script, serde_json::json!({"answers": answers, "after": after}).to_string()).unwrap();
-    let launcher = dir.join("codex");
-    std::fs::write(
-        &launcher,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo \"codex-cli 0.169.0\"; exit 0; fi\n\
-             export FAKE_AGENT_DIALECT=codex\n\
-             export FAKE_AGENT_USER_AGENT='clawbridge/0.169.0 (Debian 12.0.0; x86_64) dumb (clawbridge; 0.1.0)'\n\
-             export FAKE_AGENT_SCRIPT='{}'\nexec '{}' \"$@\"\n",
-            script.display(),
-            clawbridge_fixtures::fixture_bin("fake-agent").display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&launcher, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755))
-        .unwrap();
-    launcher
+    clawbridge_fixtures::peers::codex::fake_codex_launcher(dir, "codex", &script)
 }
 
 fn start_server(codex: &Path) -> Server {

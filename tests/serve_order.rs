@@ -3,71 +3,31 @@
 //! process (`serve_on` over a pipe) with the demo as the only backend, so each round is quick.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
-use std::sync::Arc;
 use std::time::Duration;
 
-use clawbridge_adapters::codex::CodexBackend;
-use clawbridge_bridge::backend::Registry;
+use clawbridge::serve::ServeLimits;
+use common::raw_host::Connection;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio::io::AsyncWriteExt;
 
-/// A server on one end of a pipe; the test writes and reads raw lines on the other.
-struct Connection {
-    to_bridge: tokio::io::WriteHalf<DuplexStream>,
-    from_bridge: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
-    _state: tempfile::TempDir,
-}
-
-fn demo_only() -> Registry {
-    let clawbridge = std::path::PathBuf::from(env!("CARGO_BIN_EXE_clawbridge"));
-    Registry::new().with(Arc::new(CodexBackend::demo(clawbridge, vec![OsString::from("demo-agent")], "0.169.0")))
-}
+mod common;
 
 fn connect() -> Connection {
-    let state = tempfile::tempdir().unwrap();
-    let (host, bridge) = tokio::io::duplex(1 << 20);
-    let (bridge_in, bridge_out) = tokio::io::split(bridge);
-    let dir = state.path().to_path_buf();
-    let server =
-        tokio::spawn(async move { clawbridge::serve::serve_on(bridge_in, bridge_out, &dir, demo_only()).await });
-    let (from_bridge, to_bridge) = tokio::io::split(host);
-    Connection { to_bridge, from_bridge: BufReader::new(from_bridge).lines(), server, _state: state }
+    common::raw_host::connect(ServeLimits::from_env())
 }
 
 impl Connection {
-    /// Writes `lines` in one write, as a host that pipelines its requests would.
-    async fn write_together(&mut self, lines: &[Value]) {
-        let mut bytes = String::new();
-        for line in lines {
-            bytes.push_str(&line.to_string());
-            bytes.push('\n');
-        }
-        self.to_bridge.write_all(bytes.as_bytes()).await.unwrap();
-    }
-
     /// Reads until the answers to every id in `ids` arrived (notifications are skipped).
     async fn answers(&mut self, ids: &[i64]) -> HashMap<i64, Value> {
         let mut answers = HashMap::new();
         while answers.len() < ids.len() {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.from_bridge.next_line())
-                .await
-                .expect("an answer in time")
-                .unwrap()
-                .expect("the bridge is still there");
+            let line = self.next_line().await;
             let value: Value = serde_json::from_str(&line).unwrap();
             if let Some(id) = value.get("id").and_then(Value::as_i64).filter(|id| ids.contains(id)) {
                 answers.insert(id, value);
             }
         }
         answers
-    }
-
-    async fn close(mut self) {
-        // End of input, as a host that exits: the bridge stops and `serve_on` returns.
-        self.to_bridge.shutdown().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.server).await.expect("serve ends").unwrap().unwrap();
     }
 }
 

@@ -3,61 +3,20 @@
 //! budget, and a huge request of tiny values that leaves the connection serving. Driven in process
 //! (`serve_on_with` over a pipe) with the demo as the only backend.
 
-use std::ffi::OsString;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clawbridge::serve::ServeLimits;
-use clawbridge_adapters::codex::CodexBackend;
-use clawbridge_bridge::backend::Registry;
 use clawbridge_protocol::host::limits;
+use common::raw_host::{Connection, connect};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
-/// A server on one end of a pipe; the test writes and reads raw lines on the other.
-struct Connection {
-    /// The host's end: what the bridge reads.
-    to_bridge: tokio::io::WriteHalf<DuplexStream>,
-    /// The host's end: what the bridge writes, by line.
-    from_bridge: Lines<BufReader<tokio::io::ReadHalf<DuplexStream>>>,
-    /// The server, to see it end cleanly.
-    server: tokio::task::JoinHandle<anyhow::Result<()>>,
-    /// The state directory, removed with the connection.
-    _state: tempfile::TempDir,
-}
-
-fn demo_only() -> Registry {
-    let clawbridge = std::path::PathBuf::from(env!("CARGO_BIN_EXE_clawbridge"));
-    Registry::new().with(Arc::new(CodexBackend::demo(clawbridge, vec![OsString::from("demo-agent")], "0.169.0")))
-}
-
-fn connect(limits: ServeLimits) -> Connection {
-    let state = tempfile::tempdir().unwrap();
-    let (host, bridge) = tokio::io::duplex(1 << 20);
-    let (bridge_in, bridge_out) = tokio::io::split(bridge);
-    let dir = state.path().to_path_buf();
-    let server = tokio::spawn(async move {
-        clawbridge::serve::serve_on_with(bridge_in, bridge_out, &dir, demo_only(), limits).await
-    });
-    let (from_bridge, to_bridge) = tokio::io::split(host);
-    Connection { to_bridge, from_bridge: BufReader::new(from_bridge).lines(), server, _state: state }
-}
+mod common;
 
 impl Connection {
-    async fn write_line(&mut self, line: &str) {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        self.to_bridge.write_all(&bytes).await.unwrap();
-    }
-
     /// The next line the bridge writes that is not a notification, as written.
     async fn next_answer(&mut self) -> String {
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(60), self.from_bridge.next_line())
-                .await
-                .expect("an answer in time")
-                .unwrap()
-                .expect("the bridge is still there");
+            let line = self.next_line().await;
             let value: Value = serde_json::from_str(&line).unwrap();
             if value.get("method").is_none() {
                 return line;
@@ -83,11 +42,6 @@ impl Connection {
     async fn initialize(&mut self) {
         let answer = self.ask(&initialize(1)).await;
         assert!(answer.get("result").is_some(), "{answer}");
-    }
-
-    async fn close(mut self) {
-        self.to_bridge.shutdown().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(60), self.server).await.expect("serve ends").unwrap().unwrap();
     }
 }
 

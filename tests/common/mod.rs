@@ -3,6 +3,8 @@
 //! (tests/serve.rs). Each test crate uses a subset.
 #![allow(dead_code)]
 
+pub mod raw_host;
+
 use std::sync::Arc;
 use std::time::Duration;
 
