@@ -375,6 +375,13 @@ pub(crate) fn kill_escaped(marks: &Marks, kill_group: bool, limit: std::time::Du
         }
         empty_before = false;
         if std::time::Instant::now() >= deadline {
+            // What this last walk found (and stopped) is killed before giving up, so nothing is
+            // left stopped: only what survives SIGKILL counts as a survivor.
+            scanner.signal_each(&found.by_token, Signal::SIGKILL);
+            scanner.signal_each(&found.by_cgroup, Signal::SIGKILL);
+            if let (true, Some(group)) = (group_left, marks.group) {
+                crate::supervisor::group::signal_group(group.pgid, Signal::SIGKILL);
+            }
             let survivors =
                 found.by_cgroup.len() + found.by_token.len() + if kill_group { found.group.len() } else { 0 };
             return KillReport { escaped, survivors };

@@ -465,9 +465,11 @@ impl ChildProcess {
     async fn kill_outside_group(&mut self, limit: Duration) -> (Escaped, bool) {
         let marks = self.marks();
         let deadline = tokio::time::Instant::now() + limit;
+        // A kill task that failed (it panicked, or the runtime is shutting down) proves nothing is
+        // gone: count a survivor, so the record stays for the next reap.
         let report = tokio::task::spawn_blocking(move || containment::kill_escaped(&marks, false, limit))
             .await
-            .unwrap_or_default();
+            .unwrap_or(containment::KillReport { survivors: 1, ..containment::KillReport::default() });
         if report.escaped.total() > 0 {
             tracing::info!(
                 child = %self.label,
@@ -534,6 +536,11 @@ impl Drop for ChildProcess {
         let marks = self.marks();
         let cgroup = self.cgroup.take();
         let mut registration = self.registration.take();
+        // Kept unless `finish` runs and sees everything gone: a runtime shutting down may drop
+        // the blocking task without running it.
+        if let Some(registration) = registration.as_mut() {
+            registration.keep(true);
+        }
         let label = std::mem::take(&mut self.label);
         let finish = move || {
             let report = containment::kill_escaped(&marks, false, DROP_SETTLE);

@@ -302,10 +302,11 @@ fn orphan_marks(record: &Record) -> Marks {
     Marks { group, token: record.token.as_deref().and_then(Token::parse), cgroup }
 }
 
-/// Runs one blocking `/proc` walk off the runtime's threads.
-async fn find(marks: &Marks) -> containment::Found {
+/// Runs one blocking `/proc` walk off the runtime's threads; `None` when the walk's task failed
+/// (it panicked, or the runtime is shutting down), which proves nothing about what runs.
+async fn find(marks: &Marks) -> Option<containment::Found> {
     let marks = marks.clone();
-    tokio::task::spawn_blocking(move || Scanner::new().find(&marks, false)).await.unwrap_or_default()
+    tokio::task::spawn_blocking(move || Scanner::new().find(&marks, false)).await.ok()
 }
 
 /// Stops what one orphaned record names: SIGTERM, up to `grace`, then SIGKILL (repeated, so what
@@ -313,7 +314,10 @@ async fn find(marks: &Marks) -> containment::Found {
 /// was still running; `true` when something survived (the record must stay).
 async fn reap_record(record: &Record, grace: Duration) -> (Option<ReapedOrphan>, bool) {
     let marks = orphan_marks(record);
-    let found = find(&marks).await;
+    let Some(found) = find(&marks).await else {
+        // Nothing is known: the record stays for the next reap.
+        return (None, true);
+    };
     if found.group.is_empty() && found.nothing_outside() {
         let removed = match &marks.cgroup {
             Some(dir) => wait_removed(dir, KILL_SETTLE).await,
@@ -341,17 +345,18 @@ async fn reap_record(record: &Record, grace: Duration) -> (Option<ReapedOrphan>,
     let deadline = tokio::time::Instant::now() + grace;
     let mut wait = containment::FIRST_POLL;
     loop {
-        let now = find(&marks).await;
-        if (now.group.is_empty() && now.nothing_outside()) || tokio::time::Instant::now() >= deadline {
+        let gone = find(&marks).await.is_some_and(|now| now.group.is_empty() && now.nothing_outside());
+        if gone || tokio::time::Instant::now() >= deadline {
             break;
         }
         tokio::time::sleep(wait.min(deadline.saturating_duration_since(tokio::time::Instant::now()))).await;
         wait = (wait * 2).min(containment::MAX_POLL);
     }
     let kill_marks = marks.clone();
+    // A kill task that failed proves nothing is gone: count a survivor, so the record stays.
     let report = tokio::task::spawn_blocking(move || containment::kill_escaped(&kill_marks, true, KILL_SETTLE))
         .await
-        .unwrap_or_default();
+        .unwrap_or(containment::KillReport { survivors: 1, ..containment::KillReport::default() });
     if report.survivors > 0 {
         tracing::warn!(pgid = ?record.pid, survivors = report.survivors, "orphans survived SIGKILL");
     }
