@@ -297,3 +297,44 @@ async fn an_attempt_whose_host_tool_schema_cannot_be_read_is_invalid_params_nami
     assert!(message.contains("deep-tool"), "{message}");
     conn.close().await;
 }
+
+#[test]
+fn a_host_that_closes_its_input_right_after_writing_still_gets_every_answer() {
+    // A host may pipeline its requests and close its side at once (`printf … | clawbridge serve`):
+    // the answers already owed — the peer's own and those of unusable lines — are still written.
+    // The real binary over real pipes: in process, the answers happen to win the race.
+    use std::io::{Read, Write};
+    let lines = [
+        initialize(1),
+        r#"{"jsonrpc":"2.0","id":false,"method":"session/reset","params":{}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"harness/list"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":null,"method":"session/reset","params":{"sessionKey":"k"}}"#.to_owned(),
+        "[]".to_owned(),
+        "null".to_owned(),
+        "not json".to_owned(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"harness/list"}"#.to_owned(),
+    ];
+    for round in 0..5 {
+        let state = tempfile::tempdir().unwrap();
+        let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("serve")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = serve.stdin.take().unwrap();
+        input.write_all(format!("{}\n", lines.join("\n")).as_bytes()).unwrap();
+        drop(input);
+        let mut output = String::new();
+        serve.stdout.take().unwrap().read_to_string(&mut output).unwrap();
+        assert!(serve.wait().unwrap().success());
+        let answers =
+            output.lines().filter(|line| serde_json::from_str::<Value>(line).unwrap().get("method").is_none()).count();
+        assert_eq!(answers, lines.len(), "round {round}: one answer per line written:\n{output}");
+    }
+}

@@ -176,7 +176,8 @@ where
     }
     // No attempt runs any more: what backends kept warm for their sessions' next attempts stops.
     backends.shutdown().await;
-    peer.close();
+    // Every answer already sent is still written: a host that closed only its input reads on.
+    peer.finish_output();
     drop(extra_tx);
     drop(peer);
     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
@@ -240,7 +241,18 @@ async fn pump<W: AsyncWrite + Unpin>(
         let line = tokio::select! {
             line = lines.next_line() => match line {
                 Ok(Some(line)) => line,
-                _ => break,
+                // The peer's output ended: what is still queued of our own lines goes out too.
+                _ => {
+                    while let Some(line) = extra.recv().await {
+                        let mut bytes = line.into_bytes();
+                        bytes.push(b'\n');
+                        if stdout.write_all(&bytes).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = stdout.flush().await;
+                    break;
+                }
             },
             line = extra.recv(), if extra_open => match line {
                 Some(line) => line,

@@ -349,6 +349,13 @@ impl RpcPeer {
         self.out.close();
     }
 
+    /// Closes our output once every line sent so far is written (the peer sees EOF after its
+    /// last answer), for a peer that still reads what we write.
+    pub fn finish_output(&self) {
+        self.shared.closed_locally.store(true, Ordering::Relaxed);
+        self.out.finish();
+    }
+
     /// What ended the stream, once it has ended.
     pub fn gone(&self) -> Option<Arc<PeerGone>> {
         self.shared.gone_watch.borrow().clone()

@@ -74,6 +74,8 @@ pub struct LineSender {
     budget: Arc<Semaphore>,
     /// Cancelling it makes the writer task stop and drop the stream (closing the child's stdin).
     close: CancellationToken,
+    /// Cancelling it makes the writer task stop once the queue is empty: what was sent is written.
+    finish: CancellationToken,
     /// Set by the writer task when a write made no progress within the write timeout: why it stopped.
     stalled: Arc<OnceLock<Duration>>,
     /// Whether our reading of this peer is held back now, which stops the write clock.
@@ -176,6 +178,12 @@ impl LineSender {
         self.close.cancel();
     }
 
+    /// Stops the writer once every line queued so far is written, then closes the stream: for a
+    /// peer that still reads (a host that closed only its input must still get every answer).
+    pub fn finish(&self) {
+        self.finish.cancel();
+    }
+
     /// Whether the writer has stopped.
     pub fn is_closed(&self) -> bool {
         self.close.is_cancelled() || self.queue.is_closed()
@@ -238,24 +246,28 @@ where
 {
     let (tx, rx) = mpsc::channel(queue_capacity.max(1));
     let close = CancellationToken::new();
+    let finish = CancellationToken::new();
     let budget = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
     let stalled = Arc::new(OnceLock::new());
     let hold = Arc::new(ReadHold::default());
     let writer = Writer {
         close: close.clone(),
+        finish: finish.clone(),
         budget: budget.clone(),
         stalled: stalled.clone(),
         write_timeout,
         hold: hold.clone(),
     };
     let task = tokio::spawn(writer.write_lines(stream, rx));
-    (LineSender { queue: tx, budget, close, stalled, hold }, task)
+    (LineSender { queue: tx, budget, close, finish, stalled, hold }, task)
 }
 
 /// The writer task's side of a [`LineSender`].
 struct Writer {
     /// Stops the task; cancelled by the task itself whenever it ends.
     close: CancellationToken,
+    /// Stops the task once the queue is empty.
+    finish: CancellationToken,
     /// The senders' byte budget, closed when the task ends so waiting senders wake.
     budget: Arc<Semaphore>,
     /// Where the task says it stopped because a write timed out.
@@ -272,7 +284,7 @@ impl Writer {
         stream: W,
         mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     ) -> std::io::Result<()> {
-        let Writer { close, budget, stalled, write_timeout, hold } = self;
+        let Writer { close, finish, budget, stalled, write_timeout, hold } = self;
         let mut out = tokio::io::BufWriter::new(stream);
         let result = async {
             loop {
@@ -284,6 +296,8 @@ impl Writer {
                         Some(line) => line,
                         None => return out.flush().await,
                     },
+                    // Polled only while the queue has nothing ready (biased): queued lines first.
+                    () = finish.cancelled() => return out.flush().await,
                 };
                 // A peer that stopped reading blocks the write; closing must still close its stdin.
                 tokio::select! {
@@ -405,6 +419,24 @@ mod tests {
         let lines: Vec<&str> = all.lines().collect();
         assert_eq!(lines.len(), 100);
         assert_eq!(lines[7], r#"{"n":7,"s":"a\nb"}"#);
+    }
+
+    #[tokio::test]
+    async fn finishing_writes_every_queued_line_then_ends_while_a_sender_lives_on() {
+        // The reader is slow to start: lines are still queued when `finish` is called, and a
+        // clone of the sender is alive, so only `finish` can end the stream.
+        let (client, mut server) = tokio::io::duplex(64);
+        let (tx, task) = spawn_line_writer(client, 100);
+        let kept = tx.clone();
+        for i in 0..50 {
+            tx.send_json(&serde_json::json!({"n": i})).await.unwrap();
+        }
+        tx.finish();
+        let mut all = String::new();
+        server.read_to_string(&mut all).await.unwrap();
+        task.await.unwrap().unwrap();
+        assert_eq!(all.lines().count(), 50, "every line queued before `finish` was written");
+        assert!(kept.is_closed(), "a finished writer takes no more lines");
     }
 
     #[tokio::test]
