@@ -67,6 +67,9 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ignored: Vec<String>,
     },
+    /// Check that each backend can run here (found, version, handshake, auth, model endpoint,
+    /// sandbox) and that the state dir is usable; every failure with its fix.
+    Doctor(crate::doctor::DoctorArgs),
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
         /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
@@ -107,6 +110,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
         Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,
+        Command::Doctor(args) => {
+            Ok(crate::doctor::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await?)
+        }
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
 }

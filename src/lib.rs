@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod doctor;
 pub mod logfile;
 pub mod run;
 pub mod serve;

@@ -310,6 +310,12 @@ pub trait Backend: Send + Sync + 'static {
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
+
+    /// The checks `clawbridge doctor` makes of this backend beyond the shared ones (handshake,
+    /// auth, endpoint, sandbox). The default offers none, and the doctor says so.
+    fn diagnostics(&self) -> Option<&dyn crate::diagnose::Diagnostics> {
+        None
+    }
 }
 
 /// One turn asked of a [`NativeSession`]: its input, where its events go, and what interrupts it.

@@ -7,6 +7,7 @@ pub mod attempt;
 pub mod backend;
 pub mod binding;
 pub mod connection;
+pub mod diagnose;
 pub mod events;
 pub mod exit;
 pub mod input;

@@ -43,6 +43,8 @@ pub struct ClaudeBackend {
     pool: Arc<SessionPool>,
     /// The operator's opt-in environment groups (`--pass-env`): Bedrock and Vertex modes need them.
     pass_env: Vec<PassEnvGroup>,
+    /// The doctor's checks, under the same groups.
+    diagnostics: super::diagnose::ClaudeDiagnostics,
 }
 
 impl std::fmt::Debug for ClaudeBackend {
@@ -83,6 +85,7 @@ impl ClaudeBackend {
             },
             pool: SessionPool::new(pool),
             pass_env: Vec::new(),
+            diagnostics: super::diagnose::ClaudeDiagnostics::default(),
         }
     }
 
@@ -90,6 +93,7 @@ impl ClaudeBackend {
     #[must_use]
     pub fn passing_env(mut self, groups: &[PassEnvGroup]) -> Self {
         self.pass_env = groups.to_vec();
+        self.diagnostics.pass_env = groups.to_vec();
         self
     }
 
@@ -164,7 +168,17 @@ impl Backend for ClaudeBackend {
             config.inherit_cli_environment();
             match check_version(&config, versions).await {
                 Ok(version) => ProbeReport::available(program, Some(version.to_string())),
-                Err(error) => ProbeReport::unavailable(program, None, error.to_string()),
+                Err(error) => {
+                    // A version below the floor is still the version found (the doctor says "too old").
+                    let found = match &error {
+                        super::session::ClaudeError::VersionRejected {
+                            rejected: clawbridge_protocol::claude::VersionRejected::BelowFloor { found, .. },
+                            ..
+                        } => Some(found.to_string()),
+                        _ => None,
+                    };
+                    ProbeReport::unavailable(program, found, error.to_string())
+                }
             }
         })
     }
@@ -194,6 +208,10 @@ impl Backend for ClaudeBackend {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move { self.pool.shutdown().await })
+    }
+
+    fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
+        Some(&self.diagnostics)
     }
 }
 

@@ -238,6 +238,11 @@ impl Backend for CodexBackend {
         }
     }
 
+    fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
+        // The demo's recording answers only the requests it recorded: nothing to diagnose.
+        matches!(self.flavour, Flavour::Native).then_some(&super::diagnose::CodexDiagnostics)
+    }
+
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
         Box::pin(async move {
             let native = self.open_session(settings, hooks).await?;

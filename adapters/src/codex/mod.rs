@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod backend;
 pub mod config;
+pub mod diagnose;
 pub mod handler;
 pub mod input;
 pub mod mapping;

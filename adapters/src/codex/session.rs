@@ -18,8 +18,8 @@ use clawbridge_protocol::codex::initialize::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
 use clawbridge_protocol::codex::methods;
-use clawbridge_protocol::codex::notifications::ServerNotification;
 use clawbridge_protocol::codex::notifications::TurnCompletedNotification;
+use clawbridge_protocol::codex::notifications::{ConfigWarningNotification, ServerNotification};
 use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
 use clawbridge_protocol::codex::thread::ThreadStatus;
 use clawbridge_protocol::codex::thread::{
@@ -98,6 +98,9 @@ impl CodexError {
     }
 }
 
+/// How many `configWarning`s a session keeps: a person reads a few, a looping server sends many.
+const MAX_CONFIG_WARNINGS: usize = 8;
+
 /// Settings of a thread, sent on start and resume.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadOptions {
@@ -172,6 +175,8 @@ pub struct CodexSession {
     server_version: Version,
     /// Unknown notification methods already logged, so each is logged once.
     unknown_methods: HashSet<String>,
+    /// The summaries of the `configWarning`s seen between turns (the first few), for the doctor.
+    config_warnings: Vec<String>,
 }
 
 impl std::fmt::Debug for CodexSession {
@@ -246,6 +251,7 @@ impl CodexSession {
             config,
             server_version,
             unknown_methods: HashSet::new(),
+            config_warnings: Vec::new(),
         })
     }
 
@@ -305,12 +311,35 @@ impl CodexSession {
                 event = self.events.recv() => match event {
                     Some(PeerEvent::Notification(note)) => {
                         tracing::trace!(method = %note.method, "notification between turns");
+                        self.keep_config_warning(&note);
                     }
                     Some(PeerEvent::Closed(_)) | None => return request.await,
                     Some(_) => {}
                 },
             }
         }
+    }
+
+    /// Keeps the summary of a `configWarning` (the first [`MAX_CONFIG_WARNINGS`] of them).
+    fn keep_config_warning(&mut self, note: &clawbridge_protocol::jsonrpc::Notification) {
+        if note.method != methods::CONFIG_WARNING || self.config_warnings.len() >= MAX_CONFIG_WARNINGS {
+            return;
+        }
+        let params = note.params.clone().unwrap_or_default();
+        if let Ok(warning) = serde_json::from_value::<ConfigWarningNotification>(params) {
+            self.config_warnings.push(warning.summary);
+        }
+    }
+
+    /// The `configWarning` summaries Codex sent between turns so far (its sandbox and config
+    /// problems, as it words them).
+    pub fn config_warnings(&self) -> &[String] {
+        &self.config_warnings
+    }
+
+    /// A request outside any turn, its params an empty object (`config/read`, `account/read`).
+    pub async fn request_between_turns<R: serde::de::DeserializeOwned>(&mut self, method: &str) -> Result<R, RpcError> {
+        self.request_outside_turn(method, &serde_json::json!({})).await
     }
 
     /// Starts a new thread.

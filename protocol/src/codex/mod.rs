@@ -134,6 +134,14 @@ pub mod methods {
     /// Request: [`super::ThreadTurnsListParams`] → [`super::ThreadTurnsListResponse`]. Used to
     /// reconcile a turn whose `turn/completed` never came (docs/peers/codex.md#missing-turncompleted).
     pub const THREAD_TURNS_LIST: &str = "thread/turns/list";
+    /// Request (`{}`): the effective configuration, `{config: {model_provider, model_providers,
+    /// sandbox_mode, …}, origins}` (snake_case keys, as in `config.toml`). Used by `clawbridge doctor`.
+    pub const CONFIG_READ: &str = "config/read";
+    /// Request (`{}`): the signed-in account, `{account, requiresOpenaiAuth}`. Used by `clawbridge doctor`.
+    pub const ACCOUNT_READ: &str = "account/read";
+    /// Notification: a problem with the configuration or the machine (a missing sandbox helper),
+    /// [`super::notifications::ConfigWarningNotification`].
+    pub const CONFIG_WARNING: &str = "configWarning";
 }
 
 #[cfg(test)]

@@ -1,0 +1,276 @@
+//! `clawbridge doctor`'s checks of a real `codex app-server`: the handshake (through the same
+//! [`CodexSession::connect`] sessions use, stopped afterwards), then what the server itself says
+//! over `config/read` and `account/read` — its model provider, where that provider's endpoint is
+//! and which credential it takes, and the `configWarning`s it sent (a missing sandbox helper) —
+//! and one cheap request to that endpoint (docs/peers/codex.md#what-the-doctor-asks).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clawbridge_bridge::attempt::SessionHooks;
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
+use clawbridge_bridge::diagnose::endpoint::{self, EndpointError, EndpointRequest};
+use clawbridge_bridge::diagnose::{Check, Diagnostics, Limits};
+use clawbridge_bridge::rpc::RpcError;
+use clawbridge_protocol::codex::methods;
+use futures::future::BoxFuture;
+use serde::Deserialize;
+
+use super::backend::CODEX_BIN_ENV;
+use super::config::CodexConfig;
+use super::session::{CodexError, CodexSession};
+
+/// Codex's own provider when `config.toml` names none.
+const DEFAULT_PROVIDER: &str = "openai";
+/// Where Codex's `openai` provider sends requests unless `OPENAI_BASE_URL` says otherwise.
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What `config/read` answers, as far as the doctor reads it (unknown keys ignored).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ConfigRead {
+    /// The effective configuration.
+    config: EffectiveConfig,
+}
+
+/// The keys of the effective configuration the doctor reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct EffectiveConfig {
+    /// The provider id in use (`None`: Codex's default, `openai`).
+    model_provider: Option<String>,
+    /// The providers `config.toml` defines (Codex's built-in ones are not listed).
+    model_providers: BTreeMap<String, ProviderConfig>,
+    /// The sandbox mode asked for, if any.
+    sandbox_mode: Option<String>,
+}
+
+/// One `[model_providers.<id>]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ProviderConfig {
+    /// The API base (`http://127.0.0.1:8080/v1`).
+    base_url: Option<String>,
+    /// The environment variable holding the provider's key.
+    env_key: Option<String>,
+}
+
+/// What `account/read` answers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct AccountRead {
+    /// The signed-in account (`{type: "apiKey" | "chatgpt", …}`), or null.
+    account: Option<serde_json::Value>,
+    /// Whether the provider in use needs an OpenAI login.
+    requires_openai_auth: bool,
+}
+
+/// The doctor's checks of a native Codex.
+#[derive(Debug, Default)]
+pub struct CodexDiagnostics;
+
+impl Diagnostics for CodexDiagnostics {
+    fn program_variable(&self) -> Option<&'static str> {
+        Some(CODEX_BIN_ENV)
+    }
+
+    fn install_hint(&self) -> String {
+        let policy = clawbridge_protocol::codex::version::VersionPolicy::default();
+        format!("install codex ≥ {} (tested: {}) or set {CODEX_BIN_ENV}", policy.floor, policy.tested_max)
+    }
+
+    fn checks<'a>(&'a self, program: &'a Path, limits: Limits) -> BoxFuture<'a, Vec<Check>> {
+        Box::pin(checks(program, limits))
+    }
+}
+
+/// The `CODEX_HOME` sessions use, for messages (Codex's default when unset).
+fn codex_home() -> PathBuf {
+    std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::var_os("HOME").map_or_else(|| PathBuf::from("~"), PathBuf::from).join(".codex"))
+}
+
+async fn checks(program: &Path, limits: Limits) -> Vec<Check> {
+    let mut config = CodexConfig::new(program);
+    config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+    config.handshake_timeout = limits.handshake;
+    config.request_timeout = limits.handshake;
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Deny { message: None })),
+        tools: Arc::new(NoHostTools),
+        observer: Arc::new(NoObserver),
+    };
+    let mut session = match CodexSession::connect(config, hooks).await {
+        Ok(session) => session,
+        Err(error) => {
+            let mut checks = vec![handshake_failure(program, &error)];
+            for name in ["auth", "endpoint", "sandbox"] {
+                checks.push(Check::skipped(name, "not checked: the app-server did not answer initialize"));
+            }
+            return checks;
+        }
+    };
+    let handshake =
+        Check::ok("handshake", format!("codex app-server {} answered initialize", session.server_version()));
+    let read = session.request_between_turns::<ConfigRead>(methods::CONFIG_READ).await;
+    let account = session.request_between_turns::<AccountRead>(methods::ACCOUNT_READ).await;
+    let warnings = session.config_warnings().to_vec();
+    let stop = session.shutdown().await;
+    tracing::debug!(?stop, "the doctor's codex app-server stopped");
+
+    let mut checks = vec![handshake];
+    match read {
+        Ok(read) => {
+            let provider = Provider::of(&read.config);
+            checks.push(auth_check(&provider, account));
+            checks.push(endpoint_check(&provider, limits).await);
+            checks.push(sandbox_check(read.config.sandbox_mode.as_deref(), &warnings));
+        }
+        Err(error) => {
+            let why = format!("config/read failed: {error}");
+            checks.push(Check::fail("auth", why, "run `codex app-server` by hand with the same CODEX_HOME"));
+            checks.push(Check::skipped("endpoint", "not checked: the effective config is unknown"));
+            checks.push(sandbox_check(None, &warnings));
+        }
+    }
+    checks
+}
+
+fn handshake_failure(program: &Path, error: &CodexError) -> Check {
+    match error {
+        CodexError::Handshake(RpcError::Timeout { after, .. }) => Check::fail(
+            "handshake",
+            format!("no answer to initialize in {} s (the app-server was stopped)", after.as_secs()),
+            format!("run `{} app-server` by hand to see where it hangs", program.display()),
+        ),
+        CodexError::VersionRejected { .. } => {
+            Check::fail("handshake", error.to_string(), CodexDiagnostics.install_hint())
+        }
+        other => {
+            let causes = std::iter::successors(std::error::Error::source(other), |e| e.source())
+                .map(ToString::to_string)
+                .collect::<Vec<_>>();
+            let why = if causes.is_empty() { other.to_string() } else { format!("{other}: {}", causes.join(": ")) };
+            Check::fail("handshake", why, format!("run `{} app-server` by hand to see why it fails", program.display()))
+        }
+    }
+}
+
+/// The provider in use and where it is configured.
+struct Provider {
+    /// Its id.
+    id: String,
+    /// Its `[model_providers.<id>]` table, when `config.toml` defines it.
+    table: Option<ProviderConfig>,
+}
+
+impl Provider {
+    fn of(config: &EffectiveConfig) -> Provider {
+        let id = config.model_provider.clone().unwrap_or_else(|| DEFAULT_PROVIDER.to_owned());
+        let table = config.model_providers.get(&id).map(|table| ProviderConfig {
+            base_url: table.base_url.clone(),
+            env_key: table.env_key.clone().filter(|k| !k.is_empty()),
+        });
+        Provider { id, table }
+    }
+
+    /// The variable holding the key, if the provider takes one from the environment.
+    fn env_key(&self) -> Option<&str> {
+        self.table.as_ref()?.env_key.as_deref()
+    }
+
+    /// The API base, when clawbridge knows it.
+    fn base_url(&self) -> Option<String> {
+        match &self.table {
+            Some(table) => table.base_url.clone(),
+            None if self.id == DEFAULT_PROVIDER => {
+                Some(std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| OPENAI_BASE_URL.to_owned()))
+            }
+            None => None,
+        }
+    }
+}
+
+fn auth_check(provider: &Provider, account: Result<AccountRead, RpcError>) -> Check {
+    let id = &provider.id;
+    if let Some(variable) = provider.env_key() {
+        return if std::env::var_os(variable).is_some_and(|v| !v.is_empty()) {
+            Check::ok("auth", format!("provider {id} takes its key from {variable} (set)"))
+        } else {
+            Check::fail(
+                "auth",
+                format!("provider {id} takes its key from {variable}, which is not set"),
+                format!("set {variable}"),
+            )
+        };
+    }
+    match account {
+        Ok(AccountRead { account: Some(account), .. }) => {
+            let kind = account.get("type").and_then(serde_json::Value::as_str).unwrap_or("an account");
+            Check::ok("auth", format!("signed in ({kind}) in {}", codex_home().join("auth.json").display()))
+        }
+        Ok(AccountRead { requires_openai_auth: false, .. }) => {
+            Check::ok("auth", format!("provider {id} needs no credential"))
+        }
+        Ok(AccountRead { requires_openai_auth: true, .. }) => Check::fail(
+            "auth",
+            format!(
+                "provider {id} needs an OpenAI login and there is none in {}",
+                codex_home().join("auth.json").display()
+            ),
+            "run `codex login` with the same CODEX_HOME (or configure a provider with env_key)",
+        ),
+        Err(error) => Check::warn("auth", format!("account/read failed: {error}"), None),
+    }
+}
+
+async fn endpoint_check(provider: &Provider, limits: Limits) -> Check {
+    let id = &provider.id;
+    let Some(base) = provider.base_url() else {
+        return Check::skipped("endpoint", format!("built-in provider {id}: its endpoint is Codex's own"));
+    };
+    let mut headers = Vec::new();
+    if let Some(key) = provider.env_key().and_then(|variable| std::env::var(variable).ok()) {
+        headers.push(("authorization".to_owned(), format!("Bearer {key}")));
+    }
+    let request =
+        EndpointRequest { method: endpoint::Method::GET, url: endpoint::join(&base, "models"), headers, body: None };
+    let config_file = codex_home().join("config.toml");
+    match endpoint::ask(&request, limits.endpoint).await {
+        Ok(answer) if matches!(answer.status, 401 | 403) => {
+            let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
+            let fix = provider.env_key().map_or_else(
+                || "sign in again with `codex login`".to_owned(),
+                |variable| format!("check the key in {variable}"),
+            );
+            Check::fail(
+                "endpoint",
+                format!("model endpoint {base} refused the credential (HTTP {}{message})", answer.status),
+                fix,
+            )
+        }
+        Ok(answer) => Check::ok("endpoint", format!("model endpoint {base} answered (HTTP {})", answer.status)),
+        Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
+        Err(error) => Check::fail(
+            "endpoint",
+            format!("model endpoint {base} unreachable: {error}"),
+            format!("start the model server, or fix base_url of [model_providers.{id}] in {}", config_file.display()),
+        ),
+    }
+}
+
+fn sandbox_check(mode: Option<&str>, warnings: &[String]) -> Check {
+    let about_sandbox =
+        warnings.iter().find(|w| ["sandbox", "bubblewrap", "bwrap"].iter().any(|k| w.to_lowercase().contains(k)));
+    if let Some(warning) = about_sandbox {
+        let fix = warning
+            .to_lowercase()
+            .contains("bubblewrap")
+            .then(|| "install bubblewrap (`bwrap`) with the OS package manager".to_owned());
+        return Check::warn("sandbox", format!("codex says: {warning}"), fix);
+    }
+    let mode = mode.unwrap_or("Codex's default");
+    Check::ok("sandbox", format!("sandbox mode {mode}; Codex reported no sandbox problem"))
+}
