@@ -1,0 +1,259 @@
+//! `clawbridge doctor` over the real binary: each situation a person meets (nothing installed, a
+//! too-old codex, a codex that hangs, a codex whose model endpoint is down, a claude whose endpoint
+//! refuses the key, everything fine) with the one-line verdict it must print, and the `--json` shape.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use clawbridge_fixtures::peers::codex::config_toml;
+use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock, start_mock_requiring_key};
+use serde_json::{Value, json};
+
+/// `clawbridge doctor` with exactly `env` (plus a state dir and HOME of its own) and `args`.
+fn doctor(home: &Path, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .arg("doctor")
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("CLAWBRIDGE_STATE_DIR", home.join("state"))
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("clawbridge runs")
+}
+
+fn text(out: &Output) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// One check as the person's view prints it: its verdict word, its line, and the fix line under it.
+#[derive(Debug)]
+struct Line {
+    verdict: String,
+    summary: String,
+    fix: Option<String>,
+}
+
+/// The check `name` of `backend`'s section of the person's view.
+fn check(out: &Output, backend: &str, name: &str) -> Line {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut lines = stdout.lines().skip_while(|l| !l.starts_with(&format!("{backend} ("))).skip(1);
+    let mut section = Vec::new();
+    for line in lines.by_ref() {
+        if line.is_empty() {
+            break;
+        }
+        section.push(line);
+    }
+    let at = section
+        .iter()
+        .position(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no {name} check for {backend}: {}", text(out)));
+    let mut words = section[at].split_whitespace();
+    let (_, verdict) = (words.next(), words.next().unwrap_or_default().to_owned());
+    let summary = words.collect::<Vec<_>>().join(" ");
+    let fix = section.get(at + 1).and_then(|l| l.trim_start().strip_prefix("fix: ")).map(str::to_owned);
+    Line { verdict, summary, fix }
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn with_nothing_installed_each_backend_is_not_found_with_how_to_get_it() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let out =
+        doctor(home.path(), &[("PATH", empty.path().as_os_str())], &["--backend", "codex", "--backend", "claude"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    for (backend, variable) in [("codex", "CLAWBRIDGE_CODEX_BIN"), ("claude", "CLAWBRIDGE_CLAUDE_BIN")] {
+        let found = check(&out, backend, "found");
+        assert_eq!(found.verdict, "FAIL", "{}", text(&out));
+        assert_eq!(found.summary, format!("not found: {backend} not found on PATH"));
+        let fix = found.fix.unwrap_or_default();
+        assert!(fix.starts_with("install ") && fix.ends_with(&format!("or set {variable}")), "{fix}");
+        assert_eq!(check(&out, backend, "handshake").verdict, "skip");
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let log = home.path().join("state/logs/clawbridge.log");
+    assert!(stderr.contains(&format!("logs: {}", log.display())), "the failure names the log file: {stderr}");
+}
+
+#[test]
+fn a_too_old_codex_is_refused_by_the_gate_with_the_floor_to_install() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let codex = script(bin.path(), "codex", "echo 'codex-cli 0.1.0'");
+    let out = doctor(home.path(), &[("PATH", bin.path().as_os_str())], &["--backend", "codex"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let found = check(&out, "codex", "found");
+    assert_eq!(found.summary, format!("{} (on PATH)", codex.display()));
+    let version = check(&out, "codex", "version");
+    assert_eq!(version.verdict, "FAIL");
+    assert!(version.summary.starts_with("too old: 0.1.0 ("), "{version:?}");
+    assert!(version.fix.unwrap_or_default().starts_with("install codex ≥ 0.149.0"), "{}", text(&out));
+    assert_eq!(check(&out, "codex", "handshake").verdict, "skip", "nothing refused is started");
+}
+
+#[test]
+fn a_codex_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let pid_file = bin.path().join("pid");
+    let codex = script(
+        bin.path(),
+        "codex",
+        &format!(
+            "if [ \"$1\" = --version ]; then echo 'codex-cli 0.169.0'; exit 0; fi\necho $$ > '{}'\nexec sleep 300",
+            pid_file.display()
+        ),
+    );
+    let out = doctor(
+        home.path(),
+        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin"))],
+        &["--backend", "codex", "--program", codex.to_str().unwrap(), "--timeout", "2"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(check(&out, "codex", "found").summary, format!("{} (from --program)", codex.display()));
+    let handshake = check(&out, "codex", "handshake");
+    assert_eq!(handshake.verdict, "FAIL");
+    assert_eq!(handshake.summary, "no answer to initialize in 2 s (the app-server was stopped)");
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = state.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']));
+    assert!(!running, "the hung app-server (pid {pid}) was left running: {state}");
+}
+
+// The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_whose_model_endpoint_is_down_fails_the_endpoint_check() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    // A config naming the mock, then the mock gone: its port is closed.
+    let mock = start_mock(&json!({"default": {"text": "unused"}})).await.unwrap();
+    let base = format!("{}/v1", mock.base_url());
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    drop(mock);
+    let out = doctor(
+        &sandbox.home(),
+        &[
+            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+            ("CODEX_HOME", sandbox.codex_home().as_os_str()),
+            ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
+        ],
+        &["--backend", "codex"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(check(&out, "codex", "handshake").verdict, "ok", "{}", text(&out));
+    let endpoint = check(&out, "codex", "endpoint");
+    assert_eq!(endpoint.verdict, "FAIL");
+    assert!(
+        endpoint.summary.starts_with(&format!("model endpoint {base} unreachable: cannot connect")),
+        "{endpoint:?}"
+    );
+    let config = sandbox.codex_home().join("config.toml");
+    assert_eq!(
+        endpoint.fix.as_deref(),
+        Some(
+            format!("start the model server, or fix base_url of [model_providers.mock] in {}", config.display())
+                .as_str()
+        )
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_whose_endpoint_refuses_the_key_fails_the_endpoint_check() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock_requiring_key(&json!({"default": {"text": "unused"}}), "sk-the-right-key").await.unwrap();
+    let out = doctor(
+        &sandbox.home(),
+        &[
+            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+            ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
+            ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&mock.base_url())),
+            ("ANTHROPIC_API_KEY", std::ffi::OsStr::new("sk-a-wrong-key")),
+        ],
+        &["--backend", "claude"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(check(&out, "claude", "auth").summary, "credential from ANTHROPIC_API_KEY (set)");
+    let endpoint = check(&out, "claude", "endpoint");
+    assert_eq!(endpoint.verdict, "FAIL", "{}", text(&out));
+    assert_eq!(
+        endpoint.summary,
+        format!("model endpoint {} refused the credential (HTTP 401: invalid x-api-key)", mock.base_url())
+    );
+    assert_eq!(endpoint.fix.as_deref(), Some("check the credential in ANTHROPIC_API_KEY"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-a-wrong-key"), "no secret is printed");
+}
+
+/// Both real peers against the mock model, as one `--json` report: the documented shape, every
+/// check passing (or warning), exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documented_shape() {
+    let (Some(codex), Some(claude)) = (peer_or_skip("codex"), peer_or_skip("claude")) else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let key = clawbridge_fixtures::peers::claude::API_KEY;
+    let mock = start_mock_requiring_key(&json!({"default": {"text": "unused"}}), key).await.unwrap();
+    // The provider takes its key from the environment, so the endpoint check sends it too.
+    let config = config_toml(&mock)
+        .replace("name = \"Mock provider\"\n", "name = \"Mock provider\"\nenv_key = \"MOCK_API_KEY\"\n");
+    assert!(config.contains("env_key"), "{config}");
+    std::fs::write(sandbox.codex_home().join("config.toml"), config).unwrap();
+    let out = doctor(
+        &sandbox.home(),
+        &[
+            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+            ("CODEX_HOME", sandbox.codex_home().as_os_str()),
+            ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
+            ("MOCK_API_KEY", std::ffi::OsStr::new(key)),
+            ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
+            ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&mock.base_url())),
+            ("ANTHROPIC_API_KEY", std::ffi::OsStr::new(key)),
+        ],
+        &["--backend", "codex", "--backend", "claude", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert_eq!(report["schema"], 1);
+    assert_eq!(report["ok"], true);
+    let state = sandbox.home().join("state");
+    assert_eq!(report["bridge"]["stateDir"], state.display().to_string());
+    assert_eq!(report["bridge"]["logFile"], state.join("logs/clawbridge.log").display().to_string());
+    let names = |checks: &Value| checks.as_array().unwrap().iter().map(|c| c["name"].clone()).collect::<Vec<_>>();
+    assert_eq!(names(&report["bridge"]["checks"]), [json!("state-dir"), json!("log-file")]);
+    let backends = report["backends"].as_array().unwrap();
+    assert_eq!(backends.iter().map(|b| b["backend"].clone()).collect::<Vec<_>>(), [json!("codex"), json!("claude")]);
+    for (backend, program, variable) in
+        [(&backends[0], &codex, "CLAWBRIDGE_CODEX_BIN"), (&backends[1], &claude, "CLAWBRIDGE_CLAUDE_BIN")]
+    {
+        assert_eq!(backend["program"], program.display().to_string());
+        assert_eq!(backend["source"], format!("from {variable}"));
+        assert!(backend["version"].is_string(), "{backend}");
+        assert!(backend["harness"].as_str().unwrap().starts_with("clawbridge-"));
+        assert_eq!(
+            names(&backend["checks"]),
+            ["found", "version", "handshake", "auth", "endpoint", "sandbox"].map(|n| json!(n))
+        );
+        for check in backend["checks"].as_array().unwrap() {
+            let keys: Vec<&String> = check.as_object().unwrap().keys().collect();
+            assert!(keys.iter().all(|k| ["name", "verdict", "summary", "fix"].contains(&k.as_str())), "{check}");
+            assert!(["ok", "warn", "skipped"].contains(&check["verdict"].as_str().unwrap()), "{check}");
+        }
+    }
+    let endpoint = |backend: &Value| backend["checks"][4]["summary"].as_str().unwrap().to_owned();
+    // Codex asks `GET /models`, which the mock has no route for: an answer all the same.
+    assert_eq!(endpoint(&backends[0]), format!("model endpoint {}/v1 answered (HTTP 404)", mock.base_url()));
+    assert_eq!(endpoint(&backends[1]), format!("model endpoint {} answered (HTTP 200)", mock.base_url()));
+    assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set)");
+    assert_eq!(backends[1]["checks"][3]["summary"], "credential from ANTHROPIC_API_KEY (set)");
+}
