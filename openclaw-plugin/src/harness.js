@@ -23,6 +23,7 @@ import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecut
 import { ResultWait, resultDeadline } from "./result-wait.js";
 import { beforeAgentFinalize } from "./finalize.js";
 import { applyYield } from "./turn-facts.js";
+import { explainUnusable, isUnusable, withDoctorHint } from "./doctor-hint.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -122,7 +123,8 @@ export const REPRODUCED_RUNTIME_IDS = Object.freeze({
 /** The pure, cheap `supports(ctx)` rule; mirrors `Catalog::supports` in src/serve/harness.rs. */
 export function supportsRoute(id, providerIds, ctx, known) {
   if (known && known.available === false) {
-    return { supported: false, reason: `${id} is unavailable: ${known.unavailableReason ?? "its backend cannot run"}` };
+    const reason = `${id} is unavailable: ${known.unavailableReason ?? "its backend cannot run"}`;
+    return { supported: false, reason: withDoctorHint(reason, id, known) };
   }
   const provider = ctx?.modelProvider;
   if (provider?.requestTransportOverrides === "present") {
@@ -215,7 +217,9 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   let onAbort;
   let unregisterRun = () => {};
   try {
-    conn = await supervisor.connection();
+    conn = await supervisor.connection().catch((error) => {
+      throw explainUnusable(error, harnessId, supervisor.harnessInfo(harnessId));
+    });
     const hostTools = bindTools(runtime, attempt, params);
     attempts.set(attemptId, attempt);
     const externalSignal = params.abortSignal;
@@ -424,6 +428,12 @@ async function cancelUntilSeen(conn, attemptId, reason, settled, logger) {
 
 /** An `attempt/run` that got no result: a clear error naming the harness and the attempt. */
 function toAttemptError(runtime, harnessId, attemptId, error) {
+  const failure = attemptErrorOf(runtime, harnessId, attemptId, error);
+  if (isUnusable(error)) failure.message = withDoctorHint(failure.message, harnessId, runtime.supervisor.harnessInfo(harnessId));
+  return failure;
+}
+
+function attemptErrorOf(runtime, harnessId, attemptId, error) {
   if (error instanceof RpcRemoteError) {
     if (error.code === PREFLIGHT_FAILED && runtime.options.PreflightError) {
       const userMessage = error.data?.userMessage ?? error.remoteMessage;

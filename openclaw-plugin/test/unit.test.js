@@ -45,7 +45,10 @@ test("supports() is gated on compatibleIds, transport overrides, the requested r
   assert.equal(refused.supported, false);
   assert.match(refused.reason, /requestTransportOverrides/);
   const unavailable = supportsRoute(ID, [], observed, { id: ID, available: false, unavailableReason: "no codex" });
-  assert.deepEqual(unavailable, { supported: false, reason: `${ID} is unavailable: no codex` });
+  assert.deepEqual(unavailable, {
+    supported: false,
+    reason: `${ID} is unavailable: no codex; run \`clawbridge doctor --backend codex\` for details`,
+  });
   assert.equal(supportsRoute(ID, [], undefined).supported, false, "a missing ctx is not a crash");
 });
 

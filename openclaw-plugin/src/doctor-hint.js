@@ -1,0 +1,58 @@
+// @ts-check
+// Where a person finds out why clawbridge cannot run: every up-front refusal because the bridge or
+// a backend is unusable ends with the `clawbridge doctor` command that explains it in full.
+
+import { BridgeGoneError, RpcRemoteError } from "./bridge.js";
+
+/** The bridge's `harnessUnavailable` error code (docs/host-protocol.md, error codes). */
+const HARNESS_UNAVAILABLE = -32021;
+/** The prefix every shipped harness id carries before its backend's name. */
+const HARNESS_PREFIX = "clawbridge-";
+
+/**
+ * The doctor command for harness `harnessId`: its backend as the bridge named it in `initialize`
+ * (`known.backend`), else as the harness id spells it (the bridge never started).
+ * @param {string} harnessId
+ * @param {{backend?: unknown} | undefined} known
+ */
+export function doctorCommand(harnessId, known) {
+  const backend =
+    typeof known?.backend === "string" && known.backend
+      ? known.backend
+      : harnessId.startsWith(HARNESS_PREFIX)
+        ? harnessId.slice(HARNESS_PREFIX.length)
+        : harnessId;
+  return `clawbridge doctor --backend ${backend}`;
+}
+
+/**
+ * `message` with the doctor pointer at its end.
+ * @param {string} message
+ * @param {string} harnessId
+ * @param {{backend?: unknown} | undefined} known
+ */
+export function withDoctorHint(message, harnessId, known) {
+  return `${message}; run \`${doctorCommand(harnessId, known)}\` for details`;
+}
+
+/**
+ * Whether `error` says the bridge or the harness's backend cannot run (rather than a turn failing).
+ * @param {unknown} error
+ */
+export function isUnusable(error) {
+  return error instanceof BridgeGoneError || (error instanceof RpcRemoteError && error.code === HARNESS_UNAVAILABLE);
+}
+
+/**
+ * `error` with the doctor pointer appended to its message when it says the bridge or the backend
+ * cannot run; other errors unchanged.
+ * @template {unknown} E
+ * @param {E} error
+ * @param {string} harnessId
+ * @param {{backend?: unknown} | undefined} known
+ * @returns {E}
+ */
+export function explainUnusable(error, harnessId, known) {
+  if (isUnusable(error) && error instanceof Error) error.message = withDoctorHint(error.message, harnessId, known);
+  return error;
+}

@@ -1,0 +1,37 @@
+// Every up-front refusal because the bridge or a backend cannot run points at `clawbridge doctor`
+// for that backend: a bridge that cannot start, and a real bridge whose codex is missing.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { attemptParams, pluginUnderTest } from "./support/fakes.js";
+
+const CODEX = "clawbridge-codex";
+const HINT = /; run `clawbridge doctor --backend codex` for details$/;
+
+test("a bridge that cannot start fails the attempt with the doctor command", async (t) => {
+  const env = pluginUnderTest({ config: { command: "/nonexistent/clawbridge" } });
+  t.after(env.cleanup);
+  const { params } = attemptParams();
+  await assert.rejects(env.harness(CODEX).runAttempt(params), (error) => {
+    assert.match(error.message, /nonexistent\/clawbridge/);
+    assert.match(error.message, HINT);
+    return true;
+  });
+});
+
+test("a backend the real bridge reports unavailable is refused with the doctor command", async (t) => {
+  const env = pluginUnderTest({ codexBin: "/nonexistent/codex" });
+  t.after(env.cleanup);
+  const { params } = attemptParams();
+  await assert.rejects(env.harness(CODEX).runAttempt(params), (error) => {
+    assert.match(error.message, /nonexistent\/codex/);
+    assert.match(error.message, HINT);
+    return true;
+  });
+  // The bridge has answered `initialize` by now: `supports` names the backend it reported.
+  const verdict = env.harness(CODEX).supports({ requestedRuntime: CODEX });
+  assert.equal(verdict.supported, false);
+  assert.match(verdict.reason, /nonexistent\/codex/);
+  assert.match(verdict.reason, HINT);
+});
