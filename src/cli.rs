@@ -79,10 +79,12 @@ enum Command {
 }
 
 impl Cli {
-    /// The state dir whose log file this command writes: `serve` only, whose stderr only a host's
-    /// bounded tail sees (`run` shows a person its stderr; the hidden roles are children).
+    /// The state dir whose log file this command writes: `serve`, whose stderr only a host's
+    /// bounded tail sees, and `run`, whose failures name the file (the hidden roles are children;
+    /// `doctor` and `reap` report on stdout).
     pub fn log_state_dir(&self) -> Option<PathBuf> {
-        matches!(self.command, Command::Serve).then(|| self.state_dir.clone().unwrap_or_else(default_state_dir))
+        matches!(self.command, Command::Serve | Command::Run { .. })
+            .then(|| self.state_dir.clone().unwrap_or_else(default_state_dir))
     }
 }
 

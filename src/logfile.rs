@@ -3,6 +3,12 @@
 //! `clawbridge.log.1` (older ones shift up, the oldest beyond [`KEPT_FILES`] is dropped) and a new
 //! file starts: at most `(KEPT_FILES + 1) × MAX_FILE_BYTES` on disk. Several bridges may share a
 //! state dir; each appends whole lines (`O_APPEND`), so their lines interleave but do not tear.
+//! The file (and its folder) is created by the first line written, so a command that logs nothing
+//! leaves nothing behind in the state dir.
+//!
+//! Hand-written on purpose (README, dependencies): `tracing-appender` rotates by time only, and
+//! `file-rotate` 0.8, which rotates by size, asserts (panics) when another process rotated the same
+//! file first, as bridges sharing a state dir do.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -25,7 +31,8 @@ pub fn path_in(state_dir: &Path) -> PathBuf {
 #[derive(Debug)]
 pub struct SizeCappedFile {
     path: PathBuf,
-    file: File,
+    /// `None` until the first write creates it.
+    file: Option<File>,
     /// Bytes in the current file as this writer knows them (other writers' lines are not counted
     /// until the next open: the cap may be passed by what they wrote, never by more).
     written: u64,
@@ -34,14 +41,23 @@ pub struct SizeCappedFile {
 }
 
 impl SizeCappedFile {
-    /// Opens (creating it and its directory, `0600`) the file at `path`.
+    /// The file at `path`, created (`0600`, its folder `0700`) by the first write.
     pub fn open(path: PathBuf, max_bytes: u64, kept: u32) -> io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+        let written = std::fs::metadata(&path).map_or(0, |meta| meta.len());
+        Ok(Self { path, file: None, written, max_bytes, kept })
+    }
+
+    /// The open file, creating it (and its folder) the first time.
+    fn file(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            if let Some(dir) = self.path.parent() {
+                clawbridge_bridge::state_files::create_dir_all(dir)?;
+            }
+            let file = open_append(&self.path)?;
+            self.written = file.metadata()?.len();
+            self.file = Some(file);
         }
-        let file = open_append(&path)?;
-        let written = file.metadata()?.len();
-        Ok(Self { path, file, written, max_bytes, kept })
+        self.file.as_mut().ok_or_else(|| io::Error::other("the log file is not open"))
     }
 
     fn rotate(&mut self) -> io::Result<()> {
@@ -60,7 +76,7 @@ impl SizeCappedFile {
         } else {
             std::fs::remove_file(&self.path)?;
         }
-        self.file = open_append(&self.path)?;
+        self.file = Some(open_append(&self.path)?);
         self.written = 0;
         Ok(())
     }
@@ -72,13 +88,13 @@ impl Write for SizeCappedFile {
             self.rotate()?;
         }
         // One line per write (the formatter's), so a line is never split across two files.
-        self.file.write_all(buf)?;
+        self.file()?.write_all(buf)?;
         self.written += buf.len() as u64;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.file.as_mut().map_or(Ok(()), Write::flush)
     }
 }
 
@@ -95,6 +111,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs").join(FILE_NAME);
         let mut file = SizeCappedFile::open(path.clone(), 100, 2).unwrap();
+        assert!(!path.parent().unwrap().exists(), "nothing is created before the first line");
         for i in 0..20 {
             file.write_all(format!("line {i:02} {}\n", "x".repeat(30)).as_bytes()).unwrap();
         }

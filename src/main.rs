@@ -1,7 +1,7 @@
 //! `clawbridge`: run native coding-agent runtimes under OpenClaw.
 //!
 //! stdout is a protocol channel (for `serve`) or the person's view (for `run`); logs always go to
-//! stderr, and for `serve` also to `<state dir>/logs/clawbridge.log` (size-capped, rotated),
+//! stderr, and for `serve` and `run` also to `<state dir>/logs/clawbridge.log` (size-capped, rotated),
 //! filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
 
 mod allocator;
@@ -13,7 +13,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     allocator::tune();
     let cli = clawbridge::cli::Cli::parse();
-    let _logs =
+    let logs =
         clawbridge::shell::init_logging("warn,clawbridge=info,clawbridge_bridge=info", cli.log_state_dir().as_deref());
-    clawbridge::shell::run_to_exit("clawbridge", clawbridge::cli::run(cli))
+    clawbridge::shell::run_logged_to_exit("clawbridge", clawbridge::cli::run(cli), logs)
 }

@@ -72,18 +72,39 @@ pub fn init_logging(default_filter: &str, state_dir: Option<&Path>) -> LogGuard 
 /// Runs `work` to its end on a new runtime and turns its outcome into the exit code; `program`
 /// names the executable in the error line.
 pub fn run_to_exit(program: &str, work: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return report(program, &anyhow::Error::new(e).context("could not start the async runtime")),
-    };
+    match run_work(work) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(program, &e),
+    }
+}
+
+/// [`run_to_exit`] for a process that writes a log file: `logs` is flushed before the exit, and a
+/// failure's last line says where the whole log is (when anything was logged there).
+pub fn run_logged_to_exit(program: &str, work: impl Future<Output = anyhow::Result<()>>, logs: LogGuard) -> ExitCode {
+    let outcome = run_work(work);
+    drop(logs);
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = report(program, &e);
+            if let Some(file) = log_file().filter(|file| std::fs::metadata(file).is_ok_and(|meta| meta.len() > 0)) {
+                eprintln!("{program}: the full log is in {}", file.display());
+            }
+            code
+        }
+    }
+}
+
+fn run_work(work: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::Error::new(e).context("could not start the async runtime"))?;
     let outcome = runtime.block_on(work);
     // A terminal prompt may still be blocked reading stdin (the turn ended meanwhile); do not wait
     // for a keypress to exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(program, &e),
-    }
+    outcome
 }
 
 /// One clear line, then the cause chain, then a non-zero exit.

@@ -257,3 +257,30 @@ async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documen
     assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set)");
     assert_eq!(backends[1]["checks"][3]["summary"], "credential from ANTHROPIC_API_KEY (set)");
 }
+
+/// A failed `clawbridge run` ends with where the whole log is, and that file is the user's alone.
+#[test]
+fn a_failed_run_names_its_log_file_last() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    // An app-server that says something that is not JSON (logged) and leaves (the run fails).
+    let codex = script(bin.path(), "codex", "echo 'not a JSON-RPC line'");
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "codex", "--program", codex.to_str().unwrap(), "hello"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAWBRIDGE_STATE_DIR", home.path().join("state"))
+        .output()
+        .expect("clawbridge runs");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let log = home.path().join("state/logs/clawbridge.log");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.lines().last(),
+        Some(format!("clawbridge: the full log is in {}", log.display()).as_str()),
+        "{stderr}"
+    );
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&log).unwrap().contains("not a JSON-RPC line"), "the log holds what was logged");
+}
