@@ -124,7 +124,8 @@ async fn diagnose(
     let mut report = BackendReport::new(facts);
     let program = match backend.locate(requested) {
         Ok(program) => {
-            let source = source(requested, diagnostics.and_then(|d| d.program_variable()));
+            let source =
+                source(requested, diagnostics.and_then(clawbridge_bridge::diagnose::Diagnostics::program_variable));
             report.checks.push(Check::ok("found", format!("{} ({source})", program.display())));
             report.program = Some(program.display().to_string());
             report.source = Some(source);
