@@ -38,26 +38,41 @@ pub struct SizeCappedFile {
     written: u64,
     max_bytes: u64,
     kept: u32,
+    /// Whether a failure to create the file was already said on stderr (once is enough).
+    failure_said: bool,
 }
 
 impl SizeCappedFile {
     /// The file at `path`, created (`0600`, its folder `0700`) by the first write.
-    pub fn open(path: PathBuf, max_bytes: u64, kept: u32) -> io::Result<Self> {
+    pub fn open(path: PathBuf, max_bytes: u64, kept: u32) -> Self {
         let written = std::fs::metadata(&path).map_or(0, |meta| meta.len());
-        Ok(Self { path, file: None, written, max_bytes, kept })
+        Self { path, file: None, written, max_bytes, kept, failure_said: false }
     }
 
-    /// The open file, creating it (and its folder) the first time.
+    /// The open file, creating it (and its folder) the first time; a file that cannot be created
+    /// is said once on stderr (the log itself cannot carry it) and tried again on the next line.
     fn file(&mut self) -> io::Result<&mut File> {
         if self.file.is_none() {
-            if let Some(dir) = self.path.parent() {
-                clawbridge_bridge::state_files::create_dir_all(dir)?;
+            match self.create() {
+                Ok(file) => self.file = Some(file),
+                Err(error) => {
+                    if !std::mem::replace(&mut self.failure_said, true) {
+                        eprintln!("clawbridge: no log file: {}: {error}", self.path.display());
+                    }
+                    return Err(error);
+                }
             }
-            let file = open_append(&self.path)?;
-            self.written = file.metadata()?.len();
-            self.file = Some(file);
         }
         self.file.as_mut().ok_or_else(|| io::Error::other("the log file is not open"))
+    }
+
+    fn create(&mut self) -> io::Result<File> {
+        if let Some(dir) = self.path.parent() {
+            clawbridge_bridge::state_files::create_dir_all(dir)?;
+        }
+        let file = open_append(&self.path)?;
+        self.written = file.metadata()?.len();
+        Ok(file)
     }
 
     fn rotate(&mut self) -> io::Result<()> {
@@ -110,7 +125,7 @@ mod tests {
     fn files_rotate_by_size_and_only_the_newest_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("logs").join(FILE_NAME);
-        let mut file = SizeCappedFile::open(path.clone(), 100, 2).unwrap();
+        let mut file = SizeCappedFile::open(path.clone(), 100, 2);
         assert!(!path.parent().unwrap().exists(), "nothing is created before the first line");
         for i in 0..20 {
             file.write_all(format!("line {i:02} {}\n", "x".repeat(30)).as_bytes()).unwrap();

@@ -25,8 +25,8 @@ pub struct LogGuard {
 }
 
 /// Logs to stderr and, with `state_dir`, to its log file too, filtered by `CLAWBRIDGE_LOG` or
-/// `RUST_LOG`, else by `default_filter`. A log file that cannot be opened is said on stderr and
-/// skipped: logging must never stop the bridge.
+/// `RUST_LOG`, else by `default_filter`. A log file that cannot be created is said on stderr once
+/// and skipped ([`crate::logfile::SizeCappedFile`]): logging must never stop the bridge.
 pub fn init_logging(default_filter: &str, state_dir: Option<&Path>) -> LogGuard {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt;
@@ -40,32 +40,23 @@ pub fn init_logging(default_filter: &str, state_dir: Option<&Path>) -> LogGuard 
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
-    let mut file_error = None;
     let (file_layer, guard) = match state_dir.map(crate::logfile::path_in) {
-        Some(path) => match crate::logfile::SizeCappedFile::open(
-            path.clone(),
-            crate::logfile::MAX_FILE_BYTES,
-            crate::logfile::KEPT_FILES,
-        ) {
-            Ok(file) => {
-                // Off the runtime's threads: a slow disk delays the writer thread, never a turn.
-                // Its queue is bounded and drops lines rather than block when full.
-                let (writer, guard) = tracing_appender::non_blocking(file);
-                let _ = LOG_FILE.set(path);
-                let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_target(true);
-                (Some(layer), Some(guard))
-            }
-            Err(error) => {
-                file_error = Some(format!("{}: {error}", path.display()));
-                (None, None)
-            }
-        },
+        Some(path) => {
+            let file = crate::logfile::SizeCappedFile::open(
+                path.clone(),
+                crate::logfile::MAX_FILE_BYTES,
+                crate::logfile::KEPT_FILES,
+            );
+            // Off the runtime's threads: a slow disk delays the writer thread, never a turn.
+            // Its queue is bounded and drops lines rather than block when full.
+            let (writer, guard) = tracing_appender::non_blocking(file);
+            let _ = LOG_FILE.set(path);
+            let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_target(true);
+            (Some(layer), Some(guard))
+        }
         None => (None, None),
     };
     tracing_subscriber::registry().with(filter).with(stderr).with(file_layer).init();
-    if let Some(error) = file_error {
-        tracing::warn!("no log file: {error}");
-    }
     LogGuard { _writer: guard }
 }
 
