@@ -129,8 +129,9 @@ async fn checks(program: &Path, limits: Limits) -> Vec<Check> {
             checks.push(sandbox_check(read.config.sandbox_mode.as_deref(), &warnings));
         }
         Err(error) => {
-            let why = format!("config/read failed: {error}");
-            checks.push(Check::fail("auth", why, "run `codex app-server` by hand with the same CODEX_HOME"));
+            // Releases older than the one these requests were learnt on may not answer them: that
+            // says nothing about whether sessions work.
+            checks.push(Check::warn("auth", format!("not checked: config/read failed: {error}"), None));
             checks.push(Check::skipped("endpoint", "not checked: the effective config is unknown"));
             checks.push(sandbox_check(None, &warnings));
         }
