@@ -132,6 +132,35 @@ fn a_codex_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() 
     assert!(!running, "the hung app-server (pid {pid}) was left running: {state}");
 }
 
+#[test]
+fn a_claude_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let pid_file = bin.path().join("pid");
+    let claude = script(
+        bin.path(),
+        "claude",
+        &format!(
+            "if [ \"$1\" = --version ]; then echo '2.1.328 (Claude Code)'; exit 0; fi\necho $$ > '{}'\nexec sleep 300",
+            pid_file.display()
+        ),
+    );
+    let out = doctor(
+        home.path(),
+        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin")), ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str())],
+        &["--backend", "claude", "--timeout", "2"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(check(&out, "claude", "found").summary, format!("{} (from CLAWBRIDGE_CLAUDE_BIN)", claude.display()));
+    let handshake = check(&out, "claude", "handshake");
+    assert_eq!(handshake.verdict, "FAIL");
+    assert_eq!(handshake.summary, "the claude initialize handshake failed: no answer to initialize within 2s");
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let running = state.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']));
+    assert!(!running, "the hung claude (pid {pid}) was left running: {state}");
+}
+
 // The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_whose_model_endpoint_is_down_fails_the_endpoint_check() {

@@ -100,3 +100,18 @@ pub trait Diagnostics: Send + Sync {
     /// `limits`; every process started is stopped before this returns.
     fn checks<'a>(&'a self, program: &'a Path, limits: Limits) -> BoxFuture<'a, Vec<Check>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_line_is_one_bounded_line() {
+        assert_eq!(one_line("two\nlines  and\ttabs".into()), "two lines and tabs");
+        let long = one_line("x".repeat(10_000));
+        assert_eq!(long.chars().count(), MAX_LINE_CHARS + 1, "cut, with an ellipsis");
+        assert!(long.ends_with('…'));
+        let check = Check::fail("auth", "no\nkey", "set\nit");
+        assert_eq!((check.summary.as_str(), check.fix.as_deref()), ("no key", Some("set it")));
+    }
+}
