@@ -51,7 +51,7 @@ pub enum DoctorError {
     #[error("--program names one backend's executable: give exactly one --backend with it")]
     ProgramNeedsOneBackend,
     /// At least one check failed (the report says which).
-    #[error("{failed} check(s) failed (see the report above; logs: {log_file})")]
+    #[error("{failed} check(s) failed (the report says which and how to fix each; logs: {log_file})")]
     ChecksFailed {
         /// How many.
         failed: usize,
