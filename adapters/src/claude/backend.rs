@@ -19,7 +19,7 @@ use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
     Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
@@ -43,6 +43,8 @@ pub struct ClaudeBackend {
     pool: Arc<SessionPool>,
     /// The operator's opt-in environment groups (`--pass-env`): Bedrock and Vertex modes need them.
     pass_env: Vec<PassEnvGroup>,
+    /// What the operator configured.
+    options: crate::AgentOptions,
 }
 
 impl std::fmt::Debug for ClaudeBackend {
@@ -83,7 +85,15 @@ impl ClaudeBackend {
             },
             pool: SessionPool::new(pool),
             pass_env: Vec::new(),
+            options: crate::AgentOptions::default(),
         }
+    }
+
+    /// The backend under the operator's settings: its executable, deadlines.
+    #[must_use]
+    pub fn configured(mut self, options: crate::AgentOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// The backend passing the operator's environment `groups` to every CLI it starts.
@@ -104,6 +114,7 @@ impl ClaudeBackend {
     /// [`config`](Self::config) before the native tool policy.
     fn base_config(&self, settings: &OpenSettings) -> (ClaudeConfig, String) {
         let mut config = ClaudeConfig::new(settings.program.clone());
+        self.options.apply(&mut config.write_timeout, &mut config.containment);
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
@@ -154,7 +165,10 @@ impl Backend for ClaudeBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
-        locate_program(requested, CLAUDE_BIN_ENV, "claude")
+        match &self.options.program {
+            Some(configured) => locate_configured(requested, Some(configured), "claude"),
+            None => locate_program(requested, CLAUDE_BIN_ENV, "claude"),
+        }
     }
 
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {

@@ -1,0 +1,107 @@
+//! The macro that declares one area of settings in one place: each key's type, flag, environment
+//! variables, default and doc line. From that one declaration it makes the area's file section
+//! (serde, unknown keys rejected), its flag values, its effective settings and the key table the
+//! docs and `config show` print, so adding a key is one entry and nothing can drift.
+
+/// Declares an area (see the module docs). Per key: `/// doc` then
+/// `name: Type, flag "--x" | none, env ["VAR", …], default <Option<Type> expr>, shown "<default in words>";`.
+macro_rules! settings_area {
+    (
+        $(#[doc = $area_doc:literal])*
+        $section:literal => $area:ident, $file:ident, $flags:ident {
+            $(
+                #[doc = $doc:literal]
+                $key:ident: $ty:ty,
+                flag $flag:expr,
+                env [$($env:literal),*],
+                default $default:expr,
+                shown $shown:literal;
+            )*
+        }
+    ) => {
+        $(#[doc = $area_doc])*
+        #[derive(Clone, Debug)]
+        #[non_exhaustive]
+        pub struct $area {
+            $(
+                #[doc = $doc]
+                pub $key: $crate::config::Setting<$ty>,
+            )*
+        }
+
+        #[doc = concat!("The `[", $section, "]` section of the file, as written.")]
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+        pub struct $file {
+            $(
+                #[doc = $doc]
+                $key: Option<toml::Spanned<$ty>>,
+            )*
+        }
+
+        #[doc = concat!("The `[", $section, "]` values given as flags on this command line.")]
+        #[derive(Debug, Default)]
+        #[non_exhaustive]
+        pub struct $flags {
+            $(
+                #[doc = $doc]
+                pub $key: Option<$ty>,
+            )*
+        }
+
+        impl $area {
+            /// The section's name in the file.
+            pub const SECTION: &'static str = $section;
+
+            /// Every key of the area, as declared.
+            pub fn keys() -> Vec<$crate::config::KeyInfo> {
+                vec![$(
+                    $crate::config::KeyInfo {
+                        section: $section,
+                        name: $crate::config::kebab(stringify!($key)),
+                        kind: <$ty as $crate::config::value::SettingValue>::KIND,
+                        flag: $flag,
+                        env: &[$($env),*],
+                        default: $shown,
+                        doc: $doc.trim(),
+                    },
+                )*]
+            }
+
+            /// Each key from its flag, else its first set environment variable, else the file, else its default.
+            pub(crate) fn resolve(
+                file: Option<$file>,
+                flags: $flags,
+                input: &$crate::config::Inputs<'_>,
+            ) -> Result<Self, $crate::config::ConfigError> {
+                let file = file.unwrap_or_default();
+                Ok($area {
+                    $(
+                        $key: input.resolve(
+                            $section,
+                            stringify!($key),
+                            flags.$key,
+                            $flag,
+                            &[$($env),*],
+                            file.$key,
+                            $default,
+                        )?,
+                    )*
+                })
+            }
+
+            /// Each key's effective value and where it came from, in declaration order.
+            pub fn shown(&self) -> Vec<$crate::config::ShownSetting> {
+                vec![$(
+                    $crate::config::ShownSetting::of(
+                        $section,
+                        stringify!($key),
+                        &self.$key,
+                    ),
+                )*]
+            }
+        }
+    };
+}
+
+pub(crate) use settings_area;
