@@ -227,3 +227,22 @@ fn run_starts_the_codex_binary_and_home_the_file_names() {
     let expected = format!("codex.bin (file:{}:4)=/nonexistent/codex is not an executable file", file.display());
     assert!(err.contains(&expected), "{err}");
 }
+
+#[test]
+fn the_readme_table_of_keys_is_the_declared_one() {
+    let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    let readme = std::fs::read_to_string(readme_path).unwrap();
+    let (begin, end) = ("<!-- config-keys:begin -->\n", "<!-- config-keys:end -->");
+    let start = readme.find(begin).expect("the table's begin marker") + begin.len();
+    let stop = readme[start..].find(end).expect("the table's end marker") + start;
+    let table = clawbridge::config::show::keys_table(&clawbridge::config::Settings::keys());
+    if std::env::var_os("CLAWBRIDGE_UPDATE_README").is_some() {
+        std::fs::write(readme_path, format!("{}{table}{}", &readme[..start], &readme[stop..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &readme[start..stop],
+        table,
+        "README.md's table of config keys differs from src/config/areas.rs; rerun with CLAWBRIDGE_UPDATE_README=1"
+    );
+}
