@@ -113,11 +113,8 @@ impl Cli {
     }
 
     /// Which config file this command line reads: `--config`, else `CLAWBRIDGE_CONFIG`, else the
-    /// default one if it exists. The hidden demo agent reads none: it is a child with no settings.
+    /// default one if it exists.
     pub fn config_file(&self) -> FileChoice {
-        if matches!(self.command, Command::DemoAgent { .. }) {
-            return FileChoice::None;
-        }
         match (&self.config, crate::config::process_env(CONFIG_ENV)) {
             (Some(path), _) => FileChoice::Named(path.clone()),
             (None, Some(path)) => FileChoice::Named(PathBuf::from(path)),
@@ -140,6 +137,10 @@ impl Cli {
 
     /// The effective settings: flags over the process's variables over the config file over defaults.
     pub fn settings(&self) -> Result<Settings, ConfigError> {
+        if matches!(self.command, Command::DemoAgent { .. }) {
+            // A child playing a recording: it has no settings, so nothing the operator set can stop it.
+            return Settings::resolve(None, Flags::default(), &|_| None);
+        }
         Settings::load(&self.config_file(), self.flags(), &crate::config::process_env)
     }
 }

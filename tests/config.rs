@@ -32,6 +32,11 @@ impl Place {
 
     /// `clawbridge args…` with only `env` of the settings' variables set.
     fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args, env).output().expect("clawbridge runs")
+    }
+
+    /// [`run`](Self::run)'s command, not started.
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
         command.args(args).current_dir(self.dir.path());
         for (name, _) in std::env::vars() {
@@ -42,7 +47,7 @@ impl Place {
         }
         command.env("HOME", self.path("home")).env("XDG_CONFIG_HOME", self.path("xdg"));
         command.envs(env.iter().copied());
-        command.output().expect("clawbridge runs")
+        command
     }
 
     /// `config show --json` under `args` and `env`: key → (value, source kind, source text).
@@ -226,6 +231,40 @@ fn run_starts_the_codex_binary_and_home_the_file_names() {
     let err = String::from_utf8_lossy(&out.stderr);
     let expected = format!("codex.bin (file:{}:4)=/nonexistent/codex is not an executable file", file.display());
     assert!(err.contains(&expected), "{err}");
+}
+
+#[test]
+fn serve_holds_attempts_to_the_input_budget_the_file_sets() {
+    use std::io::Write;
+    let place = Place::new();
+    let file = place.file("c.toml", "[serve]\ninput-budget-bytes = 64\n");
+    let state = place.path("state");
+    let args = ["--config", file.to_str().unwrap(), "--state-dir", state.to_str().unwrap(), "serve"];
+    let mut child = place
+        .command(&args, &[])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("clawbridge serve starts");
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "host": {"name": "config-test", "version": "0"}}});
+    let run = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "attempt/run", "params": {
+        "attemptId": "big", "harnessId": "clawbridge-demo", "sessionId": "s-big", "prompt": "p".repeat(200),
+        "workspaceDir": place.dir.path().display().to_string()}});
+    // Written, then the input closed: the bridge answers what it read before it exits.
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{initialize}\n{run}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().expect("serve ends when its input does");
+    let answers: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let refused = answers
+        .iter()
+        .find(|a| a["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to attempt/run: {answers:?}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(refused["error"]["code"], -32035, "over the file's budget: {refused}");
+    assert_eq!(refused["error"]["data"]["limit"], 64, "{refused}");
 }
 
 #[test]
