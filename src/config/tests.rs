@@ -168,3 +168,12 @@ fn every_key_is_declared_once_with_a_doc_and_a_default() {
     let declared: Vec<_> = keys.iter().map(|k| format!("{}.{}", k.section, k.name)).collect();
     assert_eq!(shown, declared, "config show lists exactly the declared keys");
 }
+
+#[test]
+fn a_secret_value_is_never_shown_or_debug_printed() {
+    use super::value::{SecretText, SettingValue};
+    let secret = SecretText::from_env_text("sk-live-123").unwrap();
+    assert_eq!(secret.0, "sk-live-123", "the value is kept for its use");
+    assert!(!secret.show().contains("sk-live") && !secret.to_json().to_string().contains("sk-live"));
+    assert!(!format!("{secret:?}").contains("sk-live"));
+}

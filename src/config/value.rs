@@ -121,3 +121,26 @@ impl SettingValue for CgroupsSetting {
         }
     }
 }
+
+/// Text that may hold a credential (a future key's token, say): read like a string, never shown.
+/// No key holds one today (credentials stay in the environment); a key that must is declared
+/// with this type, and `config show` prints only whether it is set.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct SecretText(pub String);
+
+impl std::fmt::Debug for SecretText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretText(<hidden>)")
+    }
+}
+
+impl SettingValue for SecretText {
+    const KIND: &'static str = "string (secret: never shown)";
+    fn from_env_text(text: &str) -> Result<Self, String> {
+        Ok(SecretText(text.to_string()))
+    }
+    fn show(&self) -> String {
+        "<hidden>".into()
+    }
+}
