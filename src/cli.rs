@@ -9,7 +9,7 @@ use clawbridge_bridge::attempt::hooks::ApprovalDecision;
 use clawbridge_bridge::supervisor::PidRegistry;
 
 use crate::config::value::PassEnvList;
-use crate::config::{CONFIG_ENV, ConfigError, FileChoice, Flags, Settings};
+use crate::config::{CONFIG_ENV, ConfigError, DEFAULT_REAP_GRACE_MS, DEFAULT_RUN_BACKEND, FileChoice, Flags, Settings};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -165,7 +165,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
-            let backend = settings.run.backend.value.clone().unwrap_or_else(|| "demo".into());
+            let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
             crate::run::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await
         }
@@ -192,9 +192,6 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
         }
     }
 }
-
-/// How long `reap` gives an orphan after SIGTERM when nothing says otherwise (the declared default).
-const DEFAULT_REAP_GRACE_MS: u64 = 2000;
 
 /// `clawbridge config path`: the file, and whether it is there.
 fn config_path(choice: &FileChoice) {

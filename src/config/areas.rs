@@ -7,6 +7,11 @@ use std::path::PathBuf;
 use super::declare::settings_area;
 use super::value::{CgroupsSetting, PassEnvList};
 
+/// `run.backend`'s default: the demo needs no peers.
+pub const DEFAULT_RUN_BACKEND: &str = "demo";
+/// `reap.grace-ms`'s default.
+pub const DEFAULT_REAP_GRACE_MS: u64 = 2000;
+
 settings_area! {
     /// Where the bridge keeps its state and what it passes to every agent.
     "bridge" => BridgeSettings, BridgeFile, BridgeFlags {
@@ -128,7 +133,7 @@ settings_area! {
         backend: String,
         flag Some("--backend"),
         env [],
-        default Some("demo".to_string()),
+        default Some(DEFAULT_RUN_BACKEND.to_string()),
         shown "demo";
     }
 }
@@ -140,7 +145,7 @@ settings_area! {
         grace_ms: u64,
         flag Some("--grace-ms"),
         env [],
-        default Some(2000),
+        default Some(DEFAULT_REAP_GRACE_MS),
         shown "2000";
     }
 }

@@ -21,8 +21,6 @@ pub enum FileChoice {
     Named(PathBuf),
     /// The default location, read only if it exists (none: no home to look in).
     Default(Option<PathBuf>),
-    /// No file: defaults, environment and flags only.
-    None,
 }
 
 impl FileChoice {
@@ -31,7 +29,6 @@ impl FileChoice {
         match self {
             FileChoice::Named(path) => Some(path),
             FileChoice::Default(path) => path.as_deref(),
-            FileChoice::None => None,
         }
     }
 }
@@ -52,7 +49,7 @@ impl ConfigFile {
         let (path, required) = match choice {
             FileChoice::Named(path) => (path, true),
             FileChoice::Default(Some(path)) => (path, false),
-            FileChoice::Default(None) | FileChoice::None => return Ok(None),
+            FileChoice::Default(None) => return Ok(None),
         };
         let unreadable = |source| ConfigError::Unreadable { path: path.clone(), source };
         let file = match std::fs::File::open(path) {
