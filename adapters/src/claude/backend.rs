@@ -313,4 +313,36 @@ mod tests {
         assert!(current.available, "{current:?}");
         assert_eq!(current.version.as_deref(), Some("2.1.328"));
     }
+
+    #[tokio::test]
+    async fn the_operators_options_reach_the_launch_config_and_the_lookup() {
+        use std::time::Duration;
+
+        use clawbridge_bridge::backend::ConfiguredProgram;
+        use clawbridge_bridge::supervisor::Containment;
+
+        let options = crate::AgentOptions {
+            program: Some(ConfiguredProgram {
+                path: "/nonexistent/my-claude".into(),
+                named_by: "claude.bin (file:/cfg/config.toml:2)".into(),
+            }),
+            write_timeout: Some(Duration::from_millis(1234)),
+            containment: Some(Containment::TokenOnly),
+        };
+        let backend = ClaudeBackend::default().configured(options);
+        let (config, _) = backend.base_config(&OpenSettings::default());
+        assert_eq!(config.write_timeout, Duration::from_millis(1234));
+        assert_eq!(config.containment, Containment::TokenOnly);
+        let missing = backend.locate(None).unwrap_err();
+        assert!(
+            missing
+                .why
+                .contains("claude.bin (file:/cfg/config.toml:2)=/nonexistent/my-claude is not an executable file"),
+            "{missing}"
+        );
+
+        let unconfigured = ClaudeBackend::default();
+        let (config, _) = unconfigured.base_config(&OpenSettings::default());
+        assert_eq!(config.write_timeout, clawbridge_bridge::transport::agent_write_timeout(), "the default stays");
+    }
 }

@@ -338,3 +338,37 @@ impl Steering for ThreadSteering {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clawbridge_bridge::backend::ConfiguredProgram;
+    use clawbridge_bridge::supervisor::Containment;
+
+    use super::*;
+
+    #[test]
+    fn the_operators_options_reach_the_launch_config_and_the_lookup() {
+        let options = crate::AgentOptions {
+            program: Some(ConfiguredProgram {
+                path: "/nonexistent/my-codex".into(),
+                named_by: "CLAWBRIDGE_CODEX_BIN".into(),
+            }),
+            write_timeout: Some(Duration::from_millis(4321)),
+            containment: Some(Containment::TokenOnly),
+        };
+        let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/srv/codex-home")));
+        let settings = OpenSettings::default();
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let config = backend.config(&settings, &tools);
+        assert_eq!(config.write_timeout, Duration::from_millis(4321));
+        assert_eq!(config.containment, Containment::TokenOnly);
+        assert_eq!(config.codex_home, Some(PathBuf::from("/srv/codex-home")));
+        let missing = backend.locate(None).unwrap_err();
+        assert!(
+            missing.why.contains("CLAWBRIDGE_CODEX_BIN=/nonexistent/my-codex is not an executable file"),
+            "{missing}"
+        );
+    }
+}
