@@ -268,6 +268,18 @@ fn serve_holds_attempts_to_the_input_budget_the_file_sets() {
 }
 
 #[test]
+fn the_readmes_worked_example_is_a_valid_config_file() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let after = readme.split_once("A worked example:").expect("the example's heading").1;
+    let example = after.split_once("```toml\n").unwrap().1.split_once("```").unwrap().0;
+    let place = Place::new();
+    let file = place.file("example.toml", example);
+    let rows = place.show(&["--config", file.to_str().unwrap()], &[]);
+    let from_file = rows.iter().filter(|r| r.2 == "file").count();
+    assert_eq!(from_file, example.lines().filter(|l| l.contains(" = ")).count(), "every line of it is a key: {rows:?}");
+}
+
+#[test]
 fn the_readme_table_of_keys_is_the_declared_one() {
     let readme_path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
     let readme = std::fs::read_to_string(readme_path).unwrap();
