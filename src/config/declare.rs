@@ -105,3 +105,67 @@ macro_rules! settings_area {
 }
 
 pub(crate) use settings_area;
+
+/// Declares the whole set of areas once: `section => Area, File, Flags;` per area, in the order
+/// `config show` and the docs list them. Makes [`Settings`](super::Settings) (one field per area,
+/// plus the file read), the file's root (an unknown section is an error), [`Flags`](super::Flags),
+/// and the key table and shown values over every area. Adding an area is one line here.
+macro_rules! settings_root {
+    ($($field:ident => $area:ident, $file:ident, $flags:ident;)*) => {
+        /// Every effective setting, one struct per area (one file section each).
+        #[derive(Clone, Debug)]
+        #[non_exhaustive]
+        pub struct Settings {
+            /// The file they were read from, if one was.
+            pub file: Option<std::path::PathBuf>,
+            $(
+                #[doc = concat!("`[", stringify!($field), "]`.")]
+                pub $field: $area,
+            )*
+        }
+
+        /// The file's sections, as written; a section not listed is an unknown key.
+        #[derive(Debug, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct FileRoot {
+            $(
+                #[doc = concat!("`[", stringify!($field), "]`.")]
+                $field: Option<$file>,
+            )*
+        }
+
+        /// The values given as flags on this command line, by area.
+        #[derive(Debug, Default)]
+        #[non_exhaustive]
+        pub struct Flags {
+            $(
+                #[doc = concat!("`[", stringify!($field), "]`'s flags.")]
+                pub $field: $flags,
+            )*
+        }
+
+        impl Settings {
+            /// Every declared key, area by area.
+            pub fn keys() -> Vec<KeyInfo> {
+                [$($area::keys()),*].concat()
+            }
+
+            /// Every effective value and its source, area by area.
+            pub fn shown(&self) -> Vec<ShownSetting> {
+                [$(self.$field.shown()),*].concat()
+            }
+
+            /// Each area from its part of `root`, `flags` and `input`.
+            fn resolve_areas(
+                file: Option<std::path::PathBuf>,
+                root: FileRoot,
+                flags: Flags,
+                input: &Inputs<'_>,
+            ) -> Result<Self, ConfigError> {
+                Ok(Settings { file, $($field: $area::resolve(root.$field, flags.$field, input)?,)* })
+            }
+        }
+    };
+}
+
+pub(crate) use settings_root;

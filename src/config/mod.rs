@@ -22,113 +22,21 @@ pub const CONFIG_ENV: &str = "CLAWBRIDGE_CONFIG";
 /// The log filter when none is set.
 pub const DEFAULT_LOG_FILTER: &str = "warn,clawbridge=info,clawbridge_bridge=info";
 
-/// Every effective setting, one struct per area (one file section each).
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Settings {
-    /// The file they were read from, if one was.
-    pub file: Option<PathBuf>,
-    /// `[bridge]`.
-    pub bridge: BridgeSettings,
-    /// `[logs]`.
-    pub logs: LogSettings,
-    /// `[codex]`.
-    pub codex: CodexSettings,
-    /// `[claude]`.
-    pub claude: ClaudeSettings,
-    /// `[agents]`.
-    pub agents: AgentSettings,
-    /// `[serve]`.
-    pub serve: ServeSettings,
-    /// `[containment]`.
-    pub containment: ContainmentSettings,
-    /// `[run]`.
-    pub run: RunSettings,
-    /// `[reap]`.
-    pub reap: ReapSettings,
-}
-
-/// The file's sections, as written; a section not listed is an unknown key.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileRoot {
-    /// `[bridge]`.
-    bridge: Option<BridgeFile>,
-    /// `[logs]`.
-    logs: Option<LogFile>,
-    /// `[codex]`.
-    codex: Option<CodexFile>,
-    /// `[claude]`.
-    claude: Option<ClaudeFile>,
-    /// `[agents]`.
-    agents: Option<AgentFile>,
-    /// `[serve]`.
-    serve: Option<ServeFile>,
-    /// `[containment]`.
-    containment: Option<ContainmentFile>,
-    /// `[run]`.
-    run: Option<RunFile>,
-    /// `[reap]`.
-    reap: Option<ReapFile>,
-}
-
-/// The values given as flags on this command line, by area.
-#[derive(Debug, Default)]
-#[non_exhaustive]
-pub struct Flags {
-    /// `[bridge]`'s flags.
-    pub bridge: BridgeFlags,
-    /// `[logs]`'s flags.
-    pub logs: LogFlags,
-    /// `[codex]`'s flags.
-    pub codex: CodexFlags,
-    /// `[claude]`'s flags.
-    pub claude: ClaudeFlags,
-    /// `[agents]`'s flags.
-    pub agents: AgentFlags,
-    /// `[serve]`'s flags.
-    pub serve: ServeFlags,
-    /// `[containment]`'s flags.
-    pub containment: ContainmentFlags,
-    /// `[run]`'s flags.
-    pub run: RunFlags,
-    /// `[reap]`'s flags.
-    pub reap: ReapFlags,
+// The areas, in the order `config show` and the docs list them. A new area (`[acp]`, say) is a
+// `settings_area!` in areas.rs and one line here.
+declare::settings_root! {
+    bridge => BridgeSettings, BridgeFile, BridgeFlags;
+    logs => LogSettings, LogFile, LogFlags;
+    codex => CodexSettings, CodexFile, CodexFlags;
+    claude => ClaudeSettings, ClaudeFile, ClaudeFlags;
+    agents => AgentSettings, AgentFile, AgentFlags;
+    serve => ServeSettings, ServeFile, ServeFlags;
+    containment => ContainmentSettings, ContainmentFile, ContainmentFlags;
+    run => RunSettings, RunFile, RunFlags;
+    reap => ReapSettings, ReapFile, ReapFlags;
 }
 
 impl Settings {
-    /// Every declared key, area by area.
-    pub fn keys() -> Vec<KeyInfo> {
-        [
-            BridgeSettings::keys(),
-            LogSettings::keys(),
-            CodexSettings::keys(),
-            ClaudeSettings::keys(),
-            AgentSettings::keys(),
-            ServeSettings::keys(),
-            ContainmentSettings::keys(),
-            RunSettings::keys(),
-            ReapSettings::keys(),
-        ]
-        .concat()
-    }
-
-    /// Every effective value and its source, area by area.
-    pub fn shown(&self) -> Vec<ShownSetting> {
-        [
-            self.bridge.shown(),
-            self.logs.shown(),
-            self.codex.shown(),
-            self.claude.shown(),
-            self.agents.shown(),
-            self.serve.shown(),
-            self.containment.shown(),
-            self.run.shown(),
-            self.reap.shown(),
-        ]
-        .concat()
-    }
-
     /// Loads the settings: the file `choice` names (read from disk), then `env` and `flags` over it.
     pub fn load(choice: &FileChoice, flags: Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let file = ConfigFile::read(choice)?;
@@ -146,18 +54,7 @@ impl Settings {
             None => FileRoot::default(),
         };
         let input = Inputs { file, env };
-        Ok(Settings {
-            file: file.map(|file| file.path.clone()),
-            bridge: BridgeSettings::resolve(root.bridge, flags.bridge, &input)?,
-            logs: LogSettings::resolve(root.logs, flags.logs, &input)?,
-            codex: CodexSettings::resolve(root.codex, flags.codex, &input)?,
-            claude: ClaudeSettings::resolve(root.claude, flags.claude, &input)?,
-            agents: AgentSettings::resolve(root.agents, flags.agents, &input)?,
-            serve: ServeSettings::resolve(root.serve, flags.serve, &input)?,
-            containment: ContainmentSettings::resolve(root.containment, flags.containment, &input)?,
-            run: RunSettings::resolve(root.run, flags.run, &input)?,
-            reap: ReapSettings::resolve(root.reap, flags.reap, &input)?,
-        })
+        Self::resolve_areas(file.map(|file| file.path.clone()), root, flags, &input)
     }
 }
 

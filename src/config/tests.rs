@@ -177,3 +177,13 @@ fn a_secret_value_is_never_shown_or_debug_printed() {
     assert!(!secret.show().contains("sk-live") && !secret.to_json().to_string().contains("sk-live"));
     assert!(!format!("{secret:?}").contains("sk-live"));
 }
+
+#[test]
+fn every_declared_section_is_a_section_of_the_file() {
+    let sections: std::collections::BTreeSet<_> = Settings::keys().iter().map(|key| key.section).collect();
+    assert!(sections.len() >= 9, "{sections:?}");
+    for section in sections {
+        let text = format!("[{section}]\n");
+        assert!(Settings::resolve(Some(&file(&text)), Flags::default(), &no_env).is_ok(), "[{section}] is refused");
+    }
+}
