@@ -6,7 +6,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use clawbridge_bridge::attempt::hooks::ApprovalDecision;
-use clawbridge_bridge::supervisor::{PassEnvGroup, PidRegistry};
+use clawbridge_bridge::supervisor::PidRegistry;
+
+use crate::config::value::PassEnvList;
+use crate::config::{CONFIG_ENV, ConfigError, DEFAULT_REAP_GRACE_MS, DEFAULT_RUN_BACKEND, FileChoice, Flags, Settings};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -15,15 +18,23 @@ use clawbridge_bridge::supervisor::{PassEnvGroup, PidRegistry};
     about = "Run native coding-agent runtimes (Codex app-server, Claude Code) under OpenClaw"
 )]
 pub struct Cli {
-    /// Where clawbridge keeps its state (sessions, pid registry).
-    #[arg(long, global = true, env = "CLAWBRIDGE_STATE_DIR")]
+    /// The config file (default: $XDG_CONFIG_HOME/clawbridge/config.toml, else
+    /// ~/.config/clawbridge/config.toml, read when it exists). Also CLAWBRIDGE_CONFIG.
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+
+    /// Where clawbridge keeps its state (sessions, pid registry). Also CLAWBRIDGE_STATE_DIR, or
+    /// `bridge.state-dir` in the config file.
+    // The variables and the file are read by crate::config, which knows which one gave a value.
+    #[arg(long, global = true)]
     state_dir: Option<PathBuf>,
 
     /// Environment groups passed to the agents besides the defaults, comma-separated: `bedrock`
     /// (Claude Code on Amazon Bedrock: AWS region, profile, keys), `vertex` (on Google Vertex AI).
-    /// Their credentials pass as secrets and name the session's auth fingerprint (README).
-    #[arg(long, global = true, env = "CLAWBRIDGE_PASS_ENV", value_name = "GROUPS", value_parser = parse_pass_env)]
-    pass_env: Option<PassEnvGroups>,
+    /// Their credentials pass as secrets and name the session's auth fingerprint (README). Also
+    /// CLAWBRIDGE_PASS_ENV, or `bridge.pass-env` in the config file.
+    #[arg(long, global = true, value_name = "GROUPS", value_parser = parse_pass_env)]
+    pass_env: Option<PassEnvList>,
 
     #[command(subcommand)]
     command: Command,
@@ -33,9 +44,10 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or claude.
-        #[arg(long, default_value = "demo")]
-        backend: String,
+        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or
+        /// claude [default: demo, or `run.backend` in the config file].
+        #[arg(long)]
+        backend: Option<String>,
         /// Session name; running again with the same name resumes the native thread or session.
         #[arg(long)]
         session: Option<String>,
@@ -72,50 +84,128 @@ enum Command {
     Doctor(crate::doctor::DoctorArgs),
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
-        /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
-        #[arg(long, default_value_t = 2000)]
-        grace_ms: u64,
+        /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds [default: 2000,
+        /// or `reap.grace-ms` in the config file].
+        #[arg(long)]
+        grace_ms: Option<u64>,
     },
+    /// The settings: what each is, and where it came from.
+    Config {
+        #[command(subcommand)]
+        action: ConfigCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Print every effective setting and where it came from (default, file:line, env, flag).
+    Show {
+        /// As one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the config file this command line reads (and whether it exists).
+    Path,
 }
 
 impl Cli {
     /// The state dir whose log file this command writes: `serve`, whose stderr only a host's
     /// bounded tail sees, and `run`, whose failures name the file (the hidden roles are children;
     /// `doctor` and `reap` report on stdout).
-    pub fn log_state_dir(&self) -> Option<PathBuf> {
-        matches!(self.command, Command::Serve | Command::Run { .. })
-            .then(|| self.state_dir.clone().unwrap_or_else(default_state_dir))
+    pub fn log_state_dir(&self, settings: &Settings) -> Option<PathBuf> {
+        matches!(self.command, Command::Serve | Command::Run { .. }).then(|| state_dir(settings))
+    }
+
+    /// Which config file this command line reads: `--config`, else `CLAWBRIDGE_CONFIG`, else the
+    /// default one if it exists.
+    pub fn config_file(&self) -> FileChoice {
+        match (&self.config, crate::config::process_env(CONFIG_ENV)) {
+            (Some(path), _) => FileChoice::Named(path.clone()),
+            (None, Some(path)) => FileChoice::Named(PathBuf::from(path)),
+            (None, None) => FileChoice::Default(crate::config::default_config_path()),
+        }
+    }
+
+    /// The settings this command line gives as flags.
+    fn flags(&self) -> Flags {
+        let mut flags = Flags::default();
+        flags.bridge.state_dir.clone_from(&self.state_dir);
+        flags.bridge.pass_env.clone_from(&self.pass_env);
+        match &self.command {
+            Command::Run { backend, .. } => flags.run.backend.clone_from(backend),
+            Command::Reap { grace_ms } => flags.reap.grace_ms = *grace_ms,
+            _ => {}
+        }
+        flags
+    }
+
+    /// The effective settings: flags over the process's variables over the config file over defaults.
+    pub fn settings(&self) -> Result<Settings, ConfigError> {
+        if matches!(self.command, Command::DemoAgent { .. }) {
+            // A child playing a recording: it has no settings, so nothing the operator set can stop it.
+            return Settings::resolve(None, Flags::default(), &|_| None);
+        }
+        Settings::load(&self.config_file(), self.flags(), &crate::config::process_env)
     }
 }
 
-/// The groups of one `--pass-env` list, as one value (clap would take a `Vec` for repeated flags).
-#[derive(Clone, Debug)]
-struct PassEnvGroups(Vec<PassEnvGroup>);
-
 /// `--pass-env bedrock,vertex`: the named groups (clawbridge_bridge::supervisor::PassEnvGroup).
-fn parse_pass_env(list: &str) -> Result<PassEnvGroups, clawbridge_bridge::supervisor::UnknownPassEnvGroup> {
-    PassEnvGroup::parse_list(list).map(PassEnvGroups)
+fn parse_pass_env(list: &str) -> Result<PassEnvList, clawbridge_bridge::supervisor::UnknownPassEnvGroup> {
+    list.parse()
 }
 
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
-    let pass_env = cli.pass_env.map(|groups| groups.0).unwrap_or_default();
+/// The state dir under `settings` (it always has a default).
+fn state_dir(settings: &Settings) -> PathBuf {
+    settings.bridge.state_dir.value.clone().unwrap_or_else(crate::config::default_state_dir)
+}
+
+pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
+    let state_dir = state_dir(&settings);
+    let config_file = cli.config_file();
     match cli.command {
-        Command::Run { backend, session, json, approve, deny, program, model, prompt } => {
+        Command::Run { backend: _, session, json, approve, deny, program, model, prompt } => {
             let approval = match (approve, deny) {
                 (true, _) => Some(ApprovalDecision::Allow),
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
+            let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await
+            crate::run::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
-        Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,
-        Command::Doctor(args) => {
-            Ok(crate::doctor::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await?)
+        Command::Serve => {
+            let limits = crate::serve::ServeLimits::from_settings(&settings);
+            crate::serve::serve_configured(&state_dir, crate::demo::registry_configured(&settings), limits).await
         }
-        Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
+        Command::Doctor(args) => {
+            Ok(crate::doctor::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await?)
+        }
+        Command::Reap { grace_ms: _ } => {
+            let grace = settings.reap.grace_ms.value.unwrap_or(DEFAULT_REAP_GRACE_MS);
+            reap(&state_dir, Duration::from_millis(grace)).await
+        }
+        Command::Config { action: ConfigCommand::Show { json: true } } => {
+            println!("{}", crate::config::show::json(&settings));
+            Ok(())
+        }
+        Command::Config { action: ConfigCommand::Show { json: false } } => {
+            print!("{}", crate::config::show::text(&settings));
+            Ok(())
+        }
+        Command::Config { action: ConfigCommand::Path } => {
+            config_path(&config_file);
+            Ok(())
+        }
+    }
+}
+
+/// `clawbridge config path`: the file, and whether it is there.
+fn config_path(choice: &FileChoice) {
+    match choice.path() {
+        Some(path) if path.exists() => println!("{}", path.display()),
+        Some(path) => println!("{} (does not exist; defaults apply)", path.display()),
+        None => println!("(no config file: no HOME or XDG_CONFIG_HOME to find one in)"),
     }
 }
 
@@ -135,14 +225,4 @@ async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()
     }
     println!("{} orphaned process group(s) reaped from {}", reaped.len(), registry.dir().display());
     Ok(())
-}
-
-fn default_state_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
-        return PathBuf::from(dir).join("clawbridge");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => PathBuf::from(home).join(".local/state/clawbridge"),
-        None => std::env::temp_dir().join("clawbridge-state"),
-    }
 }

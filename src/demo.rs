@@ -23,10 +23,18 @@ pub fn registry() -> Registry {
 
 /// [`registry`] passing the operator's opt-in environment groups (`--pass-env`).
 pub fn registry_passing(pass_env: &[PassEnvGroup]) -> Registry {
+    clawbridge_adapters::registry_passing(demo_agent(), pass_env)
+}
+
+/// [`registry`] under the effective `settings` (src/config).
+pub fn registry_configured(settings: &crate::config::Settings) -> Registry {
+    clawbridge_adapters::registry_configured(demo_agent(), &settings.backend_options())
+}
+
+/// The demo agent: this very executable, re-run as `demo-agent`.
+fn demo_agent() -> DemoAgent {
     let program = std::env::current_exe().unwrap_or_default();
-    let demo =
-        DemoAgent { program, args: vec![OsString::from(DEMO_AGENT_COMMAND)], recorded_version: RECORDED_VERSION };
-    clawbridge_adapters::registry_passing(demo, pass_env)
+    DemoAgent { program, args: vec![OsString::from(DEMO_AGENT_COMMAND)], recorded_version: RECORDED_VERSION }
 }
 
 /// Plays the recording on stdin/stdout until the client is done.

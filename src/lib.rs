@@ -3,6 +3,7 @@
 //! drive the very same `run`, `serve` and serve's pipeline with a registry of their own.
 
 pub mod cli;
+pub mod config;
 pub mod demo;
 pub mod doctor;
 pub mod logfile;

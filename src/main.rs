@@ -2,7 +2,7 @@
 //!
 //! stdout is a protocol channel (for `serve`) or the person's view (for `run`); logs always go to
 //! stderr, and for `serve` and `run` also to `<state dir>/logs/clawbridge.log` (size-capped, rotated),
-//! filtered by `CLAWBRIDGE_LOG` or `RUST_LOG` (default `warn,clawbridge=info`).
+//! filtered by `logs.filter` (`CLAWBRIDGE_LOG`, `RUST_LOG`, the config file; src/config).
 
 mod allocator;
 
@@ -13,7 +13,15 @@ use clap::Parser;
 fn main() -> ExitCode {
     allocator::tune();
     let cli = clawbridge::cli::Cli::parse();
-    let logs =
-        clawbridge::shell::init_logging("warn,clawbridge=info,clawbridge_bridge=info", cli.log_state_dir().as_deref());
-    clawbridge::shell::run_logged_to_exit("clawbridge", clawbridge::cli::run(cli), logs)
+    // Before logging starts, since the log filter is one of the settings: said plainly on stderr.
+    let settings = match cli.settings() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("clawbridge: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = settings.logs.filter.value.clone().unwrap_or_else(|| clawbridge::config::DEFAULT_LOG_FILTER.into());
+    let logs = clawbridge::shell::init_logging_filtered(&filter, cli.log_state_dir(&settings).as_deref());
+    clawbridge::shell::run_logged_to_exit("clawbridge", clawbridge::cli::run(cli, settings), logs)
 }

@@ -28,14 +28,21 @@ pub struct LogGuard {
 /// `RUST_LOG`, else by `default_filter`. A log file that cannot be created is said on stderr once
 /// and skipped ([`crate::logfile::SizeCappedFile`]): logging must never stop the bridge.
 pub fn init_logging(default_filter: &str, state_dir: Option<&Path>) -> LogGuard {
+    let filter = std::env::var("CLAWBRIDGE_LOG").ok().or_else(|| std::env::var("RUST_LOG").ok());
+    init_logging_with(filter.as_deref().unwrap_or(default_filter), default_filter, state_dir)
+}
+
+/// [`init_logging`] under the filter `spec` (the `clawbridge` binary's `logs.filter` setting); a
+/// spec tracing cannot read falls back to [`crate::config::DEFAULT_LOG_FILTER`].
+pub fn init_logging_filtered(spec: &str, state_dir: Option<&Path>) -> LogGuard {
+    init_logging_with(spec, crate::config::DEFAULT_LOG_FILTER, state_dir)
+}
+
+fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> LogGuard {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = std::env::var("CLAWBRIDGE_LOG")
-        .ok()
-        .or_else(|| std::env::var("RUST_LOG").ok())
-        .and_then(|spec| EnvFilter::try_new(spec).ok())
-        .unwrap_or_else(|| EnvFilter::new(default_filter));
+    let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new(fallback));
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -181,7 +181,7 @@ async fn a_request_over_its_methods_cap_is_refused_naming_it_and_an_attempt_unde
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_past_the_input_budget_is_refused_and_the_budget_comes_back_when_attempts_end() {
     const BUDGET: usize = 1024 * 1024;
-    let mut conn = connect(ServeLimits { input_budget_bytes: BUDGET });
+    let mut conn = connect(ServeLimits { input_budget_bytes: BUDGET, ..ServeLimits::from_env() });
     // Approvals are never answered (`next_answer` skips the bridge's requests), so each attempt runs
     // until its cancel, however fast the machine reads the next line.
     let answer = conn.ask(&initialize_with_approvals(1)).await;

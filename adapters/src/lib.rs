@@ -12,9 +12,10 @@ mod test_support;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-use clawbridge_bridge::backend::Registry;
-use clawbridge_bridge::supervisor::PassEnvGroup;
+use clawbridge_bridge::backend::{ConfiguredProgram, Registry};
+use clawbridge_bridge::supervisor::{Containment, PassEnvGroup};
 
 /// The executable that plays the demo's bundled recording, and its arguments.
 #[derive(Clone, Debug)]
@@ -37,8 +38,53 @@ pub fn registry(demo: DemoAgent) -> Registry {
 /// [`registry`] with the operator's opt-in environment groups (`--pass-env`) passed to the
 /// backends whose modes need them (Claude Code's Bedrock and Vertex modes).
 pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry {
+    registry_configured(demo, &BackendOptions { pass_env: pass_env.to_vec(), ..BackendOptions::default() })
+}
+
+/// [`registry`] under the operator's settings (the `clawbridge` binary's config file, variables and flags).
+pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registry {
+    let claude = claude::ClaudeBackend::new(options.claude_pool.unwrap_or_default());
     Registry::new()
         .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
-        .with(Arc::new(codex::CodexBackend::native()))
-        .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)))
+        .with(Arc::new(codex::CodexBackend::native().configured(options.codex.clone(), options.codex_home.clone())))
+        .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())))
+}
+
+/// What the operator configured for the backends; every `None` keeps a backend's own behaviour
+/// (its variable, its default).
+#[derive(Clone, Debug, Default)]
+pub struct BackendOptions {
+    /// Opt-in environment groups (`--pass-env`).
+    pub pass_env: Vec<PassEnvGroup>,
+    /// The Codex backend's executable and deadlines.
+    pub codex: AgentOptions,
+    /// Codex's home for every app-server.
+    pub codex_home: Option<PathBuf>,
+    /// The Claude backend's executable and deadlines.
+    pub claude: AgentOptions,
+    /// How many Claude CLIs stay warm, and for how long.
+    pub claude_pool: Option<claude::pool::PoolConfig>,
+}
+
+/// What the operator configured for one native backend's processes.
+#[derive(Clone, Debug, Default)]
+pub struct AgentOptions {
+    /// Its executable, and what named it; `None`: its variable, else its name on `PATH`.
+    pub program: Option<ConfiguredProgram>,
+    /// The write timeout on its stdin; `None`: `CLAWBRIDGE_WRITE_TIMEOUT_MS`, else the default.
+    pub write_timeout: Option<Duration>,
+    /// Its containment; `None`: `CLAWBRIDGE_CGROUPS`, else cgroups where available.
+    pub containment: Option<Containment>,
+}
+
+impl AgentOptions {
+    /// Puts what is configured over a launch config's defaults.
+    fn apply(&self, write_timeout: &mut Duration, containment: &mut Containment) {
+        if let Some(value) = self.write_timeout {
+            *write_timeout = value;
+        }
+        if let Some(value) = self.containment {
+            *containment = value;
+        }
+    }
 }

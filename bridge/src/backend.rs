@@ -442,15 +442,36 @@ pub fn find_program(name: &Path) -> Option<PathBuf> {
     std::path::absolute(&found).ok()
 }
 
+/// A backend's executable as the operator configured it, and what named it (for the error when
+/// it is not there).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfiguredProgram {
+    /// The path or name given.
+    pub path: PathBuf,
+    /// What gave it, as the user wrote it: a variable's name (`CLAWBRIDGE_CODEX_BIN`) or a config
+    /// key and its place (`codex.bin (file:/home/u/.config/clawbridge/config.toml:3)`).
+    pub named_by: String,
+}
+
 /// Resolves a backend's executable: `requested`, else the program named by the environment
 /// variable `env_var`, else `default_name` on `PATH`.
 pub fn locate_program(requested: Option<&Path>, env_var: &str, default_name: &str) -> Result<PathBuf, ProgramNotFound> {
-    let from_env = std::env::var_os(env_var).map(PathBuf::from);
-    let (name, origin) = match (requested, from_env) {
+    let from_env =
+        std::env::var_os(env_var).map(|path| ConfiguredProgram { path: PathBuf::from(path), named_by: env_var.into() });
+    locate_configured(requested, from_env.as_ref(), default_name)
+}
+
+/// Resolves a backend's executable: `requested`, else the `configured` one, else `default_name` on `PATH`.
+pub fn locate_configured(
+    requested: Option<&Path>,
+    configured: Option<&ConfiguredProgram>,
+    default_name: &str,
+) -> Result<PathBuf, ProgramNotFound> {
+    let (name, origin) = match (requested, configured) {
         (Some(path), _) => (path.to_path_buf(), Some(format!("{} is not an executable file", path.display()))),
-        (None, Some(path)) => {
-            let why = format!("{env_var}={} is not an executable file", path.display());
-            (path, Some(why))
+        (None, Some(configured)) => {
+            let why = format!("{}={} is not an executable file", configured.named_by, configured.path.display());
+            (configured.path.clone(), Some(why))
         }
         (None, None) => (PathBuf::from(default_name), None),
     };

@@ -35,7 +35,7 @@ export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-
  * @param {{warn?: (text: string) => void}} [logger]
  * @returns {{command: string, args: string[], env: Record<string,string>, harnesses: string[],
  *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">,
- *   passEnv: string[]}}
+ *   passEnv: string[], configFile: string | undefined}}
  */
 export function resolveConfig(raw, logger) {
   const warn = (text) => logger?.warn?.(`clawbridge config: ${text}`);
@@ -60,6 +60,16 @@ export function resolveConfig(raw, logger) {
   });
   // A global flag of the bridge, so it goes before `serve` with the other arguments.
   if (passEnv.length) args.push("--pass-env", passEnv.join(","));
+  // The bridge's own config file (its `--config`, also a global flag): the bridge reads and checks it.
+  let configFile;
+  if (cfg.configFile !== undefined) {
+    if (typeof cfg.configFile === "string" && cfg.configFile.trim()) {
+      configFile = cfg.configFile;
+      args.push("--config", configFile);
+    } else {
+      warn("configFile must be a non-empty path; ignored");
+    }
+  }
 
   const env = {};
   if (cfg.env !== undefined) {
@@ -100,5 +110,5 @@ export function resolveConfig(raw, logger) {
     if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "${DEFAULT_AUTH_MODE}"`);
     auth[harness] = AUTH_MODES.includes(mode) ? mode : DEFAULT_AUTH_MODE;
   }
-  return { command, args, env, harnesses, providerIds, hostTools, auth, passEnv };
+  return { command, args, env, harnesses, providerIds, hostTools, auth, passEnv, configFile };
 }

@@ -118,7 +118,8 @@ pub fn open_settings(
         tool_timeout: Some(super::hooks::TOOL_TIMEOUT),
         interrupt_grace: Some(INTERRUPT_GRACE),
         route_auth: params.auth.clone(),
-        turn_idle_timeout: turn_idle_timeout(),
+        // The server's setting (Server::with_turn_idle_timeout) replaces this.
+        turn_idle_timeout: None,
         on_native_id: None,
         native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref())
             .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
@@ -129,7 +130,7 @@ pub fn open_settings(
 /// `CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS`: how long a turn may go without progress before the bridge's
 /// watchdog ends it (a `timeout` whose cause is `idleTimeout`); each backend's default otherwise.
 /// An unreadable or zero value is ignored, with a warning.
-fn turn_idle_timeout() -> Option<Duration> {
+pub(crate) fn turn_idle_timeout_from_env() -> Option<Duration> {
     let raw = std::env::var(TURN_IDLE_TIMEOUT_ENV).ok()?;
     match raw.trim().parse::<u64>() {
         Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),

@@ -73,6 +73,8 @@ pub struct Server {
     /// The bytes the running attempts' inputs may hold together; past it `attempt/run` is refused
     /// with `inputBudgetExceeded`.
     input_budget: usize,
+    /// The operator's turn idle timeout (`agents.turn-idle-timeout-ms`); `None`: each backend's own.
+    turn_idle_timeout: Option<std::time::Duration>,
 }
 
 impl Server {
@@ -94,7 +96,15 @@ impl Server {
             state: Mutex::new(State::default()),
             attempt_ended: Notify::new(),
             shutdown_done: watch::channel(false).0,
+            turn_idle_timeout: None,
         }
+    }
+
+    /// The server ending turns that make no progress for `timeout` (`None`: each backend's own).
+    #[must_use]
+    pub fn with_turn_idle_timeout(mut self, timeout: Option<std::time::Duration>) -> Self {
+        self.turn_idle_timeout = timeout;
+        self
     }
 
     /// Becomes true once `shutdown` finished its work.
@@ -376,6 +386,7 @@ impl Server {
             return Err(reply(codes::INTERNAL_ERROR, "the host connection is gone".into()));
         };
         let mut settings = attempt::open_settings(&peer, caps, &params, &harness, workdir, self.registry.clone());
+        settings.turn_idle_timeout = self.turn_idle_timeout;
         let fingerprints = harness.backend.fingerprints(&settings);
         // A detached run leaves the session's durable state alone: continuing its native thread
         // would write to it, and binding the run's own thread would change which one it continues.

@@ -52,6 +52,11 @@ pub async fn serve(state_dir: &Path, backends: Registry) -> anyhow::Result<()> {
     serve_on(tokio::io::stdin(), tokio::io::stdout(), state_dir, backends).await
 }
 
+/// [`serve`] on stdin/stdout under `limits` (the effective settings').
+pub async fn serve_configured(state_dir: &Path, backends: Registry, limits: ServeLimits) -> anyhow::Result<()> {
+    serve_on_with(tokio::io::stdin(), tokio::io::stdout(), state_dir, backends, limits).await
+}
+
 /// [`serve`] on any byte streams: the host's lines arrive on `input`, the bridge's go to `output`.
 pub async fn serve_on<R, W>(input: R, output: W, state_dir: &Path, backends: Registry) -> anyhow::Result<()>
 where
@@ -67,12 +72,27 @@ pub struct ServeLimits {
     /// The bytes the running attempts' inputs may hold together
     /// ([`limits::ATTEMPT_INPUT_BUDGET_BYTES`] by default, [`INPUT_BUDGET_VAR`] to change it).
     pub input_budget_bytes: usize,
+    /// How long a turn may go without progress before the bridge ends it; `None`: each backend's own.
+    pub turn_idle_timeout: Option<Duration>,
 }
 
 impl ServeLimits {
-    /// The defaults, with [`INPUT_BUDGET_VAR`] applied when it is set.
+    /// The defaults, with [`INPUT_BUDGET_VAR`] and [`attempt::TURN_IDLE_TIMEOUT_ENV`] applied when set.
     pub fn from_env() -> Self {
-        Self { input_budget_bytes: input_budget() }
+        Self { input_budget_bytes: input_budget(), turn_idle_timeout: attempt::turn_idle_timeout_from_env() }
+    }
+
+    /// The limits under the effective settings (`serve.input-budget-bytes`, `agents.turn-idle-timeout-ms`).
+    pub fn from_settings(settings: &crate::config::Settings) -> Self {
+        let input_budget_bytes = settings
+            .serve
+            .input_budget_bytes
+            .value
+            .map_or(limits::ATTEMPT_INPUT_BUDGET_BYTES, |bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
+        // 0 means "each backend's own", as the variable always did.
+        let turn_idle_timeout =
+            settings.agents.turn_idle_timeout_ms.value.filter(|ms| *ms > 0).map(Duration::from_millis);
+        Self { input_budget_bytes, turn_idle_timeout }
     }
 }
 
@@ -117,7 +137,10 @@ where
 
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
-    let server = Arc::new(Server::new(catalog, registry, peer_rx, bindings, serve_limits.input_budget_bytes));
+    let server = Arc::new(
+        Server::new(catalog, registry, peer_rx, bindings, serve_limits.input_budget_bytes)
+            .with_turn_idle_timeout(serve_limits.turn_idle_timeout),
+    );
     let config = PeerConfig {
         dialect: Dialect::JsonRpc2,
         max_line_bytes: limits::MAX_LINE_BYTES,

@@ -19,7 +19,7 @@ use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
     Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
@@ -45,6 +45,8 @@ pub struct ClaudeBackend {
     pass_env: Vec<PassEnvGroup>,
     /// The doctor's checks, under the same groups.
     diagnostics: super::diagnose::ClaudeDiagnostics,
+    /// What the operator configured.
+    options: crate::AgentOptions,
 }
 
 impl std::fmt::Debug for ClaudeBackend {
@@ -86,7 +88,15 @@ impl ClaudeBackend {
             pool: SessionPool::new(pool),
             pass_env: Vec::new(),
             diagnostics: super::diagnose::ClaudeDiagnostics::default(),
+            options: crate::AgentOptions::default(),
         }
+    }
+
+    /// The backend under the operator's settings: its executable, deadlines.
+    #[must_use]
+    pub fn configured(mut self, options: crate::AgentOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// The backend passing the operator's environment `groups` to every CLI it starts.
@@ -108,6 +118,7 @@ impl ClaudeBackend {
     /// [`config`](Self::config) before the native tool policy.
     fn base_config(&self, settings: &OpenSettings) -> (ClaudeConfig, String) {
         let mut config = ClaudeConfig::new(settings.program.clone());
+        self.options.apply(&mut config.write_timeout, &mut config.containment);
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
@@ -158,7 +169,10 @@ impl Backend for ClaudeBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
-        locate_program(requested, CLAUDE_BIN_ENV, "claude")
+        match &self.options.program {
+            Some(configured) => locate_configured(requested, Some(configured), "claude"),
+            None => locate_program(requested, CLAUDE_BIN_ENV, "claude"),
+        }
     }
 
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
@@ -316,5 +330,37 @@ mod tests {
         let current = backend.probe(&cli, &versions).await;
         assert!(current.available, "{current:?}");
         assert_eq!(current.version.as_deref(), Some("2.1.328"));
+    }
+
+    #[tokio::test]
+    async fn the_operators_options_reach_the_launch_config_and_the_lookup() {
+        use std::time::Duration;
+
+        use clawbridge_bridge::backend::ConfiguredProgram;
+        use clawbridge_bridge::supervisor::Containment;
+
+        let options = crate::AgentOptions {
+            program: Some(ConfiguredProgram {
+                path: "/nonexistent/my-claude".into(),
+                named_by: "claude.bin (file:/cfg/config.toml:2)".into(),
+            }),
+            write_timeout: Some(Duration::from_millis(1234)),
+            containment: Some(Containment::TokenOnly),
+        };
+        let backend = ClaudeBackend::default().configured(options);
+        let (config, _) = backend.base_config(&OpenSettings::default());
+        assert_eq!(config.write_timeout, Duration::from_millis(1234));
+        assert_eq!(config.containment, Containment::TokenOnly);
+        let missing = backend.locate(None).unwrap_err();
+        assert!(
+            missing
+                .why
+                .contains("claude.bin (file:/cfg/config.toml:2)=/nonexistent/my-claude is not an executable file"),
+            "{missing}"
+        );
+
+        let unconfigured = ClaudeBackend::default();
+        let (config, _) = unconfigured.base_config(&OpenSettings::default());
+        assert_eq!(config.write_timeout, clawbridge_bridge::transport::agent_write_timeout(), "the default stays");
     }
 }

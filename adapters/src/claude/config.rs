@@ -5,8 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PassEnvGroup, PidRegistry, StopPolicy};
-use clawbridge_bridge::transport::DEFAULT_MAX_LINE_BYTES;
+use clawbridge_bridge::supervisor::{CommandSpec, Containment, EnvPolicy, PassEnvGroup, PidRegistry, StopPolicy};
+use clawbridge_bridge::transport::{DEFAULT_MAX_LINE_BYTES, agent_write_timeout};
 use clawbridge_protocol::claude::VersionPolicy;
 
 /// A secret value (an API key, a token). Its `Debug` never shows it, and it only ever reaches the
@@ -143,6 +143,10 @@ pub struct ClaudeConfig {
     pub stop: StopPolicy,
     /// Where to record the child for orphan reaping.
     pub registry: Option<PidRegistry>,
+    /// How long a write to the child's stdin may make no progress before the turn fails.
+    pub write_timeout: Duration,
+    /// Whether the child gets a cgroup of its own where the machine allows it.
+    pub containment: Containment,
 }
 
 impl ClaudeConfig {
@@ -176,6 +180,8 @@ impl ClaudeConfig {
                 after_sigkill: Duration::from_secs(2),
             },
             registry: None,
+            write_timeout: agent_write_timeout(),
+            containment: Containment::from_env(),
         }
     }
 

@@ -41,7 +41,6 @@ use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind};
 use clawbridge_bridge::probe::{ProbeError, VersionProbe};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
-use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
     CliMessage, InitializeRequest, InitializeResponse, InterruptRequest, SystemMessage, VersionRejected,
@@ -258,7 +257,11 @@ impl ClaudeSession {
             None => None,
         };
         let spec = self.config.command(resume, self.host_server.is_some());
-        let options = SpawnOptions { registry: self.config.registry.clone(), ..SpawnOptions::default() };
+        let options = SpawnOptions {
+            registry: self.config.registry.clone(),
+            containment: self.config.containment,
+            ..SpawnOptions::default()
+        };
         let peer = PeerConfig {
             dialect: Dialect::ClaudeControl,
             max_line_bytes: self.config.max_line_bytes,
@@ -271,7 +274,7 @@ impl ClaudeSession {
             // Once stdout ends nobody reads an answer: a handler still asking a person stops.
             abort_handlers_on_close: true,
             // A CLI that stops reading its stdin must fail the turn, not hang it.
-            write_timeout: Some(agent_write_timeout()),
+            write_timeout: Some(self.config.write_timeout),
             ..PeerConfig::default()
         };
         let (notes_tx, notes) = mpsc::channel(NOTES_CAPACITY);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
     Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_program,
+    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::events::Event;
@@ -52,6 +52,10 @@ pub struct CodexBackend {
     facts: HarnessFacts,
     /// What it runs.
     flavour: Flavour,
+    /// What the operator configured.
+    options: crate::AgentOptions,
+    /// Codex's home given to every app-server; `None`: the bridge's `CODEX_HOME`, if set.
+    codex_home: Option<PathBuf>,
 }
 
 impl CodexBackend {
@@ -79,7 +83,17 @@ impl CodexBackend {
                 fixed_approval: None,
             },
             flavour: Flavour::Native,
+            options: crate::AgentOptions::default(),
+            codex_home: None,
         }
+    }
+
+    /// The backend under the operator's settings: its executable, Codex's home, deadlines.
+    #[must_use]
+    pub fn configured(mut self, options: crate::AgentOptions, codex_home: Option<PathBuf>) -> Self {
+        self.options = options;
+        self.codex_home = codex_home;
+        self
     }
 
     /// The demo (`clawbridge-demo`): `program args… app-server` replays a recorded real codex
@@ -101,6 +115,8 @@ impl CodexBackend {
                 fixed_approval: Some(FixedApproval::Allow),
             },
             flavour: Flavour::Replay { program, args, version },
+            options: crate::AgentOptions::default(),
+            codex_home: None,
         }
     }
 
@@ -108,11 +124,13 @@ impl CodexBackend {
     fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());
         config.config_overrides.extend(tools.config_overrides.iter().cloned());
+        self.options.apply(&mut config.write_timeout, &mut config.containment);
         match &self.flavour {
             Flavour::Native => {
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
                 // inherited otherwise.
-                config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+                config.codex_home =
+                    self.codex_home.clone().or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from));
             }
             Flavour::Replay { args, .. } => config.launcher_args.clone_from(args),
         }
@@ -206,7 +224,10 @@ impl Backend for CodexBackend {
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
         match &self.flavour {
-            Flavour::Native => locate_program(requested, CODEX_BIN_ENV, "codex"),
+            Flavour::Native => match &self.options.program {
+                Some(configured) => locate_configured(requested, Some(configured), "codex"),
+                None => locate_program(requested, CODEX_BIN_ENV, "codex"),
+            },
             Flavour::Replay { program, .. } => Ok(requested.map_or_else(|| program.clone(), Path::to_path_buf)),
         }
     }
@@ -320,5 +341,39 @@ impl Steering for ThreadSteering {
                 .map(drop)
                 .map_err(|error| BackendError::Steer { source: Box::new(error) })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clawbridge_bridge::backend::ConfiguredProgram;
+    use clawbridge_bridge::supervisor::Containment;
+
+    use super::*;
+
+    #[test]
+    fn the_operators_options_reach_the_launch_config_and_the_lookup() {
+        let options = crate::AgentOptions {
+            program: Some(ConfiguredProgram {
+                path: "/nonexistent/my-codex".into(),
+                named_by: "CLAWBRIDGE_CODEX_BIN".into(),
+            }),
+            write_timeout: Some(Duration::from_millis(4321)),
+            containment: Some(Containment::TokenOnly),
+        };
+        let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/srv/codex-home")));
+        let settings = OpenSettings::default();
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let config = backend.config(&settings, &tools);
+        assert_eq!(config.write_timeout, Duration::from_millis(4321));
+        assert_eq!(config.containment, Containment::TokenOnly);
+        assert_eq!(config.codex_home, Some(PathBuf::from("/srv/codex-home")));
+        let missing = backend.locate(None).unwrap_err();
+        assert!(
+            missing.why.contains("CLAWBRIDGE_CODEX_BIN=/nonexistent/my-codex is not an executable file"),
+            "{missing}"
+        );
     }
 }

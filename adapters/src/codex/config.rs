@@ -3,8 +3,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clawbridge_bridge::supervisor::{
-    CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CommandSpec, EnvPolicy, PidRegistry, StopPolicy,
+    CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CommandSpec, Containment, EnvPolicy, PidRegistry, StopPolicy,
 };
+use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::codex::version::VersionPolicy;
 
 use super::retry::OverloadRetry;
@@ -54,6 +55,10 @@ pub struct CodexConfig {
     pub stop: StopPolicy,
     /// Where to record the child for orphan reaping.
     pub registry: Option<PidRegistry>,
+    /// How long a write to the child's stdin may make no progress before the turn fails.
+    pub write_timeout: Duration,
+    /// Whether the child gets a cgroup of its own where the machine allows it.
+    pub containment: Containment,
 }
 
 impl CodexConfig {
@@ -83,6 +88,8 @@ impl CodexConfig {
                 after_sigkill: Duration::from_secs(2),
             },
             registry: None,
+            write_timeout: agent_write_timeout(),
+            containment: Containment::from_env(),
         }
     }
 

@@ -13,7 +13,6 @@ use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
-use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::codex::initialize::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
@@ -203,10 +202,14 @@ impl CodexSession {
             handler_timeout: config.approval_timeout.max(config.tool_timeout) + Duration::from_secs(5),
             label: "codex".into(),
             // A Codex that stops reading its stdin must fail the turn, not hang it.
-            write_timeout: Some(agent_write_timeout()),
+            write_timeout: Some(config.write_timeout),
             ..PeerConfig::default()
         };
-        let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };
+        let spawn = SpawnOptions {
+            registry: config.registry.clone(),
+            containment: config.containment,
+            ..SpawnOptions::default()
+        };
         let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
 
         let experimental_api = !hooks.tools.specs().is_empty();

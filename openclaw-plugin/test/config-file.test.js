@@ -1,0 +1,55 @@
+// The plugin's `configFile` reaches the bridge it spawns: as the bridge's `--config`, read by the
+// real `clawbridge serve` (a setting from the file takes effect; a bad file is the bridge's error,
+// with its file:line, in the attempt's failure).
+
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+
+import { resolveConfig } from "../src/config.js";
+import { attemptParams, pluginUnderTest, recordingLogger } from "./support/fakes.js";
+
+const DEMO = "clawbridge-demo";
+
+/** A temp dir holding `config.toml` with `text`; the test removes it. */
+function configDir(t, text) {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-config-file-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, "config.toml");
+  writeFileSync(file, typeof text === "function" ? text(dir) : text);
+  return { dir, file };
+}
+
+test("config: configFile becomes the bridge's --config before serve; a blank one is reported and dropped", () => {
+  const logger = recordingLogger();
+  const cfg = resolveConfig({ args: ["--x"], configFile: "/etc/clawbridge.toml", passEnv: ["vertex"] }, logger);
+  assert.deepEqual(cfg.args, ["--x", "--pass-env", "vertex", "--config", "/etc/clawbridge.toml"]);
+  assert.equal(cfg.configFile, "/etc/clawbridge.toml");
+  assert.equal(logger.lines.length, 0, logger.lines.join("\n"));
+  const blank = resolveConfig({ configFile: " " }, logger);
+  assert.deepEqual(blank.args, []);
+  assert.equal(logger.lines.length, 1, logger.lines.join("\n"));
+});
+
+test("a setting from configFile takes effect in the bridge the plugin spawns (its state dir)", async (t) => {
+  const { dir, file } = configDir(t, (d) => `[bridge]\nstate-dir = ${JSON.stringify(join(d, "from-file"))}\n`);
+  // No state dir from the environment, which would win over the file (an empty variable is unset).
+  const env = pluginUnderTest({ config: { configFile: file, env: { CLAWBRIDGE_STATE_DIR: "" } } });
+  t.after(env.cleanup);
+  const result = await env.harness(DEMO).runAttempt(attemptParams().params);
+  assert.equal(result.terminal.kind, "ok", JSON.stringify(result));
+  assert.ok(existsSync(join(dir, "from-file", "pids")), "the bridge keeps its pid registry in the file's state dir");
+});
+
+test("a configFile the bridge refuses fails the attempt with the bridge's file:line and key", async (t) => {
+  const { file } = configDir(t, "[bridge]\nstate-dirr = \"/tmp/x\"\n");
+  const env = pluginUnderTest({ config: { configFile: file } });
+  t.after(env.cleanup);
+  await assert.rejects(env.harness(DEMO).runAttempt(attemptParams().params), (error) => {
+    assert.ok(error.message.includes(`${file}:2:1`), error.message);
+    assert.match(error.message, /bridge\.state-dirr/);
+    return true;
+  });
+});

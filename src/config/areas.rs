@@ -1,0 +1,151 @@
+//! Every setting clawbridge reads, one area (one file section) each. A key's flag, environment
+//! variables and default live here and nowhere else; a later area (e.g. `[acp]`) is one more
+//! `settings_area!` plus a line in `settings_root!` (mod.rs).
+
+use std::path::PathBuf;
+
+use super::declare::settings_area;
+use super::value::{CgroupsSetting, PassEnvList};
+
+/// `run.backend`'s default: the demo needs no peers.
+pub const DEFAULT_RUN_BACKEND: &str = "demo";
+/// `reap.grace-ms`'s default.
+pub const DEFAULT_REAP_GRACE_MS: u64 = 2000;
+
+settings_area! {
+    /// Where the bridge keeps its state and what it passes to every agent.
+    "bridge" => BridgeSettings, BridgeFile, BridgeFlags {
+        /// Where clawbridge keeps its state: sessions, pid registry, bindings, logs.
+        state_dir: PathBuf,
+        flag Some("--state-dir"),
+        env ["CLAWBRIDGE_STATE_DIR"],
+        default Some(super::default_state_dir()),
+        shown "$XDG_STATE_HOME/clawbridge, else ~/.local/state/clawbridge";
+        /// Environment groups passed to the agents besides the defaults: bedrock, vertex.
+        pass_env: PassEnvList,
+        flag Some("--pass-env"),
+        env ["CLAWBRIDGE_PASS_ENV"],
+        default Some(PassEnvList::default()),
+        shown "none";
+    }
+}
+
+settings_area! {
+    /// What the bridge logs.
+    "logs" => LogSettings, LogFile, LogFlags {
+        /// The log filter (tracing's EnvFilter syntax, e.g. `debug` or `warn,clawbridge=debug`).
+        filter: String,
+        flag None,
+        env ["CLAWBRIDGE_LOG", "RUST_LOG"],
+        default Some(super::DEFAULT_LOG_FILTER.to_string()),
+        shown "warn,clawbridge=info,clawbridge_bridge=info";
+    }
+}
+
+settings_area! {
+    /// The Codex backend.
+    "codex" => CodexSettings, CodexFile, CodexFlags {
+        /// The `codex` executable (a path, or a name on PATH).
+        bin: PathBuf,
+        flag None,
+        env ["CLAWBRIDGE_CODEX_BIN"],
+        default None,
+        shown "codex on PATH";
+        /// Codex's home (its config, login and threads), given to every app-server.
+        home: PathBuf,
+        flag None,
+        env ["CODEX_HOME"],
+        default None,
+        shown "codex's own (~/.codex)";
+    }
+}
+
+settings_area! {
+    /// The Claude Code backend.
+    "claude" => ClaudeSettings, ClaudeFile, ClaudeFlags {
+        /// The `claude` executable (a path, or a name on PATH).
+        bin: PathBuf,
+        flag None,
+        env ["CLAWBRIDGE_CLAUDE_BIN"],
+        default None,
+        shown "claude on PATH";
+        /// Most Claude CLIs kept warm between turns at once; parking one more stops the least recently used.
+        warm_max: u64,
+        flag None,
+        env [],
+        default Some(8),
+        shown "8";
+        /// How long a warm Claude CLI may sit unused before it is stopped, in milliseconds.
+        warm_idle_ms: u64,
+        flag None,
+        env [],
+        default Some(600_000),
+        shown "600000 (10 min)";
+    }
+}
+
+settings_area! {
+    /// Deadlines on the native agents.
+    "agents" => AgentSettings, AgentFile, AgentFlags {
+        /// How long a turn may go without progress before the bridge ends it, in milliseconds (0: each backend's own).
+        turn_idle_timeout_ms: u64,
+        flag None,
+        env ["CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS"],
+        default None,
+        shown "each backend's own (300000 for codex and claude)";
+        /// How long a write to an agent's stdin may make no progress, in milliseconds (0: the default).
+        write_timeout_ms: u64,
+        flag None,
+        env ["CLAWBRIDGE_WRITE_TIMEOUT_MS"],
+        default Some(clawbridge_bridge::transport::DEFAULT_WRITE_TIMEOUT.as_secs() * 1000),
+        shown "10000";
+    }
+}
+
+settings_area! {
+    /// The host protocol server (`clawbridge serve`).
+    "serve" => ServeSettings, ServeFile, ServeFlags {
+        /// The bytes the running attempts' inputs may hold together.
+        input_budget_bytes: u64,
+        flag None,
+        env ["CLAWBRIDGE_SERVE_INPUT_BUDGET_BYTES"],
+        default Some(clawbridge_protocol::host::limits::ATTEMPT_INPUT_BUDGET_BYTES as u64),
+        shown "268435456 (256 MiB)";
+    }
+}
+
+settings_area! {
+    /// How agents' descendants are kept track of.
+    "containment" => ContainmentSettings, ContainmentFile, ContainmentFlags {
+        /// Whether each agent gets a cgroup of its own where the machine allows it: auto or off.
+        cgroups: CgroupsSetting,
+        flag None,
+        env ["CLAWBRIDGE_CGROUPS"],
+        default Some(CgroupsSetting::Auto),
+        shown "auto";
+    }
+}
+
+settings_area! {
+    /// `clawbridge run`.
+    "run" => RunSettings, RunFile, RunFlags {
+        /// The backend `run` uses: demo, codex or claude.
+        backend: String,
+        flag Some("--backend"),
+        env [],
+        default Some(DEFAULT_RUN_BACKEND.to_string()),
+        shown "demo";
+    }
+}
+
+settings_area! {
+    /// `clawbridge reap`.
+    "reap" => ReapSettings, ReapFile, ReapFlags {
+        /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
+        grace_ms: u64,
+        flag Some("--grace-ms"),
+        env [],
+        default Some(DEFAULT_REAP_GRACE_MS),
+        shown "2000";
+    }
+}

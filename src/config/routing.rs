@@ -1,0 +1,51 @@
+//! The effective settings handed to the code that uses them: the backends' options.
+
+use std::time::Duration;
+
+use clawbridge_adapters::{AgentOptions, BackendOptions};
+use clawbridge_bridge::backend::ConfiguredProgram;
+use clawbridge_bridge::supervisor::Containment;
+
+use super::value::CgroupsSetting;
+use super::{Setting, Settings, Source};
+
+impl Settings {
+    /// What the backends are built with.
+    pub fn backend_options(&self) -> BackendOptions {
+        let agent = |bin: &Setting<std::path::PathBuf>, key: &str| AgentOptions {
+            program: configured_program(bin, key),
+            // 0 means "the default", as the variable always did.
+            write_timeout: self.agents.write_timeout_ms.value.filter(|ms| *ms > 0).map(Duration::from_millis),
+            containment: self.containment.cgroups.value.map(|cgroups| match cgroups {
+                CgroupsSetting::Auto => Containment::CgroupWhereAvailable,
+                CgroupsSetting::Off => Containment::TokenOnly,
+            }),
+        };
+        let default_pool = clawbridge_adapters::claude::pool::PoolConfig::default();
+        let claude_pool = clawbridge_adapters::claude::pool::PoolConfig {
+            max_warm: self
+                .claude
+                .warm_max
+                .value
+                .map_or(default_pool.max_warm, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            idle_timeout: self.claude.warm_idle_ms.value.map_or(default_pool.idle_timeout, Duration::from_millis),
+        };
+        BackendOptions {
+            pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
+            codex: agent(&self.codex.bin, "codex.bin"),
+            codex_home: self.codex.home.value.clone(),
+            claude: agent(&self.claude.bin, "claude.bin"),
+            claude_pool: Some(claude_pool),
+        }
+    }
+}
+
+/// A backend's configured executable, named as the user gave it: the variable, or the key and its place.
+fn configured_program(bin: &Setting<std::path::PathBuf>, key: &str) -> Option<ConfiguredProgram> {
+    let path = bin.value.clone()?;
+    let named_by = match &bin.source {
+        Source::Env(name) => (*name).to_string(),
+        source => format!("{key} ({source})"),
+    };
+    Some(ConfiguredProgram { path, named_by })
+}

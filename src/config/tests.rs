@@ -1,0 +1,189 @@
+//! The loader: layers, sources, and the errors' places.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::value::{CgroupsSetting, PassEnvList};
+use super::*;
+
+fn file(text: &str) -> ConfigFile {
+    ConfigFile { path: PathBuf::from("/cfg/config.toml"), text: text.into() }
+}
+
+fn env_of(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let vars: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+    move |name| vars.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn invalid(text: &str) -> (usize, usize, Option<String>, String) {
+    match Settings::resolve(Some(&file(text)), Flags::default(), &no_env).unwrap_err() {
+        ConfigError::Invalid { line, column, key, message, .. } => (line, column, key, message),
+        other => panic!("not an Invalid: {other:?}"),
+    }
+}
+
+#[test]
+fn no_file_no_env_gives_every_default() {
+    let settings = Settings::resolve(None, Flags::default(), &no_env).unwrap();
+    assert!(settings.shown().iter().all(|shown| shown.source == Source::Default));
+    assert_eq!(settings.run.backend.value.as_deref(), Some("demo"));
+    assert_eq!(settings.reap.grace_ms.value, Some(2000));
+    assert_eq!(settings.claude.warm_max.value, Some(8));
+    assert_eq!(settings.codex.bin.value, None, "no default binary: the backend looks on PATH");
+}
+
+#[test]
+fn a_file_value_names_its_line() {
+    let text = "# comment\n[codex]\nbin = \"/opt/codex\"\n\n[agents]\nwrite-timeout-ms = 2500\n";
+    let settings = Settings::resolve(Some(&file(text)), Flags::default(), &no_env).unwrap();
+    assert_eq!(settings.codex.bin.value, Some(PathBuf::from("/opt/codex")));
+    assert_eq!(settings.codex.bin.source, Source::File { path: "/cfg/config.toml".into(), line: 3 });
+    assert_eq!(settings.agents.write_timeout_ms.value, Some(2500));
+    assert_eq!(settings.agents.write_timeout_ms.source, Source::File { path: "/cfg/config.toml".into(), line: 6 });
+    assert_eq!(settings.codex.home.source, Source::Default);
+}
+
+#[test]
+fn flag_beats_env_beats_file_beats_default() {
+    let text = "[bridge]\nstate-dir = \"/from/file\"\npass-env = [\"bedrock\"]\n[run]\nbackend = \"codex\"\n";
+    let env = env_of(&[("CLAWBRIDGE_STATE_DIR", "/from/env")]);
+    let mut flags = Flags::default();
+    flags.bridge.pass_env = Some("vertex".parse().unwrap());
+    let settings = Settings::resolve(Some(&file(text)), flags, &env).unwrap();
+    assert_eq!(settings.bridge.state_dir.value, Some(PathBuf::from("/from/env")));
+    assert_eq!(settings.bridge.state_dir.source, Source::Env("CLAWBRIDGE_STATE_DIR"));
+    assert_eq!(settings.bridge.pass_env.value, Some("vertex".parse::<PassEnvList>().unwrap()));
+    assert_eq!(settings.bridge.pass_env.source, Source::Flag("--pass-env"));
+    assert_eq!(settings.run.backend.value.as_deref(), Some("codex"));
+    assert!(matches!(settings.run.backend.source, Source::File { line: 5, .. }));
+}
+
+#[test]
+fn the_first_set_variable_of_a_key_wins() {
+    let env = env_of(&[("RUST_LOG", "trace"), ("CLAWBRIDGE_LOG", "debug")]);
+    let settings = Settings::resolve(None, Flags::default(), &env).unwrap();
+    assert_eq!(settings.logs.filter.value.as_deref(), Some("debug"));
+    assert_eq!(settings.logs.filter.source, Source::Env("CLAWBRIDGE_LOG"));
+    let env = env_of(&[("RUST_LOG", "trace")]);
+    let settings = Settings::resolve(None, Flags::default(), &env).unwrap();
+    assert_eq!(settings.logs.filter.source, Source::Env("RUST_LOG"));
+}
+
+#[test]
+fn cgroups_read_as_the_variable_always_was() {
+    for (text, expected) in [
+        ("off", CgroupsSetting::Off),
+        ("NO", CgroupsSetting::Off),
+        ("0", CgroupsSetting::Off),
+        ("1", CgroupsSetting::Auto),
+    ] {
+        let settings = Settings::resolve(None, Flags::default(), &env_of(&[("CLAWBRIDGE_CGROUPS", text)])).unwrap();
+        assert_eq!(settings.containment.cgroups.value, Some(expected), "{text}");
+    }
+    let settings =
+        Settings::resolve(Some(&file("[containment]\ncgroups = \"off\"\n")), Flags::default(), &no_env).unwrap();
+    assert_eq!(settings.containment.cgroups.value, Some(CgroupsSetting::Off));
+}
+
+#[test]
+fn a_syntax_error_names_its_line_and_column() {
+    let (line, column, key, _) = invalid("[bridge]\nstate-dir = \"/x\"\npass-env = [\"bedrock\"\n");
+    assert_eq!((line, key.as_deref()), (3, Some("bridge.pass-env")), "the list left open");
+    assert!(column >= 1);
+    let (line, column, ..) = invalid("[run]\nbackend = codex\n");
+    assert_eq!((line, column), (2, 11));
+}
+
+#[test]
+fn an_unknown_key_is_named_with_the_known_ones() {
+    let (line, column, key, message) = invalid("[codex]\nbin = \"/x\"\nbinary = \"/y\"\n");
+    assert_eq!((line, column, key.as_deref()), (3, 1, Some("codex.binary")));
+    assert!(
+        message.contains("unknown field `binary`") && message.contains("`bin`") && message.contains("`home`"),
+        "{message}"
+    );
+    let (line, _, key, message) = invalid("[run]\nbackend = \"demo\"\n\n[acpx]\nagent = \"x\"\n");
+    assert_eq!((line, key.as_deref()), (4, Some("acpx")));
+    assert!(message.contains("`serve`"), "{message}");
+}
+
+#[test]
+fn a_wrong_type_names_the_key_and_the_expected_type() {
+    let (line, column, key, message) = invalid("[reap]\n\ngrace-ms = \"soon\"\n");
+    assert_eq!((line, column, key.as_deref()), (3, 12, Some("reap.grace-ms")));
+    assert!(message.contains("u64"), "{message}");
+    let (_, _, key, message) = invalid("[bridge]\npass-env = [\"bedrock\", \"azure\"]\n");
+    assert_eq!(key.as_deref(), Some("bridge.pass-env"));
+    assert!(message.contains("azure"), "{message}");
+}
+
+#[test]
+fn an_unreadable_env_value_names_the_variable_and_key() {
+    let error =
+        Settings::resolve(None, Flags::default(), &env_of(&[("CLAWBRIDGE_WRITE_TIMEOUT_MS", "ten")])).unwrap_err();
+    let text = error.to_string();
+    assert!(text.contains("CLAWBRIDGE_WRITE_TIMEOUT_MS=ten") && text.contains("agents.write-timeout-ms"), "{text}");
+}
+
+#[test]
+fn columns_count_characters_and_offsets_past_the_end_are_clamped() {
+    let f = file("a = \"é\"\nb = 1");
+    assert_eq!(f.line_column(0), (1, 1));
+    assert_eq!(f.line_column(7), (1, 7), "after the two-byte é");
+    assert_eq!(f.line_column(6), (1, 6), "inside é: its start");
+    assert_eq!(f.line_column(1000), (2, 6));
+}
+
+#[test]
+fn the_default_file_may_be_missing_a_named_one_may_not_and_size_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("config.toml");
+    assert!(ConfigFile::read(&FileChoice::Default(Some(missing.clone()))).unwrap().is_none());
+    assert!(matches!(ConfigFile::read(&FileChoice::Named(missing.clone())), Err(ConfigError::Unreadable { .. })));
+    std::fs::write(&missing, vec![b'#'; usize::try_from(MAX_CONFIG_BYTES).unwrap() + 1]).unwrap();
+    assert!(matches!(ConfigFile::read(&FileChoice::Named(missing.clone())), Err(ConfigError::TooLarge { .. })));
+    std::fs::write(&missing, [0xff, 0xfe]).unwrap();
+    assert!(matches!(ConfigFile::read(&FileChoice::Named(missing.clone())), Err(ConfigError::NotText { .. })));
+    let link = dir.path().join("linked.toml");
+    std::fs::write(&missing, "[run]\nbackend = \"codex\"\n").unwrap();
+    std::os::unix::fs::symlink(&missing, &link).unwrap();
+    let read = ConfigFile::read(&FileChoice::Named(link)).unwrap().unwrap();
+    assert!(read.text.contains("codex"), "a symlinked file (dotfile managers) is followed");
+}
+
+#[test]
+fn every_key_is_declared_once_with_a_doc_and_a_default() {
+    let keys = Settings::keys();
+    let mut seen = std::collections::HashSet::new();
+    for key in &keys {
+        assert!(seen.insert(format!("{}.{}", key.section, key.name)), "{key:?} twice");
+        assert!(!key.doc.is_empty() && !key.default.is_empty(), "{key:?}");
+    }
+    let shown = Settings::resolve(None, Flags::default(), &no_env).unwrap().shown();
+    let shown: Vec<_> = shown.iter().map(|s| s.key.clone()).collect();
+    let declared: Vec<_> = keys.iter().map(|k| format!("{}.{}", k.section, k.name)).collect();
+    assert_eq!(shown, declared, "config show lists exactly the declared keys");
+}
+
+#[test]
+fn a_secret_value_is_never_shown_or_debug_printed() {
+    use super::value::{SecretText, SettingValue};
+    let secret = SecretText::from_env_text("sk-live-123").unwrap();
+    assert_eq!(secret.0, "sk-live-123", "the value is kept for its use");
+    assert!(!secret.show().contains("sk-live") && !secret.to_json().to_string().contains("sk-live"));
+    assert!(!format!("{secret:?}").contains("sk-live"));
+}
+
+#[test]
+fn every_declared_section_is_a_section_of_the_file() {
+    let sections: std::collections::BTreeSet<_> = Settings::keys().iter().map(|key| key.section).collect();
+    assert!(sections.len() >= 9, "{sections:?}");
+    for section in sections {
+        let text = format!("[{section}]\n");
+        assert!(Settings::resolve(Some(&file(&text)), Flags::default(), &no_env).is_ok(), "[{section}] is refused");
+    }
+}
