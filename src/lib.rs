@@ -8,3 +8,4 @@ pub mod logfile;
 pub mod run;
 pub mod serve;
 pub mod shell;
+pub mod view;
