@@ -33,7 +33,7 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or claude.
+        /// Which backend: demo (a scripted agent that answers your prompt, no peers needed), codex or claude.
         #[arg(long, default_value = "demo")]
         backend: String,
         /// Session name; running again with the same name resumes the native thread or session.
@@ -63,6 +63,13 @@ enum Command {
     /// (internal) Play the demo's bundled Codex recording on stdio, as `codex app-server` would.
     #[command(hide = true)]
     DemoAgent {
+        /// Ignored: the arguments a Codex launch passes (`app-server`, `-c …`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        ignored: Vec<String>,
+    },
+    /// (internal) The scripted demo agent `run`'s demo backend talks to, as to `codex app-server`.
+    #[command(hide = true)]
+    DemoListen {
         /// Ignored: the arguments a Codex launch passes (`app-server`, `-c …`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ignored: Vec<String>,
@@ -103,9 +110,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 _ => None,
             };
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await
+            crate::run::run(args, &state_dir, &crate::demo::run_registry_passing(&pass_env)).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
+        Command::DemoListen { ignored: _ } => Ok(crate::demo::listen()?),
         Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }

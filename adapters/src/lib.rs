@@ -25,6 +25,9 @@ pub struct DemoAgent {
     pub args: Vec<OsString>,
     /// The version of the codex app-server the recording was made with.
     pub recorded_version: &'static str,
+    /// The program is the scripted demo agent (it answers the prompt and asks before it runs a
+    /// command) rather than the recording's player (whose approval was granted when recorded).
+    pub scripted: bool,
 }
 
 /// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex
@@ -38,7 +41,11 @@ pub fn registry(demo: DemoAgent) -> Registry {
 /// backends whose modes need them (Claude Code's Bedrock and Vertex modes).
 pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry {
     Registry::new()
-        .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
+        .with(Arc::new(if demo.scripted {
+            codex::CodexBackend::scripted_demo(demo.program, demo.args, demo.recorded_version)
+        } else {
+            codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)
+        }))
         .with(Arc::new(codex::CodexBackend::native()))
         .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)))
 }
