@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod interrupt;
 pub mod logfile;
 pub mod run;
 pub mod serve;

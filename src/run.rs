@@ -20,7 +20,8 @@ use clawbridge_bridge::transcript::{
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::view::{View, approver};
+use crate::interrupt::CtrlC;
+use crate::view::{Screen, View, approver};
 
 /// What `run` was asked to do.
 #[derive(Debug)]
@@ -203,9 +204,10 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         }
     }
     store_prompt_first(&place, &scope, &label, &args.prompt).await?;
+    let screen = Screen::new(args.json);
     let resumed = settings.resume.clone();
     let hooks = SessionHooks {
-        approver: approver(backend, args.approval.as_ref()),
+        approver: approver(backend, args.approval.as_ref(), &screen),
         tools: Arc::new(NoHostTools),
         observer: Arc::new(NoObserver),
     };
@@ -217,12 +219,13 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
     // The prompt row is already stored (store_prompt_first).
     let spec = MirrorSpec { scope, label, prompt: None };
     let store = RunStore(place.transcript.clone());
-    let pipeline = Pipeline::start(vec![Box::new(View::new(args.json))], Some((spec, Box::new(store))));
+    let view = View::new(args.json, screen.clone(), facts.process);
+    let pipeline = Pipeline::start(vec![Box::new(view)], Some((spec, Box::new(store))));
     let cancel = CancellationToken::new();
-    let ctrl_c = interrupt_on_ctrl_c(&cancel);
+    let ctrl_c = CtrlC::watch(&cancel, place.registry.clone(), screen.clone(), facts.process);
     let input = TurnInput::text(args.prompt.clone());
     let result = native.run_turn(TurnRequest { input: &input, sink: &mut pipeline.sender(), cancel: &cancel }).await;
-    ctrl_c.abort();
+    let interrupted = ctrl_c.finish();
     let native_id = native.native_id();
     native.shutdown().await;
     let result = result.context("running the turn")?;
@@ -234,8 +237,16 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
     if let (Some(native_id), true) = (native_id, facts.supports.resume) {
         Binding::new(native_id, &fingerprints).save(&place.binding_path).context("saving the session binding")?;
     }
-    View::new(args.json).summary(&result, &place.session_name, &place.transcript_path, facts.native_session);
-    ended(&result)
+    View::new(args.json, screen, facts.process).summary(
+        &result,
+        &place.session_name,
+        &place.transcript_path,
+        facts.native_session,
+    );
+    match interrupted {
+        Some(interrupted) => Err(interrupted.into()),
+        None => ended(&result),
+    }
 }
 
 /// Writes the turn's prompt row and syncs it before anything else of the turn, before the agent is
@@ -257,17 +268,6 @@ async fn store_prompt_first(place: &Place, scope: &str, label: &ModelLabel, prom
     }
     // Synced even when the row was already there: the run that wrote it may have died before its sync.
     transcript.sync().await.map_err(|source| RunError::PromptNotSynced { store: store(), source })
-}
-
-/// Ctrl-C interrupts the turn (the backend's own interrupt), instead of killing the bridge.
-fn interrupt_on_ctrl_c(cancel: &CancellationToken) -> tokio::task::JoinHandle<()> {
-    let cancel = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nclawbridge: interrupting the turn…");
-            cancel.cancel();
-        }
-    })
 }
 
 /// A run succeeds only when its turn ended `ok`.

@@ -2,7 +2,11 @@
 //! terminal, a summary line — or, with `--json`, the normalized events as JSONL and nothing else.
 
 mod approval;
+mod progress;
 mod render;
+mod screen;
+mod style;
 
 pub use approval::approver;
 pub use render::View;
+pub use screen::Screen;
