@@ -18,14 +18,18 @@ pub enum Named {
 }
 
 /// The command in `prompt`: the first `backticked` span, else what follows the last word `run`
-/// on its line (`please run echo hello`). `None` when the prompt names none.
+/// on its line when it starts with a program the demo knows (`please run echo hello`; "run some
+/// checks" names no command). `None` when the prompt names none.
 pub fn named_in(prompt: &str) -> Option<Named> {
-    let command = backticked(prompt).or_else(|| after_run(prompt))?;
+    let program_of = |command: &str| command.split_whitespace().next().unwrap_or_default().to_owned();
+    let command = backticked(prompt)
+        .or_else(|| after_run(prompt).filter(|command| HARMLESS.contains(&program_of(command).as_str())))?;
     let command = command.trim().trim_end_matches(['.', '!', '?']).trim();
     if command.is_empty() {
         return None;
     }
-    let program = command.split_whitespace().next().unwrap_or_default();
+    let program = program_of(command);
+    let program = program.as_str();
     // Quotes are fine (`echo "a b"`); anything that chains, substitutes or redirects is not.
     let chains = command.contains([';', '|', '&', '>', '<', '`', '$', '\n', '(', ')']);
     if command.len() <= MAX_COMMAND && HARMLESS.contains(&program) && !chains {
@@ -66,9 +70,12 @@ mod tests {
         assert_eq!(named_in("say hi and run echo hello."), Some(Named::Harmless("echo hello".into())));
         assert_eq!(named_in("try `ls -la` here"), Some(Named::Harmless("ls -la".into())));
         assert_eq!(named_in("Run printf 'a b'"), Some(Named::Harmless("printf 'a b'".into())));
-        assert_eq!(named_in("run rm -rf /"), Some(Named::Refused("rm -rf /".into())));
+        assert_eq!(named_in("`rm -rf /`"), Some(Named::Refused("rm -rf /".into())));
+        assert_eq!(named_in("run rm -rf /"), None, "after `run`, only a program the demo knows names a command");
+        assert_eq!(named_in("can you run some checks?"), None);
         assert_eq!(named_in("run echo hi; rm x"), Some(Named::Refused("echo hi; rm x".into())));
         assert_eq!(named_in("run echo $(id)"), Some(Named::Refused("echo $(id)".into())));
+        assert_eq!(named_in("please `echo hi > x`"), Some(Named::Refused("echo hi > x".into())));
         assert_eq!(named_in("what is a rerun worth?"), None, "`rerun ` is not `run `");
         assert_eq!(named_in("list the files"), None);
         assert_eq!(named_in("run ``"), None);

@@ -80,13 +80,14 @@ impl Approver for ShownApprover {
     }
 }
 
-/// Says, when dropped still holding its screen, that the request went unanswered.
+/// Says, when dropped still holding its screen, that the request went unanswered (the bridge
+/// denies a request whose approval deadline ran out).
 struct Unanswered(Option<Arc<Screen>>);
 
 impl Drop for Unanswered {
     fn drop(&mut self) {
         if let Some(screen) = self.0.take() {
-            screen.answered(&paint(BAD, "\n✗ no answer in time: denied"));
+            screen.answered(&paint(BAD, "\n✗ not answered (the approval timed out or the turn ended): denied"));
         }
     }
 }
