@@ -216,3 +216,60 @@ fn with_json_stdout_holds_only_the_events_and_the_result() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("✓ allowed by --approve"), "they are on stderr: {stderr}");
 }
+
+/// A Codex that fails its model request twice with the lines codex 0.169.0 sends for a 503
+/// endpoint (`Reconnecting... n/2`, `willRetry: true`), then answers: the person sees each retry
+/// as it happens, in words.
+#[test]
+fn a_native_retry_is_shown_as_it_happens() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let turn = serde_json::json!({"id": "tu-1", "items": [], "status": "inProgress", "error": null});
+    let retry = |n: u32| {
+        serde_json::json!({"send": {"method": "error", "params": {
+            "error": {"message": format!("Reconnecting... {n}/2"),
+                      "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 503}},
+                      "additionalDetails": "unexpected status 503 Service Unavailable", "misalignment": null},
+            "willRetry": true, "threadId": "th-1", "turnId": "tu-1"}}})
+    };
+    let done = serde_json::json!({"id": "tu-1", "items": [], "status": "completed", "error": null});
+    let plan = serde_json::json!({
+        "answers": {"thread/start": {"thread": {"id": "th-1", "model": "stub", "turns": []}, "model": "stub"},
+                    "turn/start": {"turn": turn}},
+        "after": {"turn/start": [
+            {"send": {"method": "turn/started", "params": {"threadId": "th-1", "turn": turn}}},
+            retry(1), retry(2),
+            {"send": {"method": "turn/completed", "params": {"threadId": "th-1", "turn": done}}}
+        ]}
+    });
+    let script = dir.path().join("retrying.json");
+    std::fs::write(&script, plan.to_string()).unwrap();
+    let codex = dir.path().join("codex");
+    let fake = clawbridge_fixtures::fixture_bin("fake-agent");
+    std::fs::write(
+        &codex,
+        format!(
+            "#!/bin/sh\nexec {} --dialect codex --user-agent 'clawbridge/0.169.0 (stub) dumb (clawbridge; 0.1.0)' --script {}\n",
+            quote(&fake.display().to_string()),
+            quote(&script.display().to_string())
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "codex", "--deny", "--program"])
+        .arg(&codex)
+        .arg("hi")
+        .env("CLAWBRIDGE_STATE_DIR", dir.path().join("state"))
+        .env_remove("CODEX_HOME")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for n in [1, 2] {
+        let shown =
+            format!("… model endpoint unreachable (HTTP 503), retrying (attempt {n} of 2) Reconnecting... {n}/2");
+        assert!(stderr.lines().any(|l| l.starts_with(&shown)), "{shown:?} in:\n{stderr}");
+    }
+}
