@@ -5,11 +5,15 @@
 //! tmux comes from Debian (`scripts/install-peers.sh` installs it when missing and root); without
 //! it these tests skip, unless `CLAWBRIDGE_REQUIRE_PEERS=1`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clawbridge_fixtures::peers::peers_required;
+use common::stub_codex::{THREAD, TURN, plan, stub_codex, stub_pid};
+use serde_json::json;
 
 /// How long a step may take on a loaded machine; only a hang reaches it (polled, never timed).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -44,8 +48,9 @@ impl Tmux {
     fn start(tmux: PathBuf, name: &str, command: &str) -> Tmux {
         let socket = format!("clawbridge-test-{name}-{}", std::process::id());
         let tmux = Tmux { tmux, socket };
-        // A wide pane, so no line of the view wraps; the shell stays after the run for capturing.
-        let script = format!("{command}; echo {DONE}$?; sleep 600");
+        // A wide pane, so no line of the view wraps; the shell stays after the run for capturing,
+        // and a Ctrl-C typed in the pane (which reaches the shell too) does not end it.
+        let script = format!("trap true INT; {command}; echo {DONE}$?; sleep 600");
         let out = tmux.cmd(&["new-session", "-d", "-x", "220", "-y", "50", "-s", "view", "sh", "-c", &script]);
         assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
         tmux
@@ -222,40 +227,17 @@ fn with_json_stdout_holds_only_the_events_and_the_result() {
 /// as it happens, in words.
 #[test]
 fn a_native_retry_is_shown_as_it_happens() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let turn = serde_json::json!({"id": "tu-1", "items": [], "status": "inProgress", "error": null});
     let retry = |n: u32| {
-        serde_json::json!({"send": {"method": "error", "params": {
+        json!({"send": {"method": "error", "params": {
             "error": {"message": format!("Reconnecting... {n}/2"),
                       "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 503}},
                       "additionalDetails": "unexpected status 503 Service Unavailable", "misalignment": null},
-            "willRetry": true, "threadId": "th-1", "turnId": "tu-1"}}})
+            "willRetry": true, "threadId": THREAD, "turnId": TURN}}})
     };
-    let done = serde_json::json!({"id": "tu-1", "items": [], "status": "completed", "error": null});
-    let plan = serde_json::json!({
-        "answers": {"thread/start": {"thread": {"id": "th-1", "model": "stub", "turns": []}, "model": "stub"},
-                    "turn/start": {"turn": turn}},
-        "after": {"turn/start": [
-            {"send": {"method": "turn/started", "params": {"threadId": "th-1", "turn": turn}}},
-            retry(1), retry(2),
-            {"send": {"method": "turn/completed", "params": {"threadId": "th-1", "turn": done}}}
-        ]}
-    });
-    let script = dir.path().join("retrying.json");
-    std::fs::write(&script, plan.to_string()).unwrap();
-    let codex = dir.path().join("codex");
-    let fake = clawbridge_fixtures::fixture_bin("fake-agent");
-    std::fs::write(
-        &codex,
-        format!(
-            "#!/bin/sh\nexec {} --dialect codex --user-agent 'clawbridge/0.169.0 (stub) dumb (clawbridge; 0.1.0)' --script {}\n",
-            quote(&fake.display().to_string()),
-            quote(&script.display().to_string())
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
+    let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
+    let codex = stub_codex(dir.path(), &plan(vec![retry(1), retry(2), completed], json!({})), &[]);
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["run", "--backend", "codex", "--deny", "--program"])
         .arg(&codex)
@@ -272,4 +254,36 @@ fn a_native_retry_is_shown_as_it_happens() {
             format!("… model endpoint unreachable (HTTP 503), retrying (attempt {n} of 2) Reconnecting... {n}/2");
         assert!(stderr.lines().any(|l| l.starts_with(&shown)), "{shown:?} in:\n{stderr}");
     }
+}
+
+/// In a terminal, a turn that makes no progress shows a spinner with the elapsed time; Ctrl-C
+/// typed in the pane interrupts, typed again stops the agent (which ignores both the interrupt
+/// and SIGTERM), and the run exits 130 with the spinner gone.
+#[test]
+fn the_spinner_counts_while_the_agent_is_awaited_and_two_ctrl_c_stop_it() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let stubborn = plan(vec![], json!({"turn/interrupt": [{"stderr": "ignoring the interrupt"}]}));
+    let codex = stub_codex(dir.path(), &stubborn, &["--ignore-sigterm"]);
+    let line = run_line(
+        &dir.path().join("state"),
+        dir.path(),
+        "",
+        &format!("--backend codex --deny --program {}", quote(&codex.display().to_string())),
+        "wait",
+    );
+    let pane = Tmux::start(tmux, "spinner", &line);
+    // The elapsed time is counted: a whole second has passed on the spinner's clock.
+    wait_until("the spinner counting seconds", || {
+        let pane = pane.capture(false);
+        pane.lines().any(|l| l.contains("waiting for codex app-server") && !l.trim_end().ends_with(" 0s")).then_some(())
+    });
+    pane.keys(&["C-c"]);
+    pane.wait_for("interrupting… (Ctrl-C again to stop now)");
+    pane.keys(&["C-c"]);
+    let done = pane.wait_for(DONE);
+    assert!(done.contains("clawbridge: stopping codex app-server now"), "{done}");
+    assert!(done.lines().any(|l| l.trim_end() == format!("{DONE}130")), "{done}");
+    assert!(!done.contains("waiting for codex app-server"), "the spinner is cleared:\n{done}");
+    assert!(!common::stub_codex::running(stub_pid(dir.path())), "the agent is gone");
 }
