@@ -244,8 +244,9 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         facts.native_session,
     );
     match interrupted {
-        Some(interrupted) => Err(interrupted.into()),
-        None => ended(&result),
+        // A turn that completed before the interrupt took effect is not reported as interrupted.
+        Some(interrupted) if result.terminal.kind != TerminalKind::Ok => Err(interrupted.into()),
+        _ => ended(&result),
     }
 }
 

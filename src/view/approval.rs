@@ -33,7 +33,7 @@ impl Decider {
             Decider::Flag(ApprovalDecision::Allow) => "by --approve",
             Decider::Flag(_) => "by --deny",
             Decider::Backend(_) => "by the demo's fixed answer",
-            Decider::Nobody => "no terminal to ask and neither --approve nor --deny",
+            Decider::Nobody => "(no terminal to ask, and neither --approve nor --deny was given)",
         }
     }
 }
