@@ -282,11 +282,36 @@ fn run_command(command: &str, cwd: Option<&str>) -> Ran {
     };
     let mut output = Vec::new();
     if let Some(stdout) = child.stdout.take() {
-        let mut stdout = stdout;
-        let _ = (&mut stdout).take(MAX_OUTPUT).read_to_end(&mut output);
-        // Drain the rest so the command is not stopped by a full pipe, keeping none of it.
-        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        // One byte past the cap tells a command that had more to say from one that said exactly that.
+        let _ = stdout.take(MAX_OUTPUT + 1).read_to_end(&mut output);
+    }
+    let cut = output.len() as u64 > MAX_OUTPUT;
+    if cut {
+        // More than the demo shows (`cat` of an endless file): stop it rather than read it all.
+        output.truncate(MAX_OUTPUT as usize);
+        let _ = child.kill();
     }
     let exit_code = child.wait().ok().and_then(|status| status.code());
-    Ran { output: String::from_utf8_lossy(&output).into_owned(), exit_code }
+    let mut output = String::from_utf8_lossy(&output).into_owned();
+    if cut {
+        output.push_str(&format!("\n… (cut at {} KiB; the command was stopped)", MAX_OUTPUT / 1024));
+    }
+    Ran { output, exit_code }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_runs_in_its_cwd_and_its_output_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let ran = run_command("pwd", dir.path().to_str());
+        assert_eq!(ran.exit_code, Some(0));
+        assert_eq!(ran.output.trim_end(), dir.path().canonicalize().unwrap().display().to_string());
+
+        let endless = run_command("yes", None);
+        assert!(endless.output.len() < MAX_OUTPUT as usize + 100, "{}", endless.output.len());
+        assert!(endless.output.ends_with("(cut at 16 KiB; the command was stopped)"));
+    }
 }
