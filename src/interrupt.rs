@@ -47,11 +47,11 @@ impl CtrlC {
             while tokio::signal::ctrl_c().await.is_ok() {
                 match counted.fetch_add(1, Ordering::SeqCst) {
                     0 => {
-                        screen.note("clawbridge: interrupting… (Ctrl-C again to stop now)");
+                        screen.urgent("clawbridge: interrupting… (Ctrl-C again to stop now)");
                         cancel.cancel();
                     }
                     1 => {
-                        screen.note(&format!("clawbridge: stopping {process} now"));
+                        screen.urgent(&format!("clawbridge: stopping {process} now"));
                         let registry = registry.clone();
                         let _ = tokio::task::spawn_blocking(move || registry.kill_own_groups_now()).await;
                     }

@@ -287,3 +287,24 @@ fn the_spinner_counts_while_the_agent_is_awaited_and_two_ctrl_c_stop_it() {
     assert!(!done.contains("waiting for codex app-server"), "the spinner is cleared:\n{done}");
     assert!(!common::stub_codex::running(stub_pid(dir.path())), "the agent is gone");
 }
+
+/// Ctrl-C while the approval is being asked: the interrupt is said at once, on a line of its own
+/// (not held back behind the question), the command never runs and the run exits 130.
+#[test]
+fn ctrl_c_at_the_approval_prompt_interrupts_at_once() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let (state, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let pane = Tmux::start(tmux, "prompt-ctrl-c", &run_line(state.path(), cwd.path(), "", "", "run ls"));
+    pane.wait_for("Allow? [y]es / [a]lways / [n]o / [s]top:");
+    pane.keys(&["C-c"]);
+    let done = pane.wait_for(DONE);
+    let lines: Vec<&str> = done.lines().map(str::trim_end).collect();
+    let asked = lines.iter().position(|l| l.starts_with("Allow?")).expect("the question");
+    assert_eq!(
+        lines.get(asked + 1).copied(),
+        Some("clawbridge: interrupting… (Ctrl-C again to stop now)"),
+        "the interrupt is the very next line, not held back behind the question:\n{done}"
+    );
+    assert!(done.lines().any(|l| l.trim_end() == format!("{DONE}130")), "{done}");
+    assert!(!done.contains("I ran `ls`"), "{done}");
+}

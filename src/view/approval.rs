@@ -87,7 +87,7 @@ struct Unanswered(Option<Arc<Screen>>);
 impl Drop for Unanswered {
     fn drop(&mut self) {
         if let Some(screen) = self.0.take() {
-            screen.answered(&paint(BAD, "\n✗ not answered (the approval timed out or the turn ended): denied"));
+            screen.urgent(&paint(BAD, "✗ not answered (the approval timed out or the turn ended): denied"));
         }
     }
 }

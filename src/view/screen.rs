@@ -122,14 +122,18 @@ impl Screen {
         let mut state = self.lock();
         state.asking = false;
         state.note(line);
-        state.held_bytes = 0;
-        for held in std::mem::take(&mut state.held) {
-            match held {
-                Held::Text(text) => state.text(&text),
-                Held::OutLine(line) => state.out_line(&line),
-                Held::Note(line) => state.note(&line),
-            }
+        state.release_held();
+    }
+
+    /// A line that cannot wait for an answer (Ctrl-C, a question that went unanswered): a question
+    /// still on screen is left (its line ended), `line` is shown now, then what was held back.
+    pub fn urgent(&self, line: &str) {
+        let mut state = self.lock();
+        if std::mem::take(&mut state.asking) {
+            let _ = writeln!(state.err);
         }
+        state.note(line);
+        state.release_held();
     }
 
     /// Something is awaited (`what`: "waiting for codex"); the spinner shows it until output comes.
@@ -157,6 +161,17 @@ impl State {
         self.held_bytes += bytes;
         self.held.push(what());
         true
+    }
+
+    fn release_held(&mut self) {
+        self.held_bytes = 0;
+        for held in std::mem::take(&mut self.held) {
+            match held {
+                Held::Text(text) => self.text(&text),
+                Held::OutLine(line) => self.out_line(&line),
+                Held::Note(line) => self.note(&line),
+            }
+        }
     }
 
     fn text(&mut self, text: &str) {
