@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::command::{Named, harmless_programs, named_in};
 
 /// The model the demo says it is (its `thread/start` answer), so transcript rows name it.
-pub const DEMO_MODEL: &str = "clawbridge-demo-script";
+const DEMO_MODEL: &str = "clawbridge-demo-script";
 /// A command's output beyond this is cut (the demo shows a little, not a log).
 const MAX_OUTPUT: u64 = 16 * 1024;
 /// The longest line the demo reads from its client; longer lines are skipped whole.

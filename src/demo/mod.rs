@@ -7,7 +7,7 @@
 mod agent;
 mod command;
 
-pub use agent::{DEMO_MODEL, serve as listen};
+pub use agent::serve as listen;
 
 use std::ffi::OsString;
 
