@@ -60,13 +60,27 @@ install_typescript() {
   echo "$stamp" >"$dir/.clawbridge-stamp"
 }
 
+# tmux drives the terminal-view tests (tests/terminal_view.rs); it is a Debian package, not an npm
+# one, so it is installed only when missing and running as root (elsewhere those tests skip, or fail
+# under CLAWBRIDGE_REQUIRE_PEERS=1). apt's output goes to stderr: stdout lists the binaries.
+install_tmux() {
+  command -v tmux >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux \
+      || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux; }; } >&2
+  else
+    echo "install-peers.sh: tmux is missing and cannot be installed here (not root, or no apt-get)" >&2
+  fi
+}
+
 what="${1:-all}"
 case "$what" in
   agents) install_agents ;;
   openclaw) install_node; install_openclaw ;;
   typescript) install_typescript ;;
-  all) install_agents; install_node; install_openclaw; install_typescript ;;
-  *) echo "usage: $0 [all|agents|openclaw|typescript]" >&2; exit 2 ;;
+  tmux) install_tmux ;;
+  all) install_agents; install_node; install_openclaw; install_typescript; install_tmux ;;
+  *) echo "usage: $0 [all|agents|openclaw|typescript|tmux]" >&2; exit 2 ;;
 esac
 
 # Print the resolved binaries, one `name=path` per line, for tests and humans.
@@ -85,4 +99,5 @@ oc="$dest/openclaw/node_modules/openclaw/openclaw.mjs"
 [ -f "$oc" ] && echo "openclaw=$oc"
 tsc="$dest/typescript/node_modules/typescript/bin/tsc"
 [ -f "$tsc" ] && echo "tsc=$tsc"
+command -v tmux >/dev/null 2>&1 && echo "tmux=$(command -v tmux)"
 exit 0

@@ -44,7 +44,7 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or
+        /// Which backend: demo (a scripted agent that answers your prompt, no peers needed), codex or
         /// claude [default: demo, or `run.backend` in the config file].
         #[arg(long)]
         backend: Option<String>,
@@ -82,6 +82,13 @@ enum Command {
     /// Check that each backend can run here (found, version, handshake, auth, model endpoint,
     /// sandbox) and that the state dir is usable; every failure with its fix.
     Doctor(crate::doctor::DoctorArgs),
+    /// (internal) The scripted demo agent `run`'s demo backend talks to, as to `codex app-server`.
+    #[command(hide = true)]
+    DemoListen {
+        /// Ignored: the arguments a Codex launch passes (`app-server`, `-c …`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        ignored: Vec<String>,
+    },
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
         /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds [default: 2000,
@@ -141,7 +148,7 @@ impl Cli {
 
     /// The effective settings: flags over the process's variables over the config file over defaults.
     pub fn settings(&self) -> Result<Settings, ConfigError> {
-        if matches!(self.command, Command::DemoAgent { .. }) {
+        if matches!(self.command, Command::DemoAgent { .. } | Command::DemoListen { .. }) {
             // A child playing a recording: it has no settings, so nothing the operator set can stop it.
             return Settings::resolve(None, Flags::default(), &|_| None);
         }
@@ -171,9 +178,10 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             };
             let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await
+            crate::run::run(args, &state_dir, &crate::demo::run_registry_configured(&settings)).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
+        Command::DemoListen { ignored: _ } => Ok(crate::demo::listen()?),
         Command::Serve => {
             let limits = crate::serve::ServeLimits::from_settings(&settings);
             crate::serve::serve_configured(&state_dir, crate::demo::registry_configured(&settings), limits).await

@@ -3,25 +3,25 @@
 //! The transcript and the session binding are kept under the state directory, so running again
 //! with the same `--session` resumes the native thread (Codex) or session (Claude Code).
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clawbridge_bridge::attempt::hooks::{
-    ApprovalDecision, ApprovalRequest, Approver, FixedApprover, NoHostTools, NoObserver,
-};
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, NoHostTools, NoObserver};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{Backend, FixedApproval, OpenSettings, Registry, TurnInput, TurnRequest};
+use clawbridge_bridge::backend::{Backend, OpenSettings, Registry, TurnInput, TurnRequest};
 use clawbridge_bridge::binding::{Binding, FingerprintKey, sidecar_path};
-use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
-use clawbridge_bridge::sink::{EventStage, MirrorSpec, Pipeline, StoreError, TranscriptStore};
+use clawbridge_bridge::events::TerminalKind;
+use clawbridge_bridge::sink::{MirrorSpec, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{
     JsonlSink, Message, ModelLabel, SessionHeader, TranscriptError, TranscriptMirror, TranscriptSink, os_error,
 };
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+
+use crate::interrupt::CtrlC;
+use crate::view::{Screen, View, approver};
 
 /// What `run` was asked to do.
 #[derive(Debug)]
@@ -168,19 +168,6 @@ fn checked_session_name(name: &str) -> anyhow::Result<String> {
     Ok(name.to_string())
 }
 
-/// The approver a run uses: the backend's fixed answer, else the fixed answer given, else the
-/// terminal, else deny (nobody to ask).
-fn approver(backend: &dyn Backend, approval: Option<&ApprovalDecision>) -> Arc<dyn Approver> {
-    match (backend.facts().fixed_approval, approval) {
-        (Some(FixedApproval::Allow), _) => Arc::new(FixedApprover(ApprovalDecision::Allow)),
-        (_, Some(decision)) => Arc::new(FixedApprover(decision.clone())),
-        (_, None) if std::io::stdin().is_terminal() => Arc::new(TerminalApprover),
-        (_, None) => Arc::new(FixedApprover(ApprovalDecision::Deny {
-            message: Some("no terminal to ask and neither --approve nor --deny was given".into()),
-        })),
-    }
-}
-
 /// One turn on `backend`: resumes the session's native session when its binding still holds (else
 /// says why and starts fresh), streams the turn to the person and the transcript, and binds what
 /// the turn ran in.
@@ -217,9 +204,10 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         }
     }
     store_prompt_first(&place, &scope, &label, &args.prompt).await?;
+    let screen = Screen::new(args.json);
     let resumed = settings.resume.clone();
     let hooks = SessionHooks {
-        approver: approver(backend, args.approval.as_ref()),
+        approver: approver(backend, args.approval.as_ref(), &screen),
         tools: Arc::new(NoHostTools),
         observer: Arc::new(NoObserver),
     };
@@ -231,12 +219,13 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
     // The prompt row is already stored (store_prompt_first).
     let spec = MirrorSpec { scope, label, prompt: None };
     let store = RunStore(place.transcript.clone());
-    let pipeline = Pipeline::start(vec![Box::new(View::new(args.json))], Some((spec, Box::new(store))));
+    let view = View::new(args.json, screen.clone(), facts.process);
+    let pipeline = Pipeline::start(vec![Box::new(view)], Some((spec, Box::new(store))));
     let cancel = CancellationToken::new();
-    let ctrl_c = interrupt_on_ctrl_c(&cancel);
+    let ctrl_c = CtrlC::watch(&cancel, place.registry.clone(), screen.clone(), facts.process);
     let input = TurnInput::text(args.prompt.clone());
     let result = native.run_turn(TurnRequest { input: &input, sink: &mut pipeline.sender(), cancel: &cancel }).await;
-    ctrl_c.abort();
+    let interrupted = ctrl_c.finish();
     let native_id = native.native_id();
     native.shutdown().await;
     let result = result.context("running the turn")?;
@@ -248,8 +237,17 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
     if let (Some(native_id), true) = (native_id, facts.supports.resume) {
         Binding::new(native_id, &fingerprints).save(&place.binding_path).context("saving the session binding")?;
     }
-    View::new(args.json).summary(&result, &place, facts.native_session);
-    ended(&result)
+    View::new(args.json, screen, facts.process).summary(
+        &result,
+        &place.session_name,
+        &place.transcript_path,
+        facts.native_session,
+    );
+    match interrupted {
+        // A turn that completed before the interrupt took effect is not reported as interrupted.
+        Some(interrupted) if result.terminal.kind != TerminalKind::Ok => Err(interrupted.into()),
+        _ => ended(&result),
+    }
 }
 
 /// Writes the turn's prompt row and syncs it before anything else of the turn, before the agent is
@@ -273,17 +271,6 @@ async fn store_prompt_first(place: &Place, scope: &str, label: &ModelLabel, prom
     transcript.sync().await.map_err(|source| RunError::PromptNotSynced { store: store(), source })
 }
 
-/// Ctrl-C interrupts the turn (the backend's own interrupt), instead of killing the bridge.
-fn interrupt_on_ctrl_c(cancel: &CancellationToken) -> tokio::task::JoinHandle<()> {
-    let cancel = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nclawbridge: interrupting the turn…");
-            cancel.cancel();
-        }
-    })
-}
-
 /// A run succeeds only when its turn ended `ok`.
 fn ended(result: &AttemptResult) -> anyhow::Result<()> {
     match result.terminal.kind {
@@ -300,128 +287,6 @@ impl TranscriptStore for RunStore {
         Box::pin(async move {
             let mut transcript = self.0.lock().await;
             transcript.append(messages).await.map(drop).map_err(|error| StoreError(Box::new(error)))
-        })
-    }
-}
-
-impl EventStage for View {
-    fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
-        self.show(event);
-        Box::pin(async {})
-    }
-}
-
-/// Prints events for a person, or as JSONL.
-struct View {
-    json: bool,
-    /// Whether the cursor is mid-line after streamed text.
-    mid_line: bool,
-    /// Text items shown through their deltas; the others are shown whole when final (a backend or
-    /// recording without partial messages sends no deltas).
-    streamed: std::collections::HashSet<String>,
-}
-
-impl View {
-    fn new(json: bool) -> Self {
-        Self { json, mid_line: false, streamed: Default::default() }
-    }
-
-    fn show(&mut self, event: &Event) {
-        let mut out = std::io::stdout().lock();
-        if self.json {
-            let _ = serde_json::to_writer(&mut out, event);
-            let _ = writeln!(out);
-            return;
-        }
-        match event {
-            Event::AssistantDelta { item_id, delta } => {
-                self.streamed.insert(item_id.clone());
-                let _ = write!(out, "{delta}");
-                self.mid_line = !delta.ends_with('\n');
-            }
-            Event::AssistantFinal { item_id, text } if !self.streamed.contains(item_id) => {
-                self.end_line(&mut out);
-                let _ = write!(out, "{text}");
-                self.mid_line = !text.ends_with('\n');
-            }
-            Event::ToolStarted(call) => {
-                self.end_line(&mut out);
-                let what = call.arguments.get("command").and_then(|c| c.as_str()).unwrap_or_default();
-                let _ = writeln!(out, "→ {} {what}", call.tool_name);
-            }
-            Event::ToolFinished(finish) => {
-                self.end_line(&mut out);
-                let mark = if matches!(finish.outcome, ToolOutcome::Success) { "✓" } else { "✗" };
-                let exit = finish.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default();
-                let _ = writeln!(out, "{mark} {} {}{exit}", finish.call.tool_name, finish.outcome.describe());
-            }
-            Event::ModelRetry { message, .. } => {
-                self.end_line(&mut out);
-                let _ = writeln!(out, "… retrying the model request: {message}");
-            }
-            Event::TurnTerminal(_) => self.end_line(&mut out),
-            _ => {}
-        }
-        let _ = out.flush();
-    }
-
-    fn end_line(&mut self, out: &mut impl Write) {
-        if self.mid_line {
-            let _ = writeln!(out);
-            self.mid_line = false;
-        }
-    }
-
-    /// The last line: how the turn ended, and where its session lives. `native` names the backend's
-    /// own session kind (`thread`, `claude session`).
-    fn summary(&self, result: &AttemptResult, place: &Place, native: &str) {
-        let mut out = std::io::stdout().lock();
-        if self.json {
-            let line = serde_json::json!({"type": "result", "result": result});
-            let _ = writeln!(out, "{line}");
-            return;
-        }
-        let usage = result
-            .usage
-            .map(|u| format!(" · {} in / {} out tokens", u.input_tokens, u.output_tokens))
-            .unwrap_or_default();
-        let message = result.terminal.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "— {}{message} · {} tool call(s){usage} · session {} · {native} {} · transcript {}",
-            result.terminal.kind,
-            result.tools.len(),
-            place.session_name,
-            result.native_session_id.as_deref().unwrap_or("?"),
-            place.transcript_path.display()
-        );
-    }
-}
-
-/// Asks at the terminal (stderr for the question, stdin for the answer).
-struct TerminalApprover;
-
-impl Approver for TerminalApprover {
-    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let what = request.arguments.get("command").and_then(|c| c.as_str()).unwrap_or("");
-                eprint!(
-                    "\n{} wants to run {what}{}\nAllow? [y]es / [a]lways / [n]o / [s]top: ",
-                    request.tool_name,
-                    request.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()
-                );
-                let mut answer = String::new();
-                std::io::stdin().lock().read_line(&mut answer).map_err(|e| e.to_string())?;
-                Ok(match answer.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => ApprovalDecision::Allow,
-                    "a" | "always" => ApprovalDecision::AllowForSession,
-                    "s" | "stop" => ApprovalDecision::Abort,
-                    _ => ApprovalDecision::Deny { message: None },
-                })
-            })
-            .await
-            .map_err(|e| e.to_string())?
         })
     }
 }

@@ -111,5 +111,8 @@ fn report(program: &str, error: &anyhow::Error) -> ExitCode {
     for cause in error.chain().skip(1) {
         eprintln!("  caused by: {cause}");
     }
+    if error.downcast_ref::<crate::interrupt::Interrupted>().is_some() {
+        return ExitCode::from(crate::interrupt::EXIT_INTERRUPTED);
+    }
     ExitCode::FAILURE
 }

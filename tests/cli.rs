@@ -24,11 +24,16 @@ fn help_lists_every_subcommand() {
 }
 
 #[test]
-fn the_demo_backend_plays_a_whole_turn_and_writes_a_transcript() {
+fn the_demo_backend_answers_the_prompt_and_runs_the_command_it_names() {
     let state = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // The word is made here, so only the real pipeline can carry it to the answer.
+    let word = format!("word-{}", std::process::id());
+    let prompt = format!("please run ls and then `echo {word}`");
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args(["run", "--backend", "demo", "--session", "demo-test", "list the files"])
+        .args(["run", "--backend", "demo", "--approve", "--session", "demo-test", &prompt])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .current_dir(cwd.path())
         .output()
         .expect("clawbridge runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -36,19 +41,29 @@ fn the_demo_backend_plays_a_whole_turn_and_writes_a_transcript() {
     assert!(stderr.contains("demo backend"), "the demo says what it is: {stderr}");
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.iter().any(|l| l.starts_with("→ ") && l.contains("echo live-")), "{text}");
+    assert!(lines.iter().any(|l| l.starts_with("→ ") && l.ends_with(&format!("echo {word}"))), "{text}");
     assert!(lines.iter().any(|l| l.starts_with("✓ ") && l.contains("(exit 0)")), "{text}");
-    assert!(text.contains("live-42"), "the recorded command output is shown: {text}");
+    assert!(text.contains(&format!("You said: “{prompt}”")), "the prompt is quoted: {text}");
+    assert!(lines.iter().any(|l| *l == word), "the command really ran: {text}");
     assert!(lines.last().is_some_and(|l| l.starts_with("— ok · 1 tool call(s)")), "{text}");
 
     let transcript = std::fs::read_to_string(state.path().join("sessions/demo-test/transcript.jsonl")).unwrap();
-    let roles: Vec<String> = transcript
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["message"]["role"].as_str().unwrap().to_string())
-        .collect();
+    let rows: Vec<serde_json::Value> = transcript.lines().skip(1).map(|l| serde_json::from_str(l).unwrap()).collect();
+    let roles: Vec<&str> = rows.iter().map(|row| row["message"]["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"], "{transcript}");
-    assert!(transcript.lines().nth(1).unwrap().contains("\"content\":\"list the files\""));
+    assert_eq!(rows[0]["message"]["content"], prompt.as_str());
+    assert!(rows[2].to_string().contains(&word), "the tool result holds the real output: {transcript}");
+
+    // A command the demo does not offer is named and not run.
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "demo", "--approve", "try `touch made-by-demo`"])
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .current_dir(cwd.path())
+        .output()
+        .expect("clawbridge runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("did not run `touch made-by-demo`"));
+    assert!(!cwd.path().join("made-by-demo").exists());
 }
 
 #[test]

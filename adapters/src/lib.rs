@@ -26,6 +26,9 @@ pub struct DemoAgent {
     pub args: Vec<OsString>,
     /// The version of the codex app-server the recording was made with.
     pub recorded_version: &'static str,
+    /// The program is the scripted demo agent (it answers the prompt and asks before it runs a
+    /// command) rather than the recording's player (whose approval was granted when recorded).
+    pub scripted: bool,
 }
 
 /// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex
@@ -45,7 +48,11 @@ pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry 
 pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registry {
     let claude = claude::ClaudeBackend::new(options.claude_pool.unwrap_or_default());
     Registry::new()
-        .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
+        .with(Arc::new(if demo.scripted {
+            codex::CodexBackend::scripted_demo(demo.program, demo.args, demo.recorded_version)
+        } else {
+            codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)
+        }))
         .with(Arc::new(codex::CodexBackend::native().configured(options.codex.clone(), options.codex_home.clone())))
         .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())))
 }

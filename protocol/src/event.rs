@@ -77,6 +77,17 @@ pub enum Event {
         /// Which retry this is, when the runtime numbers them (from 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u32>,
+        /// How many retries the runtime makes in all, when it says (Codex `Reconnecting... 2/5`,
+        /// Claude `max_retries`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_attempts: Option<u32>,
+        /// How long until the retry goes out, when the runtime says (Claude `retry_delay_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_in_ms: Option<u64>,
+        /// The HTTP status of the failed request, when a response came (Codex `httpStatusCode`,
+        /// Claude `error_status`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        http_status: Option<u16>,
     },
     /// The native runtime started a model request (Claude's streamed `message_start`, one per API
     /// call; Codex's `turn/started`, its turn's first request: its app-server announces no later

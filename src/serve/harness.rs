@@ -146,6 +146,7 @@ mod tests {
             program: PathBuf::from("/nonexistent/demo-agent"),
             args: Vec::new(),
             recorded_version: "0.0.0",
+            scripted: false,
         })
         .iter()
         .map(|backend| {

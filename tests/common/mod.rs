@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod raw_host;
+pub mod stub_codex;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -394,7 +394,14 @@ impl TurnMapper {
             SystemMessage::ApiRetry(retry) => {
                 let message = describe_retry(retry);
                 self.last_retry = Some(message.clone());
-                self.push(out, Event::ModelRetry { message, attempt: retry.attempt });
+                let event = Event::ModelRetry {
+                    message,
+                    attempt: retry.attempt,
+                    max_attempts: retry.max_retries,
+                    retry_in_ms: retry.retry_delay_ms,
+                    http_status: retry.error_status,
+                };
+                self.push(out, event);
             }
             _ => {}
         }

@@ -120,6 +120,19 @@ impl CodexBackend {
         }
     }
 
+    /// The scripted demo (`clawbridge-demo` in `clawbridge run`): `program args… app-server` is a
+    /// scripted agent speaking the app-server dialect that answers the prompt it is given and runs
+    /// the harmless command it names for real, so its approval is asked like any agent's.
+    pub fn scripted_demo(program: PathBuf, args: Vec<OsString>, version: &'static str) -> Self {
+        let mut backend = Self::demo(program, args, version);
+        backend.facts.label = "Demo (clawbridge, scripted)";
+        backend.facts.notice = Some(
+            "demo backend: a scripted agent (no model) that quotes your prompt and runs a harmless command it names once you allow it",
+        );
+        backend.facts.fixed_approval = None;
+        backend
+    }
+
     /// How a session of this backend is launched under `settings`.
     fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());

@@ -286,9 +286,16 @@ impl TurnMapper {
             // Shown to the host as progress, so a retrying endpoint is visible before the turn ends.
             N::Error(n) => {
                 let message = describe_error(&n.error);
-                let attempt = self.last_retry.as_ref().map_or(1, |(count, _)| count + 1);
+                let counted = self.last_retry.as_ref().map_or(1, |(count, _)| count + 1);
+                // 0.169 numbers its retries in the message (`Reconnecting... 2/5`); a count of our
+                // own stands in when it does not.
+                let (numbered, max_attempts) = retry_numbers(&n.error.message).unzip();
+                let attempt = numbered.unwrap_or(counted);
                 self.last_retry = Some((attempt, message.clone()));
-                self.push(&mut out, Event::ModelRetry { message, attempt: Some(attempt) });
+                let http_status = n.error.codex_error_info.as_ref().and_then(http_status);
+                let retry =
+                    Event::ModelRetry { message, attempt: Some(attempt), max_attempts, retry_in_ms: None, http_status };
+                self.push(&mut out, retry);
             }
             _ => {}
         }
@@ -642,6 +649,24 @@ fn plan_step_status(status: Option<&WirePlanStepStatus>) -> PlanStepStatus {
 
 /// A turn error for people: its message, the machine class in brackets (it tells a rate limit from an
 /// outage when the message is generic), and any extra detail.
+/// `(n, m)` of a retry message ending in `n/m` (`Reconnecting... 2/5`).
+fn retry_numbers(message: &str) -> Option<(u32, u32)> {
+    let last = message.split_whitespace().next_back()?;
+    let (n, m) = last.split_once('/')?;
+    Some((n.parse().ok()?, m.parse().ok()?))
+}
+
+/// The HTTP status an error carries, when a response came.
+fn http_status(info: &CodexErrorInfo) -> Option<u16> {
+    match info {
+        CodexErrorInfo::HttpConnectionFailed { http_status_code }
+        | CodexErrorInfo::ResponseStreamConnectionFailed { http_status_code }
+        | CodexErrorInfo::ResponseStreamDisconnected { http_status_code }
+        | CodexErrorInfo::ResponseTooManyFailedAttempts { http_status_code } => *http_status_code,
+        _ => None,
+    }
+}
+
 fn describe_error(error: &TurnError) -> String {
     let mut text = error.message.trim().to_owned();
     if let Some(info) = &error.codex_error_info {

@@ -422,6 +422,33 @@ fn tools_left_open_get_a_terminal_when_the_turn_ends() {
     assert!(finishes(&completed)[0].execution_started);
 }
 
+/// Real codex 0.169.0 lines (its model endpoint answering 503, `stream_max_retries = 2`): each
+/// retry numbers itself in its message and carries the HTTP status; no delay is given.
+#[test]
+fn a_retry_as_codex_sends_it_names_its_number_its_limit_and_the_status() {
+    let reconnecting = |n: u32| {
+        note(
+            "error",
+            json!({"error": {"message": format!("Reconnecting... {n}/2"),
+                             "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 503}},
+                             "additionalDetails": "unexpected status 503 Service Unavailable: scripted outage, url: http://127.0.0.1:39755/v1/responses",
+                             "misalignment": null},
+                   "willRetry": true, "threadId": TH, "turnId": TU}),
+        )
+    };
+    let (_, events) = run(&[turn_started(), reconnecting(1), reconnecting(2)]);
+    let retries: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ModelRetry { attempt, max_attempts, retry_in_ms, http_status, .. } => {
+                Some((*attempt, *max_attempts, *retry_in_ms, *http_status))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [(Some(1), Some(2), None, Some(503)), (Some(2), Some(2), None, Some(503))]);
+}
+
 #[test]
 fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
     let error = |message: &str, will_retry: bool| {
@@ -435,6 +462,9 @@ fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
     let retry = |attempt: u32| Event::ModelRetry {
         message: r#"transient [{"httpConnectionFailed":{"httpStatusCode":502}}]"#.into(),
         attempt: Some(attempt),
+        max_attempts: None,
+        retry_in_ms: None,
+        http_status: Some(502),
     };
     assert_eq!(
         events,

@@ -176,6 +176,39 @@ impl PidRegistry {
         Ok(Registration { path, record, keep: false })
     }
 
+    /// SIGKILLs the process group of every agent this very bridge recorded that still runs (its
+    /// recorded start time guards against pid reuse), for a person who asked to stop now (a
+    /// second Ctrl-C): the agents' output ends, so a turn waiting on them ends at once, and the
+    /// staged stop that follows finds them gone (and still stops what left their groups).
+    /// Returns how many groups were signalled.
+    pub fn kill_own_groups_now(&self) -> usize {
+        let me = std::process::id() as i32;
+        let Some(my_ticks) = start_ticks(me) else { return 0 };
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return 0 };
+        let scanner = Scanner::new();
+        let mut signalled = 0;
+        for path in entries.flatten().map(|entry| entry.path()) {
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let Ok(record) = read_record_file(&path).map(|bytes| serde_json::from_slice::<Record>(&bytes)) else {
+                continue;
+            };
+            let Ok(record) = record else { continue };
+            if record.owner_pid != me || record.owner_start_ticks != my_ticks {
+                continue;
+            }
+            if let (Some(pgid), Some(ticks)) = (record.pid, record.start_ticks)
+                && scanner.may_signal_group(pgid)
+                && start_ticks(pgid) == Some(ticks)
+                && signal_group(pgid, Signal::SIGKILL)
+            {
+                signalled += 1;
+            }
+        }
+        signalled
+    }
+
     /// Stops everything recorded agents left behind whose owning bridge is gone — the agent's
     /// process group, every process carrying its token, its cgroup (killed, then removed) — and
     /// removes their records; then removes empty leftover agent cgroups of bridges that no longer

@@ -1,0 +1,227 @@
+//! The terminal the view and the approval prompt share: one lock around stdout, stderr, the
+//! spinner and whether stdout is mid-line, so a line from one never tears a line from the other
+//! and the spinner is always cleared before anything is written.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anstream::{AutoStream, ColorChoice};
+
+use super::progress::Spinner;
+
+/// The shared terminal of one run.
+#[derive(Debug)]
+pub struct Screen {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    out: AutoStream<std::io::Stdout>,
+    err: AutoStream<std::io::Stderr>,
+    /// Streamed text left stdout's cursor mid-line.
+    mid_line: bool,
+    /// What is awaited (the spinner's words) while nothing is shown; `None`: nothing is.
+    waiting: Option<String>,
+    /// Drawn only while waiting, at the start of a line, on a terminal, never with `--json`.
+    spinner: Option<Spinner>,
+    /// The spinner may be drawn at all.
+    animate: bool,
+    /// Whether stderr keeps colour escapes (the spinner styles itself to match).
+    err_colour: bool,
+    /// A question is on screen, its answer being typed: what comes meanwhile waits in `held`.
+    asking: bool,
+    /// Output that came while a question was on screen, shown once it is answered.
+    held: Vec<Held>,
+    /// The bytes in `held`.
+    held_bytes: usize,
+}
+
+/// Output held back while the person types an answer.
+#[derive(Debug)]
+enum Held {
+    Text(String),
+    OutLine(String),
+    Note(String),
+}
+
+/// The most output held back while a question is on screen; beyond it, output is written anyway
+/// (the agent streams while it waits for the answer, which no agent is known to do).
+const MAX_HELD_BYTES: usize = 256 * 1024;
+
+impl Screen {
+    /// The screen of a run; `json` runs never animate (their stdout is a stream of events).
+    pub fn new(json: bool) -> Arc<Screen> {
+        let err = anstream::stderr();
+        let err_colour = !matches!(err.current_choice(), ColorChoice::Never);
+        let animate = !json && std::io::stderr().is_terminal();
+        let state = State {
+            out: anstream::stdout(),
+            err,
+            mid_line: false,
+            waiting: None,
+            spinner: None,
+            animate,
+            err_colour,
+            asking: false,
+            held: Vec::new(),
+            held_bytes: 0,
+        };
+        Arc::new(Screen { state: Mutex::new(state) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere mid-write leaves nothing worth protecting: keep drawing.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Streamed assistant text on stdout, as it comes.
+    pub fn text(&self, text: &str) {
+        let mut state = self.lock();
+        if !state.hold(|| Held::Text(text.to_owned()), text.len()) {
+            state.text(text);
+        }
+    }
+
+    /// A whole line of output on stdout (a tool, the summary), on a line of its own.
+    pub fn out_line(&self, line: &str) {
+        let mut state = self.lock();
+        if !state.hold(|| Held::OutLine(line.to_owned()), line.len()) {
+            state.out_line(line);
+        }
+    }
+
+    /// Raw bytes on stdout (a JSONL event): no spinner is ever drawn with `--json`.
+    pub fn json_line(&self, line: &str) {
+        let mut state = self.lock();
+        let _ = writeln!(state.out, "{line}");
+        let _ = state.out.flush();
+    }
+
+    /// A line about the run on stderr (an approval, a retry, an interrupt), on a line of its own.
+    pub fn note(&self, line: &str) {
+        let mut state = self.lock();
+        if !state.hold(|| Held::Note(line.to_owned()), line.len()) {
+            state.note(line);
+        }
+    }
+
+    /// A question on stderr, the cursor left after it for the answer; until [`Screen::answered`],
+    /// nothing else is drawn (output is held back, the spinner stays hidden).
+    pub fn ask(&self, question: &str) {
+        let mut state = self.lock();
+        state.hide_spinner();
+        state.end_line();
+        state.asking = true;
+        let _ = write!(state.err, "{question}");
+        let _ = state.err.flush();
+    }
+
+    /// The question was answered: `line` says how, then what was held back is shown.
+    pub fn answered(&self, line: &str) {
+        let mut state = self.lock();
+        state.asking = false;
+        state.note(line);
+        state.release_held();
+    }
+
+    /// A line that cannot wait for an answer (Ctrl-C, a question that went unanswered): a question
+    /// still on screen is left (its line ended), `line` is shown now, then what was held back.
+    pub fn urgent(&self, line: &str) {
+        let mut state = self.lock();
+        if std::mem::take(&mut state.asking) {
+            let _ = writeln!(state.err);
+        }
+        state.note(line);
+        state.release_held();
+    }
+
+    /// Something is awaited (`what`: "waiting for codex"); the spinner shows it until output comes.
+    pub fn wait(&self, what: &str) {
+        let mut state = self.lock();
+        state.waiting = Some(what.to_owned());
+        state.show_spinner();
+    }
+
+    /// Nothing is awaited any more (the turn ended).
+    pub fn done(&self) {
+        let mut state = self.lock();
+        state.waiting = None;
+        state.hide_spinner();
+        state.end_line();
+    }
+}
+
+impl State {
+    /// Keeps `what` for later when a question is on screen (and there is room); false: write it now.
+    fn hold(&mut self, what: impl FnOnce() -> Held, bytes: usize) -> bool {
+        if !self.asking || self.held_bytes + bytes > MAX_HELD_BYTES {
+            return false;
+        }
+        self.held_bytes += bytes;
+        self.held.push(what());
+        true
+    }
+
+    fn release_held(&mut self) {
+        self.held_bytes = 0;
+        for held in std::mem::take(&mut self.held) {
+            match held {
+                Held::Text(text) => self.text(&text),
+                Held::OutLine(line) => self.out_line(&line),
+                Held::Note(line) => self.note(&line),
+            }
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.hide_spinner();
+        let _ = write!(self.out, "{text}");
+        let _ = self.out.flush();
+        self.mid_line = !text.ends_with('\n');
+    }
+
+    fn out_line(&mut self, line: &str) {
+        self.hide_spinner();
+        self.end_line();
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
+        self.show_spinner();
+    }
+
+    fn note(&mut self, line: &str) {
+        self.hide_spinner();
+        self.end_line();
+        let _ = writeln!(self.err, "{line}");
+        let _ = self.err.flush();
+        self.show_spinner();
+    }
+
+    fn end_line(&mut self) {
+        if self.mid_line {
+            let _ = writeln!(self.out);
+            let _ = self.out.flush();
+            self.mid_line = false;
+        }
+    }
+
+    fn hide_spinner(&mut self) {
+        if let Some(spinner) = self.spinner.take() {
+            spinner.clear();
+        }
+    }
+
+    /// Draws the spinner when something is awaited and stdout's cursor is at a line start (a
+    /// spinner redrawn mid-line would overwrite the streamed text).
+    fn show_spinner(&mut self) {
+        if !self.animate || self.asking || self.mid_line || self.spinner.is_some() {
+            return;
+        }
+        if let Some(what) = &self.waiting {
+            self.spinner = Some(Spinner::start(what, self.err_colour));
+        }
+    }
+}
