@@ -67,6 +67,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ignored: Vec<String>,
     },
+    /// Print the shell completion script for SHELL (README "Install" says where it goes).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff); with --out-dir write one page per subcommand there instead.
+    Man {
+        /// Write clawbridge.1 and clawbridge-<subcommand>.1 into this directory.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
         /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds.
@@ -107,6 +118,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
         Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,
+        Command::Completions { shell } => crate::docs_gen::completions(shell, &mut std::io::stdout().lock()),
+        Command::Man { out_dir } => crate::docs_gen::man(out_dir.as_deref(), &mut std::io::stdout().lock()),
         Command::Reap { grace_ms } => reap(&state_dir, Duration::from_millis(grace_ms)).await,
     }
 }

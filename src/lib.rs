@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod docs_gen;
 pub mod logfile;
 pub mod run;
 pub mod serve;

@@ -23,6 +23,8 @@ import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecut
 import { ResultWait, resultDeadline } from "./result-wait.js";
 import { beforeAgentFinalize } from "./finalize.js";
 import { applyYield } from "./turn-facts.js";
+import { BridgeNotFoundError } from "./locate.js";
+import { preflightRefusal } from "./preflight.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -215,7 +217,11 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   let onAbort;
   let unregisterRun = () => {};
   try {
-    conn = await supervisor.connection();
+    conn = await supervisor.connection().catch((error) => {
+      // Nothing ran: a preflight refusal, naming every place the executable was looked for.
+      if (!(error instanceof BridgeNotFoundError)) throw error;
+      throw preflightRefusal(runtime.options.PreflightError, harnessId, error.message, "clawbridge is not installed on this host.");
+    });
     const hostTools = bindTools(runtime, attempt, params);
     attempts.set(attemptId, attempt);
     const externalSignal = params.abortSignal;
