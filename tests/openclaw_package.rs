@@ -74,6 +74,18 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
         requests.iter().any(|path| path == &format!("/-/tarball/{platform_package}")),
         "npm fetched {platform_package} from the registry: {requests:?}"
     );
+    // The other platforms' packages are not published here: npm asked for them, got 404 and went on.
+    let others: Vec<&String> = plugin_manifest["optionalDependencies"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, _)| name)
+        .filter(|name| **name != platform_package)
+        .collect();
+    assert!(!others.is_empty(), "{plugin_manifest}");
+    for other in others {
+        assert!(requests.iter().any(|path| path == &format!("/{other}")), "npm asked for {other}: {requests:?}");
+    }
     let shipped = find_file(&run.state, &Path::new("node_modules").join(&platform_package).join("bin/clawbridge"))
         .unwrap_or_else(|| panic!("{platform_package}'s binary under {}: {stdout}", run.state.display()));
 
