@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clawbridge_fixtures::npm_registry::NpmRegistry;
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome};
+use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Approver, Gateway, agent_turn, free_port, reply_text, with_gateway,
 };
@@ -65,6 +65,7 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     run.extra_env.push(("npm_config_registry".into(), registry.url().into()));
     let port = free_port();
     run.write_config(&with_gateway(run.installed_plugin_config(), port));
+    let _temp_root = TempRootGuard::snapshot();
 
     let install = ["plugins", "install", plugin_tgz.to_str().unwrap(), "--force", "--accept-capabilities"];
     let (status, stdout, stderr) = run.output(&install).await;
