@@ -89,6 +89,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         ignored: Vec<String>,
     },
+    /// Print the shell completion script for SHELL (README "Install" says where it goes).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff); with --out-dir write one page per subcommand there instead.
+    Man {
+        /// Write clawbridge.1 and clawbridge-<subcommand>.1 into this directory.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Stop process groups left behind by a bridge that crashed.
     Reap {
         /// How long an orphan gets after SIGTERM before SIGKILL, in milliseconds [default: 2000,
@@ -186,6 +197,8 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             let limits = crate::serve::ServeLimits::from_settings(&settings);
             crate::serve::serve_configured(&state_dir, crate::demo::registry_configured(&settings), limits).await
         }
+        Command::Completions { shell } => crate::docs_gen::completions(shell, &mut std::io::stdout().lock()),
+        Command::Man { out_dir } => crate::docs_gen::man(out_dir.as_deref(), &mut std::io::stdout().lock()),
         Command::Doctor(args) => {
             Ok(crate::doctor::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await?)
         }

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod docs_gen;
 pub mod doctor;
 pub mod interrupt;
 pub mod logfile;

@@ -4,6 +4,7 @@
 
 import { spawn } from "node:child_process";
 
+import { locateBridge } from "./locate.js";
 import { ErrorCodes, LineRpcClient, RpcRemoteError, RpcReplyError } from "./rpc-client.js";
 
 /** The host protocol version this plugin speaks (docs/host-protocol.md). */
@@ -39,7 +40,7 @@ export class BridgeGoneError extends Error {
 /**
  * Starts and keeps the bridge.
  *
- * Options: `command`, `args` (before `serve`), `env` (added to the inherited environment), `cwd`,
+ * Options: `command` (unset: looked for, locate.js), `args` (before `serve`), `env` (added to the inherited environment), `cwd`,
  * `logger`, `hostVersion`, `protocolVersion` (tests only: speak another version), `userInput`
  * (whether the host can ask a person the agent's questions),
  * `onRequest(method, params)` and `onNotification(method, params)` for the bridge's messages,
@@ -114,7 +115,10 @@ export class BridgeSupervisor {
   }
 
   async #start() {
-    const { command, args = [], env = {}, cwd } = this.options;
+    const { args = [], env = {}, cwd } = this.options;
+    // Throws BridgeNotFoundError, naming every place looked at, when there is no executable.
+    const { command, from } = locateBridge({ configured: this.options.command, env: { ...process.env, ...env } });
+    this.logger.info?.(`clawbridge: starting ${command} (found by ${from})`);
     const argv = [...args, "serve"];
     let child;
     try {

@@ -33,7 +33,7 @@ export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-
 /**
  * @param {unknown} raw the plugin config as OpenClaw passes it
  * @param {{warn?: (text: string) => void}} [logger]
- * @returns {{command: string, args: string[], env: Record<string,string>, harnesses: string[],
+ * @returns {{command: string|null, args: string[], env: Record<string,string>, harnesses: string[],
  *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">,
  *   passEnv: string[], configFile: string | undefined}}
  */
@@ -47,7 +47,9 @@ export function resolveConfig(raw, logger) {
     return undefined;
   };
 
-  let command = process.env.CLAWBRIDGE_BIN || "clawbridge";
+  // Unset: the bridge is looked for when it is started (locate.js), so an install made after
+  // OpenClaw started is found without a restart.
+  let command = null;
   if (cfg.command !== undefined) {
     if (typeof cfg.command === "string" && cfg.command.trim()) command = cfg.command;
     else warn("command must be a non-empty string; ignored");

@@ -24,6 +24,8 @@ import { ResultWait, resultDeadline } from "./result-wait.js";
 import { beforeAgentFinalize } from "./finalize.js";
 import { applyYield } from "./turn-facts.js";
 import { explainUnusable, isUnusable, withDoctorHint } from "./doctor-hint.js";
+import { BridgeNotFoundError } from "./locate.js";
+import { preflightRefusal } from "./preflight.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -218,6 +220,10 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   let unregisterRun = () => {};
   try {
     conn = await supervisor.connection().catch((error) => {
+      // Nothing ran: a preflight refusal, naming every place the executable was looked for.
+      if (error instanceof BridgeNotFoundError) {
+        throw preflightRefusal(runtime.options.PreflightError, harnessId, error.message, "clawbridge is not installed on this host.");
+      }
       throw explainUnusable(error, harnessId, supervisor.harnessInfo(harnessId));
     });
     const hostTools = bindTools(runtime, attempt, params);

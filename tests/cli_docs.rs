@@ -1,0 +1,106 @@
+//! `clawbridge completions <shell>` and `clawbridge man` (issue #17, packaging): each output is
+//! well formed and names every visible subcommand, which the test reads from the command line's own
+//! definition rather than from a list of its own.
+
+use std::process::Command;
+
+use clap::CommandFactory;
+use clawbridge::cli::Cli;
+
+const BIN: &str = env!("CARGO_BIN_EXE_clawbridge");
+
+/// The subcommands a person sees in `clawbridge --help` (not the hidden internal roles).
+fn visible_subcommands() -> Vec<String> {
+    let subcommands: Vec<String> = Cli::command()
+        .get_subcommands()
+        .filter(|sub| !sub.is_hide_set())
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    assert!(subcommands.len() >= 4, "run, serve, completions, man, …: {subcommands:?}");
+    subcommands
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = Command::new(BIN).args(args).output().expect("clawbridge runs");
+    assert!(
+        output.status.success(),
+        "clawbridge {args:?}: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("UTF-8 output")
+}
+
+#[test]
+fn every_shell_gets_a_completion_script_naming_every_subcommand() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout_of(&["completions", shell]);
+        for name in visible_subcommands() {
+            assert!(script.contains(&name), "{shell}'s completions lack `{name}`:\n{script}");
+        }
+    }
+}
+
+#[test]
+fn the_bash_completion_parses_and_completes_the_subcommands() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clawbridge.bash");
+    std::fs::write(&file, stdout_of(&["completions", "bash"])).unwrap();
+    let syntax = Command::new("bash").arg("-n").arg(&file).output().expect("bash runs");
+    assert!(syntax.status.success(), "bash -n: {}", String::from_utf8_lossy(&syntax.stderr));
+
+    // What bash offers after `clawbridge <TAB>`, through the completion function the script registers.
+    let complete = r#"source "$1"; COMP_WORDS=(clawbridge ""); COMP_CWORD=1; COMP_LINE="clawbridge "; COMP_POINT=11
+        _clawbridge clawbridge "" clawbridge; printf '%s\n' "${COMPREPLY[@]}""#;
+    let output = Command::new("bash").args(["-c", complete, "complete"]).arg(&file).output().expect("bash runs");
+    let offered = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let offered: Vec<&str> = offered.lines().collect();
+    for name in visible_subcommands() {
+        assert!(offered.contains(&name.as_str()), "`clawbridge <TAB>` offers {offered:?}, not `{name}`");
+    }
+}
+
+#[test]
+fn the_man_page_is_roff_titled_clawbridge_and_lists_the_subcommands() {
+    let page = stdout_of(&["man"]);
+    assert!(page.lines().any(|line| line.starts_with(".TH CLAWBRIDGE 1 ")), "{page}");
+    let listed = page.split(".SH SUBCOMMANDS").nth(1).expect("a SUBCOMMANDS section");
+    for name in visible_subcommands() {
+        assert!(listed.contains(&format!("clawbridge\\-{}", name.replace('-', "\\-"))), "`{name}` in:\n{listed}");
+    }
+    // groff, where installed, renders it without a warning.
+    if let Ok(output) =
+        Command::new("groff").args(["-man", "-ww", "-z"]).stdin(std::process::Stdio::piped()).spawn().and_then(
+            |mut child| {
+                use std::io::Write;
+                child.stdin.take().expect("stdin").write_all(page.as_bytes())?;
+                child.wait_with_output()
+            },
+        )
+    {
+        assert!(
+            output.status.success() && output.stderr.is_empty(),
+            "groff: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn man_out_dir_writes_one_page_per_visible_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("man1");
+    assert_eq!(stdout_of(&["man", "--out-dir", out.to_str().unwrap()]), "", "pages go to files, not stdout");
+    let mut written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let mut expected: Vec<String> = visible_subcommands().iter().map(|name| format!("clawbridge-{name}.1")).collect();
+    expected.push("clawbridge.1".into());
+    expected.sort();
+    assert_eq!(written, expected);
+    let run = std::fs::read_to_string(out.join("clawbridge-run.1")).unwrap();
+    assert!(run.lines().any(|line| line.starts_with(".TH CLAWBRIDGE-RUN 1 ")), "{run}");
+}
