@@ -226,31 +226,42 @@ async fn a_claude_whose_endpoint_refuses_the_key_fails_the_endpoint_check() {
 }
 
 /// Both real peers against the mock model, as one `--json` report: the documented shape, every
-/// check passing (or warning), exit 0.
+/// check passing (or warning), exit 0 — under a config a real `clawbridge run --backend codex` turn
+/// runs with, which the test proves by running one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documented_shape() {
     let (Some(codex), Some(claude)) = (peer_or_skip("codex"), peer_or_skip("claude")) else { return };
     let sandbox = Sandbox::new().unwrap();
     let key = clawbridge_fixtures::peers::claude::API_KEY;
-    let mock = start_mock_requiring_key(&json!({"default": {"text": "unused"}}), key).await.unwrap();
+    let mock = start_mock_requiring_key(&json!({"default": {"text": "the doctor was right"}}), key).await.unwrap();
     // The provider takes its key from the environment, so the endpoint check sends it too.
     let config = config_toml(&mock)
         .replace("name = \"Mock provider\"\n", "name = \"Mock provider\"\nenv_key = \"MOCK_API_KEY\"\n");
     assert!(config.contains("env_key"), "{config}");
     std::fs::write(sandbox.codex_home().join("config.toml"), config).unwrap();
-    let out = doctor(
-        &sandbox.home(),
-        &[
-            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
-            ("CODEX_HOME", sandbox.codex_home().as_os_str()),
-            ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
-            ("MOCK_API_KEY", std::ffi::OsStr::new(key)),
-            ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
-            ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&mock.base_url())),
-            ("ANTHROPIC_API_KEY", std::ffi::OsStr::new(key)),
-        ],
-        &["--backend", "codex", "--backend", "claude", "--json"],
-    );
+    let (codex_home, base_url) = (sandbox.codex_home(), mock.base_url());
+    let env = [
+        ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ("CODEX_HOME", codex_home.as_os_str()),
+        ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
+        ("MOCK_API_KEY", std::ffi::OsStr::new(key)),
+        ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
+        ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&base_url)),
+        ("ANTHROPIC_API_KEY", std::ffi::OsStr::new(key)),
+    ];
+    let out = doctor(&sandbox.home(), &env, &["--backend", "codex", "--backend", "claude", "--json"]);
+    // What doctor approved, a session runs: one real codex turn under the same settings.
+    let work = sandbox.home().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    run.args(["run", "--backend", "codex", "say something"]).current_dir(&work).env_clear();
+    run.env("HOME", sandbox.home()).env("CLAWBRIDGE_STATE_DIR", sandbox.home().join("state"));
+    for (name, value) in env {
+        run.env(name, value);
+    }
+    let turn = run.output().expect("clawbridge runs");
+    assert_eq!(turn.status.code(), Some(0), "the turn doctor vouched for runs: {}", text(&turn));
+    assert!(String::from_utf8_lossy(&turn.stdout).contains("the doctor was right"), "{}", text(&turn));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     assert_eq!(report["schema"], 1);
@@ -283,7 +294,7 @@ async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documen
     // Codex asks `GET /models`, which the mock has no route for: an answer all the same.
     assert_eq!(endpoint(&backends[0]), format!("model endpoint {}/v1 answered (HTTP 404)", mock.base_url()));
     assert_eq!(endpoint(&backends[1]), format!("model endpoint {} answered (HTTP 200)", mock.base_url()));
-    assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set)");
+    assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set, passed to codex)");
     assert_eq!(backends[1]["checks"][3]["summary"], "credential from ANTHROPIC_API_KEY (set)");
 }
 

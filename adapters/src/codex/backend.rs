@@ -121,7 +121,7 @@ impl CodexBackend {
     }
 
     /// How a session of this backend is launched under `settings`.
-    fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
+    pub(super) fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());
         config.config_overrides.extend(tools.config_overrides.iter().cloned());
         self.options.apply(&mut config.write_timeout, &mut config.containment);
@@ -131,6 +131,12 @@ impl CodexBackend {
                 // inherited otherwise.
                 config.codex_home =
                     self.codex_home.clone().or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from));
+                // Without host auth the provider config.toml selects takes its key from the
+                // variable it names: that one variable passes (super::provider_env).
+                let home = super::provider_env::resolve_home(config.codex_home.as_deref());
+                if let Some(key) = home.as_deref().filter(|_| settings.route_auth.is_none()).and_then(super::provider_env::selected_env_key) {
+                    config.env.inherit.push(key);
+                }
             }
             Flavour::Replay { args, .. } => config.launcher_args.clone_from(args),
         }
@@ -261,7 +267,7 @@ impl Backend for CodexBackend {
 
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         // The demo's recording answers only the requests it recorded: nothing to diagnose.
-        matches!(self.flavour, Flavour::Native).then_some(&super::diagnose::CodexDiagnostics)
+        matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::diagnose::Diagnostics)
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
