@@ -82,9 +82,10 @@ fn with_nothing_installed_each_backend_is_not_found_with_how_to_get_it() {
         assert!(fix.starts_with("install ") && fix.ends_with(&format!("or set {variable}")), "{fix}");
         assert_eq!(check(&out, backend, "handshake").verdict, "skip");
     }
+    // Doctor writes no log of its own: its failure line names no log file as if it held more.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = home.path().join("state/logs/clawbridge.log");
-    assert!(stderr.contains(&format!("logs: {}", log.display())), "the failure names the log file: {stderr}");
+    assert!(!stderr.contains("clawbridge.log"), "{stderr}");
+    assert!(stderr.contains("check(s) failed (the report says which and how to fix each)"), "{stderr}");
 }
 
 #[test]
@@ -99,8 +100,26 @@ fn a_too_old_codex_is_refused_by_the_gate_with_the_floor_to_install() {
     let version = check(&out, "codex", "version");
     assert_eq!(version.verdict, "FAIL");
     assert!(version.summary.starts_with("too old: 0.1.0 ("), "{version:?}");
-    assert!(version.fix.unwrap_or_default().starts_with("install codex ≥ 0.149.0"), "{}", text(&out));
+    let floor = clawbridge_protocol::codex::version::VersionPolicy::default().floor;
+    assert!(version.fix.unwrap_or_default().starts_with(&format!("install codex ≥ {floor}")), "{}", text(&out));
     assert_eq!(check(&out, "codex", "handshake").verdict, "skip", "nothing refused is started");
+}
+
+/// The gate's own reason: an executable that reports no version is "unversioned", never "too old".
+#[test]
+fn an_executable_without_a_version_is_unversioned_not_too_old() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let codex = script(bin.path(), "codex", "echo 'codex-cli 3'");
+    let out = doctor(
+        home.path(),
+        &[("PATH", bin.path().as_os_str())],
+        &["--backend", "codex", "--program", codex.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let version = check(&out, "codex", "version");
+    assert_eq!(version.verdict, "FAIL");
+    assert!(version.summary.starts_with("unversioned: "), "{version:?}");
 }
 
 #[test]
@@ -223,6 +242,7 @@ async fn a_claude_whose_endpoint_refuses_the_key_fails_the_endpoint_check() {
     );
     assert_eq!(endpoint.fix.as_deref(), Some("check the credential in ANTHROPIC_API_KEY"));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-a-wrong-key"), "no secret is printed");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("sk-a-wrong-key"), "nor logged to stderr");
 }
 
 /// Both real peers against the mock model, as one `--json` report: the documented shape, every

@@ -11,7 +11,7 @@ mod report;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clawbridge_bridge::backend::{Backend, Registry};
+use clawbridge_bridge::backend::{Backend, GateRefusal, Registry};
 use clawbridge_bridge::diagnose::{Check, Limits, Verdict};
 use clawbridge_bridge::probe::VersionProbe;
 
@@ -51,12 +51,10 @@ pub enum DoctorError {
     #[error("--program names one backend's executable: give exactly one --backend with it")]
     ProgramNeedsOneBackend,
     /// At least one check failed (the report says which).
-    #[error("{failed} check(s) failed (the report says which and how to fix each; logs: {log_file})")]
+    #[error("{failed} check(s) failed (the report says which and how to fix each)")]
     ChecksFailed {
         /// How many.
         failed: usize,
-        /// The log file, for what the bridge logged meanwhile.
-        log_file: String,
     },
     /// The report could not be written to stdout.
     #[error("could not write the report: {0}")]
@@ -87,7 +85,7 @@ pub async fn run(args: DoctorArgs, state_dir: &Path, registry: &Registry) -> Res
     }
     match report.failed() {
         0 => Ok(()),
-        failed => Err(DoctorError::ChecksFailed { failed, log_file: report.bridge.log_file.clone() }),
+        failed => Err(DoctorError::ChecksFailed { failed }),
     }
 }
 
@@ -141,11 +139,23 @@ async fn diagnose(
     let probe = backend.probe(&program, versions).await;
     report.version.clone_from(&probe.version);
     let detail = probe.detail.clone().unwrap_or_default();
-    let version_check = match (probe.available, &probe.version) {
-        (true, Some(version)) => Check::ok("version", format!("{version}, accepted by the version gate")),
-        (true, None) => Check::ok("version", "accepted by the version gate"),
-        (false, Some(version)) => Check::fail("version", format!("too old: {version} ({detail})"), install_hint),
-        (false, None) => Check::fail("version", format!("unversioned: {detail}"), install_hint),
+    let version = probe.version.as_deref();
+    // The gate's own reason, not a guess from whether a version came back.
+    let version_check = match (probe.available, probe.refusal) {
+        (true, _) => match version {
+            Some(version) => Check::ok("version", format!("{version}, accepted by the version gate")),
+            None => Check::ok("version", "accepted by the version gate"),
+        },
+        (false, Some(GateRefusal::BelowFloor)) => {
+            Check::fail("version", format!("too old: {} ({detail})", version.unwrap_or("?")), install_hint)
+        }
+        (false, Some(GateRefusal::Unversioned)) => Check::fail("version", format!("unversioned: {detail}"), install_hint),
+        (false, Some(GateRefusal::CannotRun)) => Check::fail(
+            "version",
+            format!("cannot run it to ask its version: {detail}"),
+            format!("check that {} runs, or {install_hint}", program.display()),
+        ),
+        (false, _) => Check::fail("version", format!("refused by the version gate: {detail}"), install_hint),
     };
     let refused = version_check.verdict == Verdict::Fail;
     report.checks.push(version_check);

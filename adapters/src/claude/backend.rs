@@ -18,7 +18,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
+    Backend, BackendError, GateRefusal, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
     ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
@@ -184,14 +184,15 @@ impl Backend for ClaudeBackend {
                 Ok(version) => ProbeReport::available(program, Some(version.to_string())),
                 Err(error) => {
                     // A version below the floor is still the version found (the doctor says "too old").
-                    let found = match &error {
+                    use clawbridge_protocol::claude::VersionRejected;
+                    let (found, refusal) = match &error {
                         super::session::ClaudeError::VersionRejected {
-                            rejected: clawbridge_protocol::claude::VersionRejected::BelowFloor { found, .. },
-                            ..
-                        } => Some(found.to_string()),
-                        _ => None,
+                            rejected: VersionRejected::BelowFloor { found, .. }, ..
+                        } => (Some(found.to_string()), GateRefusal::BelowFloor),
+                        super::session::ClaudeError::VersionRejected { .. } => (None, GateRefusal::Unversioned),
+                        _ => (None, GateRefusal::CannotRun),
                     };
-                    ProbeReport::unavailable(program, found, error.to_string())
+                    ProbeReport::unavailable(program, found, error.to_string()).refused(refusal)
                 }
             }
         })

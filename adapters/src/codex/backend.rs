@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
+    Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
     ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
@@ -210,16 +210,22 @@ async fn probe_native(program: &Path, versions: &VersionProbe) -> ProbeReport {
     let text = match versions.version_output(&CodexConfig::new(program.clone()).probe_command(), VERSION_TIMEOUT).await
     {
         Ok(text) => text,
-        Err(error) => return ProbeReport::unavailable(program, None, error.to_string()),
+        Err(error) => return ProbeReport::unavailable(program, None, error.to_string()).refused(GateRefusal::CannotRun),
     };
     let version = text.split_whitespace().rev().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
     let Some(version) = version.map(str::to_string) else {
         let why = format!("`{} --version` printed no version: {}", program.display(), text.trim());
-        return ProbeReport::unavailable(program, None, why);
+        return ProbeReport::unavailable(program, None, why).refused(GateRefusal::Unversioned);
     };
     match VersionPolicy::default().check(Some(&format!("codex/{version}"))) {
         Ok(_) => ProbeReport::available(program, Some(version)),
-        Err(rejected) => ProbeReport::unavailable(program, Some(version), rejected.to_string()),
+        Err(rejected) => {
+            let refusal = match rejected {
+                clawbridge_protocol::codex::version::VersionRejected::BelowFloor { .. } => GateRefusal::BelowFloor,
+                _ => GateRefusal::Unversioned,
+            };
+            ProbeReport::unavailable(program, Some(version), rejected.to_string()).refused(refusal)
+        }
     }
 }
 
