@@ -344,3 +344,32 @@ fn a_failed_run_names_its_log_file_last() {
     assert_eq!(mode & 0o777, 0o600);
     assert!(std::fs::read_to_string(&log).unwrap().contains("not a JSON-RPC line"), "the log holds what was logged");
 }
+
+/// A `run` that fails before logging anything still ends with its log file, says nothing is in it
+/// and how to get more, and creates no file for it.
+#[test]
+fn a_failed_run_that_logged_nothing_names_its_log_file_and_how_to_log_more() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "demo", "--session", "../escape", "hi"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAWBRIDGE_STATE_DIR", home.path().join("state"))
+        .output()
+        .expect("clawbridge runs");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let log = home.path().join("state/logs/clawbridge.log");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            format!(
+                "clawbridge: nothing was logged to {}; run again with CLAWBRIDGE_LOG=debug to log more there",
+                log.display()
+            )
+            .as_str()
+        ),
+        "{stderr}"
+    );
+    assert!(!home.path().join("state").exists(), "no file is created for the refused run");
+}
