@@ -373,3 +373,25 @@ fn a_failed_run_that_logged_nothing_names_its_log_file_and_how_to_log_more() {
     );
     assert!(!home.path().join("state").exists(), "no file is created for the refused run");
 }
+
+/// Doctor reads the settings sessions get: a `codex.bin` set only in the config file is the
+/// executable it finds, and it says that the file named it.
+#[test]
+fn a_codex_named_only_in_the_config_file_is_the_one_doctor_checks() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let codex = script(bin.path(), "my-codex", "echo 'codex-cli 0.1.0'");
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, format!("[codex]\nbin = {:?}\n", codex.display().to_string())).unwrap();
+    let out = doctor(
+        home.path(),
+        &[("PATH", empty.path().as_os_str()), ("CLAWBRIDGE_CONFIG", config.as_os_str())],
+        &["--backend", "codex"],
+    );
+    let found = check(&out, "codex", "found");
+    assert_eq!(found.verdict, "ok", "{}", text(&out));
+    assert!(found.summary.starts_with(&format!("{} (from codex.bin (", codex.display())), "{found:?}");
+    assert!(found.summary.contains(&config.display().to_string()), "{found:?}");
+    assert!(check(&out, "codex", "version").summary.starts_with("too old: 0.1.0 ("), "{}", text(&out));
+}

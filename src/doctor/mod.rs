@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clawbridge_bridge::backend::{Backend, GateRefusal, Registry};
-use clawbridge_bridge::diagnose::{Check, Limits, Verdict};
+use clawbridge_bridge::diagnose::{Check, Diagnostics, Limits, Verdict};
 use clawbridge_bridge::probe::VersionProbe;
 
 pub use report::{BackendReport, BridgeReport, Report};
@@ -117,13 +117,14 @@ async fn diagnose(
     let diagnostics = backend.diagnostics();
     let install_hint = diagnostics.map_or_else(
         || format!("reinstall clawbridge: the {} backend ships with it", facts.backend),
-        clawbridge_bridge::diagnose::Diagnostics::install_hint,
+        Diagnostics::install_hint,
     );
     let mut report = BackendReport::new(facts);
+    // A backend without diagnostics gets one row saying so; one with them lists its own.
+    let own_checks: &[&'static str] = diagnostics.map_or(&["handshake"], Diagnostics::check_names);
     let program = match backend.locate(requested) {
         Ok(program) => {
-            let source =
-                source(requested, diagnostics.and_then(clawbridge_bridge::diagnose::Diagnostics::program_variable));
+            let source = source(requested, diagnostics);
             report.checks.push(Check::ok("found", format!("{} ({source})", program.display())));
             report.program = Some(program.display().to_string());
             report.source = Some(source);
@@ -132,7 +133,7 @@ async fn diagnose(
         Err(missing) => {
             report.checks.push(Check::fail("found", format!("not found: {}", missing.why), install_hint));
             report.checks.push(Check::skipped("version", "not checked: no executable"));
-            report.skip_rest(diagnostics.is_some(), "not checked: no executable");
+            report.skip_rest(own_checks, "not checked: no executable");
             return report;
         }
     };
@@ -160,7 +161,7 @@ async fn diagnose(
     let refused = version_check.verdict == Verdict::Fail;
     report.checks.push(version_check);
     if refused {
-        report.skip_rest(diagnostics.is_some(), "not checked: the version gate refuses this executable");
+        report.skip_rest(own_checks, "not checked: the version gate refuses this executable");
         return report;
     }
     match diagnostics {
@@ -170,14 +171,18 @@ async fn diagnose(
     report
 }
 
-/// Where the executable came from, for a person: the flag, the backend's variable, or `PATH`.
-fn source(requested: Option<&Path>, variable: Option<&'static str>) -> String {
+/// Where the executable came from, for a person: the flag, else what the backend says (the
+/// config file's key, its variable, `PATH`).
+fn source(requested: Option<&Path>, diagnostics: Option<&dyn Diagnostics>) -> String {
     if requested.is_some() {
         return "from --program".into();
     }
-    match variable {
+    let Some(diagnostics) = diagnostics else {
+        return "as the backend locates it".into();
+    };
+    diagnostics.program_source().unwrap_or_else(|| match diagnostics.program_variable() {
         Some(name) if std::env::var_os(name).is_some_and(|v| !v.is_empty()) => format!("from {name}"),
         Some(_) => "on PATH".into(),
-        None => "built in".into(),
-    }
+        None => "as the backend locates it".into(),
+    })
 }

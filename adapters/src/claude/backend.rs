@@ -95,6 +95,7 @@ impl ClaudeBackend {
     /// The backend under the operator's settings: its executable, deadlines.
     #[must_use]
     pub fn configured(mut self, options: crate::AgentOptions) -> Self {
+        self.diagnostics.program.clone_from(&options.program);
         self.options = options;
         self
     }

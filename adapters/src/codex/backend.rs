@@ -120,6 +120,11 @@ impl CodexBackend {
         }
     }
 
+    /// The executable the operator configured (config file, variable, flag), if any.
+    pub(super) fn configured_program(&self) -> Option<&clawbridge_bridge::backend::ConfiguredProgram> {
+        self.options.program.as_ref()
+    }
+
     /// How a session of this backend is launched under `settings`.
     pub(super) fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());

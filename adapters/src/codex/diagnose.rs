@@ -88,6 +88,14 @@ impl Diagnostics for CodexBackend {
         Some(CODEX_BIN_ENV)
     }
 
+    fn program_source(&self) -> Option<String> {
+        Some(clawbridge_bridge::diagnose::program_source(self.configured_program(), CODEX_BIN_ENV))
+    }
+
+    fn check_names(&self) -> &'static [&'static str] {
+        &["handshake", "auth", "endpoint", "sandbox"]
+    }
+
     fn install_hint(&self) -> String {
         install_hint()
     }

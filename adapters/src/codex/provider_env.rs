@@ -53,7 +53,7 @@ mod tests {
         let config = "model_provider = \"mock\"\n[model_providers.mock]\nenv_key = \"MOCK_API_KEY\"\n\
                       [model_providers.other]\nenv_key = \"OTHER_KEY\"\n";
         assert_eq!(selected_env_key(home_with(config).path()).as_deref(), Some("MOCK_API_KEY"));
-        let profiled = format!("profile = \"p\"\n[profiles.p]\nmodel_provider = \"other\"\n{config}");
+        let profiled = format!("profile = \"p\"\n{config}[profiles.p]\nmodel_provider = \"other\"\n");
         assert_eq!(selected_env_key(home_with(&profiled).path()).as_deref(), Some("OTHER_KEY"));
     }
 
