@@ -395,3 +395,18 @@ fn a_codex_named_only_in_the_config_file_is_the_one_doctor_checks() {
     assert!(found.summary.contains(&config.display().to_string()), "{found:?}");
     assert!(check(&out, "codex", "version").summary.starts_with("too old: 0.1.0 ("), "{}", text(&out));
 }
+
+/// A symlink planted at the log file's path is a failure: the bridge never logs through one.
+#[test]
+fn a_symlink_at_the_log_file_fails_the_log_file_check() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let logs = home.path().join("state/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::os::unix::fs::symlink(home.path().join("elsewhere"), logs.join("clawbridge.log")).unwrap();
+    let out = doctor(home.path(), &[("PATH", empty.path().as_os_str())], &["--backend", "codex"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.trim_start().starts_with("log-file")).unwrap_or_default();
+    let expected = format!("FAIL  {}: a symlink, which the bridge refuses to log through", logs.join("clawbridge.log").display());
+    assert!(line.ends_with(&expected), "{}", text(&out));
+}
