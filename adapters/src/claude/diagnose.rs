@@ -124,6 +124,9 @@ impl ClaudeDiagnostics {
     /// `credential`: the credential variable the CLI would use; `switch`: the cloud switch set.
     fn auth_check(&self, credential: Option<&str>, switch: Option<&str>) -> Check {
         if let Some(variable) = credential {
+            if variable == "ANTHROPIC_API_KEY" && set("ANTHROPIC_AUTH_TOKEN").is_some() {
+                return Check::ok("auth", "credentials from ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (both set; claude sends both)");
+            }
             return Check::ok("auth", format!("credential from {variable} (set)"));
         }
         if let Some(switch) = switch {
@@ -166,7 +169,13 @@ async fn endpoint_check(limits: Limits) -> Check {
     ];
     let variable = credential_variable();
     match variable.and_then(|name| set(name).map(|value| (name, value))) {
-        Some(("ANTHROPIC_API_KEY", key)) => headers.push(("x-api-key".to_owned(), key)),
+        Some(("ANTHROPIC_API_KEY", key)) => {
+            headers.push(("x-api-key".to_owned(), key));
+            // Claude Code 2.1.328 sends both when both are set (docs/peers/claude.md#credentials).
+            if let Some(token) = set("ANTHROPIC_AUTH_TOKEN") {
+                headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+            }
+        }
         // An OAuth token takes the CLI's own OAuth headers, which the doctor does not copy: asked
         // as a plain bearer token the API would refuse a good one.
         Some(("CLAUDE_CODE_OAUTH_TOKEN", _)) => {
