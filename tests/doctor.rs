@@ -314,7 +314,10 @@ async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documen
     // Codex asks `GET /models`, which the mock has no route for: an answer all the same.
     assert_eq!(endpoint(&backends[0]), format!("model endpoint {}/v1 answered (HTTP 404)", mock.base_url()));
     assert_eq!(endpoint(&backends[1]), format!("model endpoint {} answered (HTTP 200)", mock.base_url()));
-    assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set, passed to codex)");
+    assert_eq!(
+        backends[0]["checks"][3]["summary"],
+        "provider mock takes its key from MOCK_API_KEY (set, passed to codex)"
+    );
     assert_eq!(backends[1]["checks"][3]["summary"], "credential from ANTHROPIC_API_KEY (set)");
 }
 
@@ -407,6 +410,7 @@ fn a_symlink_at_the_log_file_fails_the_log_file_check() {
     let out = doctor(home.path(), &[("PATH", empty.path().as_os_str())], &["--backend", "codex"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find(|l| l.trim_start().starts_with("log-file")).unwrap_or_default();
-    let expected = format!("FAIL  {}: a symlink, which the bridge refuses to log through", logs.join("clawbridge.log").display());
+    let expected =
+        format!("FAIL  {}: a symlink, which the bridge refuses to log through", logs.join("clawbridge.log").display());
     assert!(line.ends_with(&expected), "{}", text(&out));
 }

@@ -93,8 +93,6 @@ fn log_file_check(file: &Path) -> Check {
     }
     match state_files::open(file, std::fs::OpenOptions::new().append(true)) {
         Ok(_) => Check::ok("log-file", format!("{shown} ({} bytes; rotated by size)", meta.len())),
-        Err(error) => {
-            Check::fail("log-file", format!("{shown}: not writable: {error}"), format!("chmod 600 {shown}"))
-        }
+        Err(error) => Check::fail("log-file", format!("{shown}: not writable: {error}"), format!("chmod 600 {shown}")),
     }
 }

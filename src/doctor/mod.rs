@@ -150,7 +150,9 @@ async fn diagnose(
         (false, Some(GateRefusal::BelowFloor)) => {
             Check::fail("version", format!("too old: {} ({detail})", version.unwrap_or("?")), install_hint)
         }
-        (false, Some(GateRefusal::Unversioned)) => Check::fail("version", format!("unversioned: {detail}"), install_hint),
+        (false, Some(GateRefusal::Unversioned)) => {
+            Check::fail("version", format!("unversioned: {detail}"), install_hint)
+        }
         (false, Some(GateRefusal::CannotRun)) => Check::fail(
             "version",
             format!("cannot run it to ask its version: {detail}"),

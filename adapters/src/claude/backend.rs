@@ -18,8 +18,8 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, GateRefusal, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    Backend, BackendError, GateRefusal, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
@@ -188,7 +188,8 @@ impl Backend for ClaudeBackend {
                     use clawbridge_protocol::claude::VersionRejected;
                     let (found, refusal) = match &error {
                         super::session::ClaudeError::VersionRejected {
-                            rejected: VersionRejected::BelowFloor { found, .. }, ..
+                            rejected: VersionRejected::BelowFloor { found, .. },
+                            ..
                         } => (Some(found.to_string()), GateRefusal::BelowFloor),
                         super::session::ClaudeError::VersionRejected { .. } => (None, GateRefusal::Unversioned),
                         _ => (None, GateRefusal::CannotRun),

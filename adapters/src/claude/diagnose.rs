@@ -125,7 +125,10 @@ impl ClaudeDiagnostics {
     fn auth_check(&self, credential: Option<&str>, switch: Option<&str>) -> Check {
         if let Some(variable) = credential {
             if variable == "ANTHROPIC_API_KEY" && set("ANTHROPIC_AUTH_TOKEN").is_some() {
-                return Check::ok("auth", "credentials from ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (both set; claude sends both)");
+                return Check::ok(
+                    "auth",
+                    "credentials from ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (both set; claude sends both)",
+                );
             }
             return Check::ok("auth", format!("credential from {variable} (set)"));
         }
@@ -179,7 +182,10 @@ async fn endpoint_check(limits: Limits) -> Check {
         // An OAuth token takes the CLI's own OAuth headers, which the doctor does not copy: asked
         // as a plain bearer token the API would refuse a good one.
         Some(("CLAUDE_CODE_OAUTH_TOKEN", _)) => {
-            return Check::skipped("endpoint", "not probed: an OAuth token (CLAUDE_CODE_OAUTH_TOKEN) is the CLI's to use");
+            return Check::skipped(
+                "endpoint",
+                "not probed: an OAuth token (CLAUDE_CODE_OAUTH_TOKEN) is the CLI's to use",
+            );
         }
         Some((_, token)) => headers.push(("authorization".to_owned(), format!("Bearer {token}"))),
         None => return Check::skipped("endpoint", "not probed: the stored login's token is the CLI's to use"),

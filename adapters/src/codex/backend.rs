@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::events::Event;
@@ -139,7 +139,11 @@ impl CodexBackend {
                 // Without host auth the provider config.toml selects takes its key from the
                 // variable it names: that one variable passes (super::provider_env).
                 let home = super::provider_env::resolve_home(config.codex_home.as_deref());
-                if let Some(key) = home.as_deref().filter(|_| settings.route_auth.is_none()).and_then(super::provider_env::selected_env_key) {
+                if let Some(key) = home
+                    .as_deref()
+                    .filter(|_| settings.route_auth.is_none())
+                    .and_then(super::provider_env::selected_env_key)
+                {
                     config.env.inherit.push(key);
                 }
             }
@@ -215,7 +219,9 @@ async fn probe_native(program: &Path, versions: &VersionProbe) -> ProbeReport {
     let text = match versions.version_output(&CodexConfig::new(program.clone()).probe_command(), VERSION_TIMEOUT).await
     {
         Ok(text) => text,
-        Err(error) => return ProbeReport::unavailable(program, None, error.to_string()).refused(GateRefusal::CannotRun),
+        Err(error) => {
+            return ProbeReport::unavailable(program, None, error.to_string()).refused(GateRefusal::CannotRun);
+        }
     };
     let version = text.split_whitespace().rev().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
     let Some(version) = version.map(str::to_string) else {

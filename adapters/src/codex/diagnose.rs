@@ -22,8 +22,8 @@ use clawbridge_bridge::backend::OpenSettings;
 
 use super::backend::{CODEX_BIN_ENV, CodexBackend};
 use super::config::CodexConfig;
-use super::tool_policy;
 use super::session::{CodexError, CodexSession};
+use super::tool_policy;
 
 /// Codex's own provider when `config.toml` names none.
 const DEFAULT_PROVIDER: &str = "openai";
@@ -173,9 +173,7 @@ fn handshake_failure(program: &Path, error: &CodexError) -> Check {
             format!("no answer to initialize in {} s (the app-server was stopped)", after.as_secs()),
             format!("run `{} app-server` by hand to see where it hangs", program.display()),
         ),
-        CodexError::VersionRejected { .. } => {
-            Check::fail("handshake", error.to_string(), install_hint())
-        }
+        CodexError::VersionRejected { .. } => Check::fail("handshake", error.to_string(), install_hint()),
         other => {
             let causes = std::iter::successors(std::error::Error::source(other), |e| e.source())
                 .map(ToString::to_string)
@@ -252,10 +250,7 @@ fn auth_check(provider: &Provider, account: Result<AccountRead, RpcError>, env: 
         }
         Ok(AccountRead { requires_openai_auth: true, .. }) => Check::fail(
             "auth",
-            format!(
-                "provider {id} needs an OpenAI login and there is none in {}",
-                home.join("auth.json").display()
-            ),
+            format!("provider {id} needs an OpenAI login and there is none in {}", home.join("auth.json").display()),
             "run `codex login` with the same CODEX_HOME (or configure a provider with env_key)",
         ),
         Err(error) => Check::warn("auth", format!("account/read failed: {error}"), None),
@@ -270,7 +265,10 @@ async fn endpoint_check(provider: &Provider, limits: Limits, env: &SessionEnv, h
     if provider.table.is_none() && set_here("OPENAI_BASE_URL") && value(env, "OPENAI_BASE_URL").is_none() {
         return Check::warn(
             "endpoint",
-            format!("OPENAI_BASE_URL is set here but not passed to codex: sessions use {}", endpoint::display_url(&base)),
+            format!(
+                "OPENAI_BASE_URL is set here but not passed to codex: sessions use {}",
+                endpoint::display_url(&base)
+            ),
             Some(format!("set the endpoint as base_url of a provider in {}", home.join("config.toml").display())),
         );
     }
@@ -329,6 +327,8 @@ fn sandbox_check(mode: Option<&str>, warnings: &[String]) -> Check {
     let mode = mode.unwrap_or("Codex's default");
     Check::ok(
         "sandbox",
-        format!("sessions run in sandbox mode {mode} (read-only when the host denies file edits); Codex reported no sandbox problem"),
+        format!(
+            "sessions run in sandbox mode {mode} (read-only when the host denies file edits); Codex reported no sandbox problem"
+        ),
     )
 }

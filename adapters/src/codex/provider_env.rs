@@ -12,7 +12,9 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// `CODEX_HOME` as Codex resolves it: the configured one, else `$HOME/.codex`.
 pub fn resolve_home(configured: Option<&Path>) -> Option<PathBuf> {
-    configured.map(Path::to_path_buf).or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))
+    configured
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".codex")))
 }
 
 /// The `env_key` of the provider `<home>/config.toml` selects (its `model_provider`, or the

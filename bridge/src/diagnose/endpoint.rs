@@ -131,7 +131,8 @@ async fn ask_unbounded(request: &EndpointRequest) -> Result<EndpointAnswer, Endp
     let port = authority.port_u16().unwrap_or(80);
     let address = format!("{}:{port}", authority.host());
     // `Host` is host[:port] alone: a userinfo part is no header's business.
-    let host_header = authority.port().map_or_else(|| authority.host().to_owned(), |p| format!("{}:{p}", authority.host()));
+    let host_header =
+        authority.port().map_or_else(|| authority.host().to_owned(), |p| format!("{}:{p}", authority.host()));
     let stream = tokio::net::TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|source| EndpointError::Connect { address, source })?;
@@ -142,10 +143,8 @@ async fn ask_unbounded(request: &EndpointRequest) -> Result<EndpointAnswer, Endp
         let _ = connection.await;
     });
     let path = uri.path_and_query().map_or("/", http::uri::PathAndQuery::as_str);
-    let mut builder = http::Request::builder()
-        .method(request.method.clone())
-        .uri(path)
-        .header(http::header::HOST, host_header);
+    let mut builder =
+        http::Request::builder().method(request.method.clone()).uri(path).header(http::header::HOST, host_header);
     for (name, value) in &request.headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
