@@ -12,7 +12,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// One file's cap in bytes.
@@ -113,8 +112,10 @@ impl Write for SizeCappedFile {
     }
 }
 
+/// Opens the log for appending, private, never through a symlink at its path: one planted in the
+/// state dir must not redirect our log into another file (`ELOOP` instead, and the log is skipped).
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+    clawbridge_bridge::state_files::open(path, OpenOptions::new().create(true).append(true))
 }
 
 #[cfg(test)]
@@ -141,5 +142,18 @@ mod tests {
         assert!(read(&path).contains("line 19"), "the newest line is in the current file");
         let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_symlink_at_the_log_path_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "theirs\n").unwrap();
+        let path = dir.path().join("logs").join(FILE_NAME);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let mut file = SizeCappedFile::open(path.clone(), 1 << 20, 2);
+        let _ = file.write_all(b"ours\n");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "theirs\n", "the log went through the symlink");
     }
 }

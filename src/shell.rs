@@ -77,7 +77,8 @@ pub fn run_to_exit(program: &str, work: impl Future<Output = anyhow::Result<()>>
 }
 
 /// [`run_to_exit`] for a process that writes a log file: `logs` is flushed before the exit, and a
-/// failure's last line says where the whole log is (when anything was logged there).
+/// failure's last line names the log file: where the whole log is, or, when nothing was logged
+/// there (the file is created on the first line), how to make the next run log more.
 pub fn run_logged_to_exit(program: &str, work: impl Future<Output = anyhow::Result<()>>, logs: LogGuard) -> ExitCode {
     let outcome = run_work(work);
     drop(logs);
@@ -85,8 +86,15 @@ pub fn run_logged_to_exit(program: &str, work: impl Future<Output = anyhow::Resu
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = report(program, &e);
-            if let Some(file) = log_file().filter(|file| std::fs::metadata(file).is_ok_and(|meta| meta.len() > 0)) {
-                eprintln!("{program}: the full log is in {}", file.display());
+            if let Some(file) = log_file() {
+                if std::fs::symlink_metadata(file).is_ok_and(|meta| meta.len() > 0) {
+                    eprintln!("{program}: the full log is in {}", file.display());
+                } else {
+                    eprintln!(
+                        "{program}: nothing was logged to {}; run again with CLAWBRIDGE_LOG=debug to log more there",
+                        file.display()
+                    );
+                }
             }
             code
         }

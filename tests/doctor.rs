@@ -82,9 +82,10 @@ fn with_nothing_installed_each_backend_is_not_found_with_how_to_get_it() {
         assert!(fix.starts_with("install ") && fix.ends_with(&format!("or set {variable}")), "{fix}");
         assert_eq!(check(&out, backend, "handshake").verdict, "skip");
     }
+    // Doctor writes no log of its own: its failure line names no log file as if it held more.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let log = home.path().join("state/logs/clawbridge.log");
-    assert!(stderr.contains(&format!("logs: {}", log.display())), "the failure names the log file: {stderr}");
+    assert!(!stderr.contains("clawbridge.log"), "{stderr}");
+    assert!(stderr.contains("check(s) failed (the report says which and how to fix each)"), "{stderr}");
 }
 
 #[test]
@@ -99,8 +100,26 @@ fn a_too_old_codex_is_refused_by_the_gate_with_the_floor_to_install() {
     let version = check(&out, "codex", "version");
     assert_eq!(version.verdict, "FAIL");
     assert!(version.summary.starts_with("too old: 0.1.0 ("), "{version:?}");
-    assert!(version.fix.unwrap_or_default().starts_with("install codex ≥ 0.149.0"), "{}", text(&out));
+    let floor = clawbridge_protocol::codex::version::VersionPolicy::default().floor;
+    assert!(version.fix.unwrap_or_default().starts_with(&format!("install codex ≥ {floor}")), "{}", text(&out));
     assert_eq!(check(&out, "codex", "handshake").verdict, "skip", "nothing refused is started");
+}
+
+/// The gate's own reason: an executable that reports no version is "unversioned", never "too old".
+#[test]
+fn an_executable_without_a_version_is_unversioned_not_too_old() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let codex = script(bin.path(), "codex", "echo 'codex-cli 3'");
+    let out = doctor(
+        home.path(),
+        &[("PATH", bin.path().as_os_str())],
+        &["--backend", "codex", "--program", codex.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let version = check(&out, "codex", "version");
+    assert_eq!(version.verdict, "FAIL");
+    assert!(version.summary.starts_with("unversioned: "), "{version:?}");
 }
 
 #[test]
@@ -223,34 +242,46 @@ async fn a_claude_whose_endpoint_refuses_the_key_fails_the_endpoint_check() {
     );
     assert_eq!(endpoint.fix.as_deref(), Some("check the credential in ANTHROPIC_API_KEY"));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-a-wrong-key"), "no secret is printed");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("sk-a-wrong-key"), "nor logged to stderr");
 }
 
 /// Both real peers against the mock model, as one `--json` report: the documented shape, every
-/// check passing (or warning), exit 0.
+/// check passing (or warning), exit 0 — under a config a real `clawbridge run --backend codex` turn
+/// runs with, which the test proves by running one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documented_shape() {
     let (Some(codex), Some(claude)) = (peer_or_skip("codex"), peer_or_skip("claude")) else { return };
     let sandbox = Sandbox::new().unwrap();
     let key = clawbridge_fixtures::peers::claude::API_KEY;
-    let mock = start_mock_requiring_key(&json!({"default": {"text": "unused"}}), key).await.unwrap();
+    let mock = start_mock_requiring_key(&json!({"default": {"text": "the doctor was right"}}), key).await.unwrap();
     // The provider takes its key from the environment, so the endpoint check sends it too.
     let config = config_toml(&mock)
         .replace("name = \"Mock provider\"\n", "name = \"Mock provider\"\nenv_key = \"MOCK_API_KEY\"\n");
     assert!(config.contains("env_key"), "{config}");
     std::fs::write(sandbox.codex_home().join("config.toml"), config).unwrap();
-    let out = doctor(
-        &sandbox.home(),
-        &[
-            ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
-            ("CODEX_HOME", sandbox.codex_home().as_os_str()),
-            ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
-            ("MOCK_API_KEY", std::ffi::OsStr::new(key)),
-            ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
-            ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&mock.base_url())),
-            ("ANTHROPIC_API_KEY", std::ffi::OsStr::new(key)),
-        ],
-        &["--backend", "codex", "--backend", "claude", "--json"],
-    );
+    let (codex_home, base_url) = (sandbox.codex_home(), mock.base_url());
+    let env = [
+        ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+        ("CODEX_HOME", codex_home.as_os_str()),
+        ("CLAWBRIDGE_CODEX_BIN", codex.as_os_str()),
+        ("MOCK_API_KEY", std::ffi::OsStr::new(key)),
+        ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
+        ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&base_url)),
+        ("ANTHROPIC_API_KEY", std::ffi::OsStr::new(key)),
+    ];
+    let out = doctor(&sandbox.home(), &env, &["--backend", "codex", "--backend", "claude", "--json"]);
+    // What doctor approved, a session runs: one real codex turn under the same settings.
+    let work = sandbox.home().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    run.args(["run", "--backend", "codex", "say something"]).current_dir(&work).env_clear();
+    run.env("HOME", sandbox.home()).env("CLAWBRIDGE_STATE_DIR", sandbox.home().join("state"));
+    for (name, value) in env {
+        run.env(name, value);
+    }
+    let turn = run.output().expect("clawbridge runs");
+    assert_eq!(turn.status.code(), Some(0), "the turn doctor vouched for runs: {}", text(&turn));
+    assert!(String::from_utf8_lossy(&turn.stdout).contains("the doctor was right"), "{}", text(&turn));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
     assert_eq!(report["schema"], 1);
@@ -283,7 +314,10 @@ async fn with_both_peers_working_every_check_passes_and_the_json_has_its_documen
     // Codex asks `GET /models`, which the mock has no route for: an answer all the same.
     assert_eq!(endpoint(&backends[0]), format!("model endpoint {}/v1 answered (HTTP 404)", mock.base_url()));
     assert_eq!(endpoint(&backends[1]), format!("model endpoint {} answered (HTTP 200)", mock.base_url()));
-    assert_eq!(backends[0]["checks"][3]["summary"], "provider mock takes its key from MOCK_API_KEY (set)");
+    assert_eq!(
+        backends[0]["checks"][3]["summary"],
+        "provider mock takes its key from MOCK_API_KEY (set, passed to codex)"
+    );
     assert_eq!(backends[1]["checks"][3]["summary"], "credential from ANTHROPIC_API_KEY (set)");
 }
 
@@ -312,4 +346,71 @@ fn a_failed_run_names_its_log_file_last() {
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&log).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
     assert!(std::fs::read_to_string(&log).unwrap().contains("not a JSON-RPC line"), "the log holds what was logged");
+}
+
+/// A `run` that fails before logging anything still ends with its log file, says nothing is in it
+/// and how to get more, and creates no file for it.
+#[test]
+fn a_failed_run_that_logged_nothing_names_its_log_file_and_how_to_log_more() {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "demo", "--session", "../escape", "hi"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAWBRIDGE_STATE_DIR", home.path().join("state"))
+        .output()
+        .expect("clawbridge runs");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let log = home.path().join("state/logs/clawbridge.log");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            format!(
+                "clawbridge: nothing was logged to {}; run again with CLAWBRIDGE_LOG=debug to log more there",
+                log.display()
+            )
+            .as_str()
+        ),
+        "{stderr}"
+    );
+    assert!(!home.path().join("state").exists(), "no file is created for the refused run");
+}
+
+/// Doctor reads the settings sessions get: a `codex.bin` set only in the config file is the
+/// executable it finds, and it says that the file named it.
+#[test]
+fn a_codex_named_only_in_the_config_file_is_the_one_doctor_checks() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let codex = script(bin.path(), "my-codex", "echo 'codex-cli 0.1.0'");
+    let config = home.path().join("config.toml");
+    std::fs::write(&config, format!("[codex]\nbin = {:?}\n", codex.display().to_string())).unwrap();
+    let out = doctor(
+        home.path(),
+        &[("PATH", empty.path().as_os_str()), ("CLAWBRIDGE_CONFIG", config.as_os_str())],
+        &["--backend", "codex"],
+    );
+    let found = check(&out, "codex", "found");
+    assert_eq!(found.verdict, "ok", "{}", text(&out));
+    assert!(found.summary.starts_with(&format!("{} (from codex.bin (", codex.display())), "{found:?}");
+    assert!(found.summary.contains(&config.display().to_string()), "{found:?}");
+    assert!(check(&out, "codex", "version").summary.starts_with("too old: 0.1.0 ("), "{}", text(&out));
+}
+
+/// A symlink planted at the log file's path is a failure: the bridge never logs through one.
+#[test]
+fn a_symlink_at_the_log_file_fails_the_log_file_check() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let logs = home.path().join("state/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::os::unix::fs::symlink(home.path().join("elsewhere"), logs.join("clawbridge.log")).unwrap();
+    let out = doctor(home.path(), &[("PATH", empty.path().as_os_str())], &["--backend", "codex"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().find(|l| l.trim_start().starts_with("log-file")).unwrap_or_default();
+    let expected =
+        format!("FAIL  {}: a symlink, which the bridge refuses to log through", logs.join("clawbridge.log").display());
+    assert!(line.ends_with(&expected), "{}", text(&out));
 }

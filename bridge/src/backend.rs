@@ -104,17 +104,39 @@ pub struct ProbeReport {
     pub version: Option<String>,
     /// Why the backend is unavailable (or what is worth knowing about it).
     pub detail: Option<String>,
+    /// How the version gate refused it, when the backend says (`None`: available, or refused for a
+    /// reason the backend did not classify).
+    pub refusal: Option<GateRefusal>,
+}
+
+/// How a backend's version gate refused its executable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GateRefusal {
+    /// It reported a version below the gate's floor.
+    BelowFloor,
+    /// It ran but reported no version the gate can read.
+    Unversioned,
+    /// It could not be run to ask its version (not executable, crashed, timed out).
+    CannotRun,
 }
 
 impl ProbeReport {
     /// An available backend.
     pub fn available(program: PathBuf, version: Option<String>) -> Self {
-        ProbeReport { program, available: true, version, detail: None }
+        ProbeReport { program, available: true, version, detail: None, refusal: None }
     }
 
     /// An unavailable backend, and why.
     pub fn unavailable(program: PathBuf, version: Option<String>, why: impl Into<String>) -> Self {
-        ProbeReport { program, available: false, version, detail: Some(why.into()) }
+        ProbeReport { program, available: false, version, detail: Some(why.into()), refusal: None }
+    }
+
+    /// This report, saying how the gate refused the executable.
+    #[must_use]
+    pub fn refused(mut self, refusal: GateRefusal) -> Self {
+        self.refusal = Some(refusal);
+        self
     }
 }
 

@@ -34,6 +34,11 @@ pub fn create_dir_all_durably(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The effective user id: whose state files are ours.
+pub fn own_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
 /// Opens `path` with `options`, creating it with [`FILE_MODE`], refusing to follow a symlink at
 /// `path` itself (`ELOOP`).
 pub fn open(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {

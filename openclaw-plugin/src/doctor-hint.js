@@ -6,6 +6,8 @@ import { BridgeGoneError, RpcRemoteError } from "./bridge.js";
 
 /** The bridge's `harnessUnavailable` error code (docs/host-protocol.md, error codes). */
 const HARNESS_UNAVAILABLE = -32021;
+/** The bridge's `preflightFailed` error code; with `data.phase: "open"` the backend failed to open. */
+const PREFLIGHT_FAILED = -32034;
 /** The prefix every shipped harness id carries before its backend's name. */
 const HARNESS_PREFIX = "clawbridge-";
 
@@ -36,11 +38,37 @@ export function withDoctorHint(message, harnessId, known) {
 }
 
 /**
+ * Whether `error` is the bridge's report that the backend failed while opening (its process exited
+ * during its handshake, its version was refused): `preflightFailed` with `data.phase: "open"`.
+ * @param {unknown} error
+ */
+export function isOpenFailure(error) {
+  return error instanceof RpcRemoteError && error.code === PREFLIGHT_FAILED && error.data?.phase === "open";
+}
+
+/**
  * Whether `error` says the bridge or the harness's backend cannot run (rather than a turn failing).
  * @param {unknown} error
  */
 export function isUnusable(error) {
-  return error instanceof BridgeGoneError || (error instanceof RpcRemoteError && error.code === HARNESS_UNAVAILABLE);
+  return (
+    error instanceof BridgeGoneError ||
+    (error instanceof RpcRemoteError && error.code === HARNESS_UNAVAILABLE) ||
+    isOpenFailure(error)
+  );
+}
+
+/**
+ * What names the backend for the doctor command: the backend an open failure names, else `known`.
+ * @param {unknown} error
+ * @param {{backend?: unknown} | undefined} known
+ * @returns {{backend?: unknown} | undefined}
+ */
+export function backendOf(error, known) {
+  if (isOpenFailure(error) && error instanceof RpcRemoteError && typeof error.data?.backend === "string") {
+    return { backend: error.data.backend };
+  }
+  return known;
 }
 
 /**
@@ -53,6 +81,8 @@ export function isUnusable(error) {
  * @returns {E}
  */
 export function explainUnusable(error, harnessId, known) {
-  if (isUnusable(error) && error instanceof Error) error.message = withDoctorHint(error.message, harnessId, known);
+  if (isUnusable(error) && error instanceof Error) {
+    error.message = withDoctorHint(error.message, harnessId, backendOf(error, known));
+  }
   return error;
 }

@@ -23,7 +23,7 @@ import { assertRunRestrictions, gateToolExecution, nativeToolSurface, toolExecut
 import { ResultWait, resultDeadline } from "./result-wait.js";
 import { beforeAgentFinalize } from "./finalize.js";
 import { applyYield } from "./turn-facts.js";
-import { explainUnusable, isUnusable, withDoctorHint } from "./doctor-hint.js";
+import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint } from "./doctor-hint.js";
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
 
@@ -434,15 +434,18 @@ async function cancelUntilSeen(conn, attemptId, reason, settled, logger) {
 
 /** An `attempt/run` that got no result: a clear error naming the harness and the attempt. */
 function toAttemptError(runtime, harnessId, attemptId, error) {
-  const failure = attemptErrorOf(runtime, harnessId, attemptId, error);
-  if (isUnusable(error)) failure.message = withDoctorHint(failure.message, harnessId, runtime.supervisor.harnessInfo(harnessId));
+  const known = backendOf(error, runtime.supervisor.harnessInfo(harnessId));
+  const failure = attemptErrorOf(runtime, harnessId, attemptId, error, known);
+  if (isUnusable(error)) failure.message = withDoctorHint(failure.message, harnessId, known);
   return failure;
 }
 
-function attemptErrorOf(runtime, harnessId, attemptId, error) {
+function attemptErrorOf(runtime, harnessId, attemptId, error, known) {
   if (error instanceof RpcRemoteError) {
     if (error.code === PREFLIGHT_FAILED && runtime.options.PreflightError) {
-      const userMessage = error.data?.userMessage ?? error.remoteMessage;
+      const shown = error.data?.userMessage ?? error.remoteMessage;
+      // The person reads `userMessage`: a backend that failed to open points them at the doctor too.
+      const userMessage = isOpenFailure(error) ? withDoctorHint(shown, harnessId, known) : shown;
       return new runtime.options.PreflightError(`clawbridge ${harnessId}: ${error.remoteMessage}`, {
         scope: "harness",
         userMessage,

@@ -1,9 +1,15 @@
 // Every up-front refusal because the bridge or a backend cannot run points at `clawbridge doctor`
-// for that backend: a bridge that cannot start, and a real bridge whose codex is missing.
+// for that backend: a bridge that cannot start, a real bridge whose codex is missing, and one whose
+// codex exits during its handshake.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, pluginUnderTest } from "./support/fakes.js";
 
 const CODEX = "clawbridge-codex";
@@ -34,4 +40,17 @@ test("a backend the real bridge reports unavailable is refused with the doctor c
   assert.equal(verdict.supported, false);
   assert.match(verdict.reason, /nonexistent\/codex/);
   assert.match(verdict.reason, HINT);
+});
+
+test("a backend that exits during its handshake is refused with the doctor command", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-doctor-hint-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "exitDuringHandshake" }) });
+  t.after(env.cleanup);
+  const { params } = attemptParams();
+  await assert.rejects(env.harness(CODEX).runAttempt(params), (error) => {
+    assert.match(error.message, /handshake|exited|initialize/i);
+    assert.match(error.message, HINT);
+    return true;
+  });
 });

@@ -64,18 +64,35 @@ fn state_dir_check(dir: &Path) -> Check {
 }
 
 fn log_file_check(file: &Path) -> Check {
-    match std::fs::metadata(file) {
-        Ok(meta) if meta.is_file() => match std::fs::OpenOptions::new().append(true).open(file) {
-            Ok(_) => Check::ok("log-file", format!("{} ({} bytes; rotated by size)", file.display(), meta.len())),
-            Err(error) => Check::fail(
-                "log-file",
-                format!("{}: not writable: {error}", file.display()),
-                format!("remove it or make it yours: chmod 600 {}", file.display()),
-            ),
-        },
-        Ok(_) => {
-            Check::fail("log-file", format!("{}: not a file", file.display()), format!("remove {}", file.display()))
+    let shown = file.display();
+    let remove = format!("remove {shown} (`serve` and `run` create it anew)");
+    // Not followed: the log is opened O_NOFOLLOW, so a symlink here means no log at all.
+    let meta = match std::fs::symlink_metadata(file) {
+        Ok(meta) => meta,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Check::ok("log-file", format!("{shown} (not written yet: `serve` and `run` write it)"));
         }
-        Err(_) => Check::ok("log-file", format!("{} (not written yet: `serve` and `run` write it)", file.display())),
+        Err(error) => return Check::fail("log-file", format!("{shown}: cannot inspect: {error}"), remove),
+    };
+    if meta.file_type().is_symlink() {
+        return Check::fail("log-file", format!("{shown}: a symlink, which the bridge refuses to log through"), remove);
+    }
+    if !meta.is_file() {
+        return Check::fail("log-file", format!("{shown}: not a file"), remove);
+    }
+    if meta.uid() != state_files::own_uid() {
+        return Check::fail("log-file", format!("{shown}: owned by uid {}, not by you", meta.uid()), remove);
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Check::warn(
+            "log-file",
+            format!("{shown}: readable by others (mode {mode:03o}); it may quote prompts"),
+            Some(format!("chmod 600 {shown}")),
+        );
+    }
+    match state_files::open(file, std::fs::OpenOptions::new().append(true)) {
+        Ok(_) => Check::ok("log-file", format!("{shown} ({} bytes; rotated by size)", meta.len())),
+        Err(error) => Check::fail("log-file", format!("{shown}: not writable: {error}"), format!("chmod 600 {shown}")),
     }
 }

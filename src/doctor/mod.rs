@@ -11,8 +11,8 @@ mod report;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clawbridge_bridge::backend::{Backend, Registry};
-use clawbridge_bridge::diagnose::{Check, Limits, Verdict};
+use clawbridge_bridge::backend::{Backend, GateRefusal, Registry};
+use clawbridge_bridge::diagnose::{Check, Diagnostics, Limits, Verdict};
 use clawbridge_bridge::probe::VersionProbe;
 
 pub use report::{BackendReport, BridgeReport, Report};
@@ -51,12 +51,10 @@ pub enum DoctorError {
     #[error("--program names one backend's executable: give exactly one --backend with it")]
     ProgramNeedsOneBackend,
     /// At least one check failed (the report says which).
-    #[error("{failed} check(s) failed (the report says which and how to fix each; logs: {log_file})")]
+    #[error("{failed} check(s) failed (the report says which and how to fix each)")]
     ChecksFailed {
         /// How many.
         failed: usize,
-        /// The log file, for what the bridge logged meanwhile.
-        log_file: String,
     },
     /// The report could not be written to stdout.
     #[error("could not write the report: {0}")]
@@ -87,7 +85,7 @@ pub async fn run(args: DoctorArgs, state_dir: &Path, registry: &Registry) -> Res
     }
     match report.failed() {
         0 => Ok(()),
-        failed => Err(DoctorError::ChecksFailed { failed, log_file: report.bridge.log_file.clone() }),
+        failed => Err(DoctorError::ChecksFailed { failed }),
     }
 }
 
@@ -119,13 +117,14 @@ async fn diagnose(
     let diagnostics = backend.diagnostics();
     let install_hint = diagnostics.map_or_else(
         || format!("reinstall clawbridge: the {} backend ships with it", facts.backend),
-        clawbridge_bridge::diagnose::Diagnostics::install_hint,
+        Diagnostics::install_hint,
     );
     let mut report = BackendReport::new(facts);
+    // A backend without diagnostics gets one row saying so; one with them lists its own.
+    let own_checks: &[&'static str] = diagnostics.map_or(&["handshake"], Diagnostics::check_names);
     let program = match backend.locate(requested) {
         Ok(program) => {
-            let source =
-                source(requested, diagnostics.and_then(clawbridge_bridge::diagnose::Diagnostics::program_variable));
+            let source = source(requested, diagnostics);
             report.checks.push(Check::ok("found", format!("{} ({source})", program.display())));
             report.program = Some(program.display().to_string());
             report.source = Some(source);
@@ -134,23 +133,37 @@ async fn diagnose(
         Err(missing) => {
             report.checks.push(Check::fail("found", format!("not found: {}", missing.why), install_hint));
             report.checks.push(Check::skipped("version", "not checked: no executable"));
-            report.skip_rest(diagnostics.is_some(), "not checked: no executable");
+            report.skip_rest(own_checks, "not checked: no executable");
             return report;
         }
     };
     let probe = backend.probe(&program, versions).await;
     report.version.clone_from(&probe.version);
     let detail = probe.detail.clone().unwrap_or_default();
-    let version_check = match (probe.available, &probe.version) {
-        (true, Some(version)) => Check::ok("version", format!("{version}, accepted by the version gate")),
-        (true, None) => Check::ok("version", "accepted by the version gate"),
-        (false, Some(version)) => Check::fail("version", format!("too old: {version} ({detail})"), install_hint),
-        (false, None) => Check::fail("version", format!("unversioned: {detail}"), install_hint),
+    let version = probe.version.as_deref();
+    // The gate's own reason, not a guess from whether a version came back.
+    let version_check = match (probe.available, probe.refusal) {
+        (true, _) => match version {
+            Some(version) => Check::ok("version", format!("{version}, accepted by the version gate")),
+            None => Check::ok("version", "accepted by the version gate"),
+        },
+        (false, Some(GateRefusal::BelowFloor)) => {
+            Check::fail("version", format!("too old: {} ({detail})", version.unwrap_or("?")), install_hint)
+        }
+        (false, Some(GateRefusal::Unversioned)) => {
+            Check::fail("version", format!("unversioned: {detail}"), install_hint)
+        }
+        (false, Some(GateRefusal::CannotRun)) => Check::fail(
+            "version",
+            format!("cannot run it to ask its version: {detail}"),
+            format!("check that {} runs, or {install_hint}", program.display()),
+        ),
+        (false, _) => Check::fail("version", format!("refused by the version gate: {detail}"), install_hint),
     };
     let refused = version_check.verdict == Verdict::Fail;
     report.checks.push(version_check);
     if refused {
-        report.skip_rest(diagnostics.is_some(), "not checked: the version gate refuses this executable");
+        report.skip_rest(own_checks, "not checked: the version gate refuses this executable");
         return report;
     }
     match diagnostics {
@@ -160,14 +173,18 @@ async fn diagnose(
     report
 }
 
-/// Where the executable came from, for a person: the flag, the backend's variable, or `PATH`.
-fn source(requested: Option<&Path>, variable: Option<&'static str>) -> String {
+/// Where the executable came from, for a person: the flag, else what the backend says (the
+/// config file's key, its variable, `PATH`).
+fn source(requested: Option<&Path>, diagnostics: Option<&dyn Diagnostics>) -> String {
     if requested.is_some() {
         return "from --program".into();
     }
-    match variable {
+    let Some(diagnostics) = diagnostics else {
+        return "as the backend locates it".into();
+    };
+    diagnostics.program_source().unwrap_or_else(|| match diagnostics.program_variable() {
         Some(name) if std::env::var_os(name).is_some_and(|v| !v.is_empty()) => format!("from {name}"),
         Some(_) => "on PATH".into(),
-        None => "built in".into(),
-    }
+        None => "as the backend locates it".into(),
+    })
 }

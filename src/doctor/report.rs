@@ -10,9 +10,6 @@ use serde::Serialize;
 /// The version of the JSON shape; bumped only when a field changes meaning or goes away.
 const SCHEMA: u32 = 1;
 
-/// The checks a backend's own diagnostics make, by name, when they cannot run.
-const BACKEND_CHECKS: [&str; 4] = ["handshake", "auth", "endpoint", "sandbox"];
-
 /// The whole report.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -51,7 +48,8 @@ pub struct BackendReport {
     pub label: &'static str,
     /// The executable found, if any.
     pub program: Option<String>,
-    /// Where it was found (`on PATH`, `from CLAWBRIDGE_CODEX_BIN`, `from --program`, `built in`).
+    /// Where it was found (`on PATH`, `from CLAWBRIDGE_CODEX_BIN`, `from codex.bin (file:…)`, `from
+    /// --program`, `as the backend locates it`).
     pub source: Option<String>,
     /// The version it reported, if any.
     pub version: Option<String>,
@@ -73,9 +71,9 @@ impl BackendReport {
         }
     }
 
-    /// Marks the backend's own checks as not made, and why (so every report lists them).
-    pub fn skip_rest(&mut self, has_diagnostics: bool, why: &str) {
-        let names: &[&'static str] = if has_diagnostics { &BACKEND_CHECKS } else { &BACKEND_CHECKS[..1] };
+    /// Marks the backend's own checks (`names`, as its diagnostics declare them) as not made, and
+    /// why, so every report lists them.
+    pub fn skip_rest(&mut self, names: &[&'static str], why: &str) {
         self.checks.extend(names.iter().map(|name| Check::skipped(name, why)));
     }
 }

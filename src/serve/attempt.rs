@@ -15,7 +15,7 @@ use clawbridge_bridge::rpc::RpcPeer;
 use clawbridge_bridge::sink::{EventStage, MirrorSpec, Mirrored, Pipeline, StoreError, TranscriptStore};
 use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
-use clawbridge_protocol::host::errors::{self, PreflightErrorData};
+use clawbridge_protocol::host::errors::{self, PreflightErrorData, PreflightPhase};
 use clawbridge_protocol::host::{
     AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, TranscriptAppendParams, methods,
 };
@@ -198,10 +198,13 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     let mut native = match backend.open(job.settings.clone(), hooks).await {
         Ok(native) => native,
         Err(error) => {
-            return Err(preflight(
-                format!("{} {error}", facts.process),
-                format!("{} {}", job.harness.info.label, user_facing(&error)),
-            ));
+            // The backend itself is unusable: the host points the user at the doctor for it.
+            let data = PreflightErrorData {
+                user_message: Some(format!("{} {}", job.harness.info.label, user_facing(&error))),
+                phase: Some(PreflightPhase::Open),
+                backend: Some(facts.backend.to_owned()),
+            };
+            return Err(ErrorObject::with_data(errors::PREFLIGHT_FAILED, format!("{} {error}", facts.process), &data));
         }
     };
     // Bound before the turn runs, so a bridge that dies mid-turn still resumes this native session.
@@ -491,7 +494,7 @@ fn not_run(attempt_id: &str, kind: TerminalKind, message: &str) -> AttemptOutcom
 }
 
 fn preflight(message: String, user_message: String) -> ErrorObject {
-    let data = PreflightErrorData { user_message: Some(user_message) };
+    let data = PreflightErrorData { user_message: Some(user_message), ..PreflightErrorData::default() };
     ErrorObject::with_data(errors::PREFLIGHT_FAILED, message, &data)
 }
 

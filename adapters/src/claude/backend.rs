@@ -18,8 +18,8 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    Backend, BackendError, GateRefusal, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
@@ -95,6 +95,7 @@ impl ClaudeBackend {
     /// The backend under the operator's settings: its executable, deadlines.
     #[must_use]
     pub fn configured(mut self, options: crate::AgentOptions) -> Self {
+        self.diagnostics.program.clone_from(&options.program);
         self.options = options;
         self
     }
@@ -184,14 +185,16 @@ impl Backend for ClaudeBackend {
                 Ok(version) => ProbeReport::available(program, Some(version.to_string())),
                 Err(error) => {
                     // A version below the floor is still the version found (the doctor says "too old").
-                    let found = match &error {
+                    use clawbridge_protocol::claude::VersionRejected;
+                    let (found, refusal) = match &error {
                         super::session::ClaudeError::VersionRejected {
-                            rejected: clawbridge_protocol::claude::VersionRejected::BelowFloor { found, .. },
+                            rejected: VersionRejected::BelowFloor { found, .. },
                             ..
-                        } => Some(found.to_string()),
-                        _ => None,
+                        } => (Some(found.to_string()), GateRefusal::BelowFloor),
+                        super::session::ClaudeError::VersionRejected { .. } => (None, GateRefusal::Unversioned),
+                        _ => (None, GateRefusal::CannotRun),
                     };
-                    ProbeReport::unavailable(program, found, error.to_string())
+                    ProbeReport::unavailable(program, found, error.to_string()).refused(refusal)
                 }
             }
         })

@@ -31,11 +31,21 @@ const CREDENTIALS_FILE: &str = ".credentials.json";
 pub struct ClaudeDiagnostics {
     /// The groups sessions pass (Bedrock, Vertex), so the handshake runs as a session would.
     pub pass_env: Vec<PassEnvGroup>,
+    /// The executable the operator configured (config file, variable, flag), if any.
+    pub program: Option<clawbridge_bridge::backend::ConfiguredProgram>,
 }
 
 impl Diagnostics for ClaudeDiagnostics {
     fn program_variable(&self) -> Option<&'static str> {
         Some(CLAUDE_BIN_ENV)
+    }
+
+    fn program_source(&self) -> Option<String> {
+        Some(clawbridge_bridge::diagnose::program_source(self.program.as_ref(), CLAUDE_BIN_ENV))
+    }
+
+    fn check_names(&self) -> &'static [&'static str] {
+        &["handshake", "auth", "endpoint", "sandbox"]
     }
 
     fn install_hint(&self) -> String {
@@ -75,7 +85,7 @@ impl ClaudeDiagnostics {
             Err(error) => handshake_failure(program, &error),
         };
         let switch = PROVIDER_SWITCHES.iter().copied().find(|name| set(name).is_some());
-        let mut checks = vec![handshake, auth_check(switch)];
+        let mut checks = vec![handshake, self.auth_check(credential_variable(), switch)];
         checks.push(match switch {
             Some(switch) => {
                 Check::skipped("endpoint", format!("{switch} is set: the cloud provider's endpoint is not probed"))
@@ -110,13 +120,36 @@ fn credential_variable() -> Option<&'static str> {
     CLI_CREDENTIALS.iter().rev().copied().find(|name| set(name).is_some())
 }
 
-fn auth_check(switch: Option<&str>) -> Check {
-    if let Some(variable) = credential_variable() {
-        return Check::ok("auth", format!("credential from {variable} (set)"));
+impl ClaudeDiagnostics {
+    /// `credential`: the credential variable the CLI would use; `switch`: the cloud switch set.
+    fn auth_check(&self, credential: Option<&str>, switch: Option<&str>) -> Check {
+        if let Some(variable) = credential {
+            if variable == "ANTHROPIC_API_KEY" && set("ANTHROPIC_AUTH_TOKEN").is_some() {
+                return Check::ok(
+                    "auth",
+                    "credentials from ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN (both set; claude sends both)",
+                );
+            }
+            return Check::ok("auth", format!("credential from {variable} (set)"));
+        }
+        if let Some(switch) = switch {
+            // The switch alone is not enough: its group's settings and credentials (region,
+            // profile, keys) reach the CLI only when the operator opened the group.
+            let group = PassEnvGroup::ALL.iter().copied().find(|group| group.settings().contains(&switch));
+            return match group {
+                Some(group) if !self.pass_env.contains(&group) => Check::fail(
+                    "auth",
+                    format!("{switch} is set, but the {} environment group is not passed to claude", group.name()),
+                    format!("add `--pass-env {}` (or the config key bridge.pass-env)", group.name()),
+                ),
+                _ => Check::ok("auth", format!("{switch} is set: the cloud provider's own credentials are used")),
+            };
+        }
+        stored_login_check()
     }
-    if let Some(switch) = switch {
-        return Check::ok("auth", format!("{switch} is set: the cloud provider's own credentials are used"));
-    }
+}
+
+fn stored_login_check() -> Check {
     match config_dir().map(|dir| dir.join(CREDENTIALS_FILE)) {
         Some(stored) if stored.is_file() => Check::ok("auth", format!("stored login in {}", stored.display())),
         stored => Check::fail(
@@ -139,7 +172,21 @@ async fn endpoint_check(limits: Limits) -> Check {
     ];
     let variable = credential_variable();
     match variable.and_then(|name| set(name).map(|value| (name, value))) {
-        Some(("ANTHROPIC_API_KEY", key)) => headers.push(("x-api-key".to_owned(), key)),
+        Some(("ANTHROPIC_API_KEY", key)) => {
+            headers.push(("x-api-key".to_owned(), key));
+            // Claude Code 2.1.328 sends both when both are set (docs/peers/claude.md#credentials).
+            if let Some(token) = set("ANTHROPIC_AUTH_TOKEN") {
+                headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+            }
+        }
+        // An OAuth token takes the CLI's own OAuth headers, which the doctor does not copy: asked
+        // as a plain bearer token the API would refuse a good one.
+        Some(("CLAUDE_CODE_OAUTH_TOKEN", _)) => {
+            return Check::skipped(
+                "endpoint",
+                "not probed: an OAuth token (CLAUDE_CODE_OAUTH_TOKEN) is the CLI's to use",
+            );
+        }
         Some((_, token)) => headers.push(("authorization".to_owned(), format!("Bearer {token}"))),
         None => return Check::skipped("endpoint", "not probed: the stored login's token is the CLI's to use"),
     }
@@ -151,27 +198,46 @@ async fn endpoint_check(limits: Limits) -> Check {
         headers,
         body: Some(body.to_string().into_bytes()),
     };
+    let shown = endpoint::display_url(&base);
     match endpoint::ask(&request, limits.endpoint).await {
         Ok(answer) if matches!(answer.status, 401 | 403) => {
             let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
             Check::fail(
                 "endpoint",
-                format!("model endpoint {base} refused the credential (HTTP {}{message})", answer.status),
+                format!("model endpoint {shown} refused the credential (HTTP {}{message})", answer.status),
                 format!("check the credential in {}", variable.unwrap_or("the environment")),
             )
         }
         Ok(answer) if (200..300).contains(&answer.status) => {
-            Check::ok("endpoint", format!("model endpoint {base} answered (HTTP {})", answer.status))
+            Check::ok("endpoint", format!("model endpoint {shown} answered (HTTP {})", answer.status))
         }
         Ok(answer) => {
             let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
-            Check::warn("endpoint", format!("model endpoint {base} answered HTTP {}{message}", answer.status), None)
+            Check::warn("endpoint", format!("model endpoint {shown} answered HTTP {}{message}", answer.status), None)
         }
         Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
         Err(error) => Check::fail(
             "endpoint",
-            format!("model endpoint {base} unreachable: {error}"),
+            format!("model endpoint {shown} unreachable: {error}"),
             "start the model server, or fix ANTHROPIC_BASE_URL",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cloud_switch_needs_its_environment_group_open() {
+        let closed = ClaudeDiagnostics::default().auth_check(None, Some("CLAUDE_CODE_USE_BEDROCK"));
+        assert_eq!(closed.verdict, clawbridge_bridge::diagnose::Verdict::Fail, "{closed:?}");
+        assert_eq!(closed.fix.as_deref(), Some("add `--pass-env bedrock` (or the config key bridge.pass-env)"));
+        let open = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None }
+            .auth_check(None, Some("CLAUDE_CODE_USE_BEDROCK"));
+        assert_eq!(open.verdict, clawbridge_bridge::diagnose::Verdict::Ok, "{open:?}");
+        let vertex = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None }
+            .auth_check(None, Some("CLAUDE_CODE_USE_VERTEX"));
+        assert!(vertex.summary.contains("the vertex environment group is not passed"), "{vertex:?}");
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
-    Backend, BackendError, FixedApproval, HarnessFacts, NativeSession, OpenFuture, OpenSettings, ProbeReport,
-    ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::events::Event;
@@ -133,8 +133,13 @@ impl CodexBackend {
         backend
     }
 
+    /// The executable the operator configured (config file, variable, flag), if any.
+    pub(super) fn configured_program(&self) -> Option<&clawbridge_bridge::backend::ConfiguredProgram> {
+        self.options.program.as_ref()
+    }
+
     /// How a session of this backend is launched under `settings`.
-    fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
+    pub(super) fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());
         config.config_overrides.extend(tools.config_overrides.iter().cloned());
         self.options.apply(&mut config.write_timeout, &mut config.containment);
@@ -144,6 +149,16 @@ impl CodexBackend {
                 // inherited otherwise.
                 config.codex_home =
                     self.codex_home.clone().or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from));
+                // Without host auth the provider config.toml selects takes its key from the
+                // variable it names: that one variable passes (super::provider_env).
+                let home = super::provider_env::resolve_home(config.codex_home.as_deref());
+                if let Some(key) = home
+                    .as_deref()
+                    .filter(|_| settings.route_auth.is_none())
+                    .and_then(super::provider_env::selected_env_key)
+                {
+                    config.env.inherit.push(key);
+                }
             }
             Flavour::Replay { args, .. } => config.launcher_args.clone_from(args),
         }
@@ -217,16 +232,24 @@ async fn probe_native(program: &Path, versions: &VersionProbe) -> ProbeReport {
     let text = match versions.version_output(&CodexConfig::new(program.clone()).probe_command(), VERSION_TIMEOUT).await
     {
         Ok(text) => text,
-        Err(error) => return ProbeReport::unavailable(program, None, error.to_string()),
+        Err(error) => {
+            return ProbeReport::unavailable(program, None, error.to_string()).refused(GateRefusal::CannotRun);
+        }
     };
     let version = text.split_whitespace().rev().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()));
     let Some(version) = version.map(str::to_string) else {
         let why = format!("`{} --version` printed no version: {}", program.display(), text.trim());
-        return ProbeReport::unavailable(program, None, why);
+        return ProbeReport::unavailable(program, None, why).refused(GateRefusal::Unversioned);
     };
     match VersionPolicy::default().check(Some(&format!("codex/{version}"))) {
         Ok(_) => ProbeReport::available(program, Some(version)),
-        Err(rejected) => ProbeReport::unavailable(program, Some(version), rejected.to_string()),
+        Err(rejected) => {
+            let refusal = match rejected {
+                clawbridge_protocol::codex::version::VersionRejected::BelowFloor { .. } => GateRefusal::BelowFloor,
+                _ => GateRefusal::Unversioned,
+            };
+            ProbeReport::unavailable(program, Some(version), rejected.to_string()).refused(refusal)
+        }
     }
 }
 
@@ -274,7 +297,7 @@ impl Backend for CodexBackend {
 
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         // The demo's recording answers only the requests it recorded: nothing to diagnose.
-        matches!(self.flavour, Flavour::Native).then_some(&super::diagnose::CodexDiagnostics)
+        matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::diagnose::Diagnostics)
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {

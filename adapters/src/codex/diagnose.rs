@@ -5,6 +5,7 @@
 //! and one cheap request to that endpoint (docs/peers/codex.md#what-the-doctor-asks).
 
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -17,9 +18,12 @@ use clawbridge_protocol::codex::methods;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
-use super::backend::CODEX_BIN_ENV;
+use clawbridge_bridge::backend::OpenSettings;
+
+use super::backend::{CODEX_BIN_ENV, CodexBackend};
 use super::config::CodexConfig;
 use super::session::{CodexError, CodexSession};
+use super::tool_policy;
 
 /// Codex's own provider when `config.toml` names none.
 const DEFAULT_PROVIDER: &str = "openai";
@@ -66,37 +70,60 @@ struct AccountRead {
     requires_openai_auth: bool,
 }
 
-/// The doctor's checks of a native Codex.
-#[derive(Debug, Default)]
-pub struct CodexDiagnostics;
+/// The environment a session's `codex app-server` gets, as the doctor judges it.
+type SessionEnv = BTreeMap<OsString, OsString>;
 
-impl Diagnostics for CodexDiagnostics {
+/// `name`'s value in `env`, when set and not empty.
+fn value<'e>(env: &'e SessionEnv, name: &str) -> Option<&'e str> {
+    env.get(OsStr::new(name)).and_then(|v| v.to_str()).filter(|v| !v.is_empty())
+}
+
+/// Whether the doctor's own environment has `name` (set, not empty).
+fn set_here(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+impl Diagnostics for CodexBackend {
     fn program_variable(&self) -> Option<&'static str> {
         Some(CODEX_BIN_ENV)
     }
 
+    fn program_source(&self) -> Option<String> {
+        Some(clawbridge_bridge::diagnose::program_source(self.configured_program(), CODEX_BIN_ENV))
+    }
+
+    fn check_names(&self) -> &'static [&'static str] {
+        &["handshake", "auth", "endpoint", "sandbox"]
+    }
+
     fn install_hint(&self) -> String {
-        let policy = clawbridge_protocol::codex::version::VersionPolicy::default();
-        format!("install codex ≥ {} (tested: {}) or set {CODEX_BIN_ENV}", policy.floor, policy.tested_max)
+        install_hint()
     }
 
     fn checks<'a>(&'a self, program: &'a Path, limits: Limits) -> BoxFuture<'a, Vec<Check>> {
-        Box::pin(checks(program, limits))
+        Box::pin(checks(self, program, limits))
     }
 }
 
-/// The `CODEX_HOME` sessions use, for messages (Codex's default when unset).
-fn codex_home() -> PathBuf {
-    std::env::var_os("CODEX_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::var_os("HOME").map_or_else(|| PathBuf::from("~"), PathBuf::from).join(".codex"))
+fn install_hint() -> String {
+    let policy = clawbridge_protocol::codex::version::VersionPolicy::default();
+    format!("install codex ≥ {} (tested: {}) or set {CODEX_BIN_ENV}", policy.floor, policy.tested_max)
 }
 
-async fn checks(program: &Path, limits: Limits) -> Vec<Check> {
-    let mut config = CodexConfig::new(program);
-    config.codex_home = std::env::var_os("CODEX_HOME").map(PathBuf::from);
+/// The `CODEX_HOME` sessions use, for messages (Codex's default when unset).
+fn codex_home(config: &CodexConfig) -> PathBuf {
+    super::provider_env::resolve_home(config.codex_home.as_deref()).unwrap_or_else(|| PathBuf::from("~/.codex"))
+}
+
+async fn checks(backend: &CodexBackend, program: &Path, limits: Limits) -> Vec<Check> {
+    // Exactly the launch a session without host auth gets: its CODEX_HOME, its environment.
+    let settings = OpenSettings { program: program.to_path_buf(), ..OpenSettings::default() };
+    let tools = tool_policy::apply(&settings.native_tools).unwrap_or_default();
+    let mut config = backend.config(&settings, &tools);
     config.handshake_timeout = limits.handshake;
     config.request_timeout = limits.handshake;
+    let env = config.command().env.build(std::env::vars_os());
+    let home = codex_home(&config);
     let hooks = SessionHooks {
         approver: Arc::new(FixedApprover(ApprovalDecision::Deny { message: None })),
         tools: Arc::new(NoHostTools),
@@ -124,8 +151,8 @@ async fn checks(program: &Path, limits: Limits) -> Vec<Check> {
     match read {
         Ok(read) => {
             let provider = Provider::of(&read.config);
-            checks.push(auth_check(&provider, account));
-            checks.push(endpoint_check(&provider, limits).await);
+            checks.push(auth_check(&provider, account, &env, &home));
+            checks.push(endpoint_check(&provider, limits, &env, &home).await);
             checks.push(sandbox_check(read.config.sandbox_mode.as_deref(), &warnings));
         }
         Err(error) => {
@@ -146,9 +173,7 @@ fn handshake_failure(program: &Path, error: &CodexError) -> Check {
             format!("no answer to initialize in {} s (the app-server was stopped)", after.as_secs()),
             format!("run `{} app-server` by hand to see where it hangs", program.display()),
         ),
-        CodexError::VersionRejected { .. } => {
-            Check::fail("handshake", error.to_string(), CodexDiagnostics.install_hint())
-        }
+        CodexError::VersionRejected { .. } => Check::fail("handshake", error.to_string(), install_hint()),
         other => {
             let causes = std::iter::successors(std::error::Error::source(other), |e| e.source())
                 .map(ToString::to_string)
@@ -182,23 +207,31 @@ impl Provider {
         self.table.as_ref()?.env_key.as_deref()
     }
 
-    /// The API base, when clawbridge knows it.
-    fn base_url(&self) -> Option<String> {
+    /// The API base a session's Codex uses, when clawbridge knows it.
+    fn base_url(&self, env: &SessionEnv) -> Option<String> {
         match &self.table {
             Some(table) => table.base_url.clone(),
             None if self.id == DEFAULT_PROVIDER => {
-                Some(std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| OPENAI_BASE_URL.to_owned()))
+                Some(value(env, "OPENAI_BASE_URL").map_or_else(|| OPENAI_BASE_URL.to_owned(), str::to_owned))
             }
             None => None,
         }
     }
 }
 
-fn auth_check(provider: &Provider, account: Result<AccountRead, RpcError>) -> Check {
+fn auth_check(provider: &Provider, account: Result<AccountRead, RpcError>, env: &SessionEnv, home: &Path) -> Check {
     let id = &provider.id;
     if let Some(variable) = provider.env_key() {
-        return if std::env::var_os(variable).is_some_and(|v| !v.is_empty()) {
-            Check::ok("auth", format!("provider {id} takes its key from {variable} (set)"))
+        return if value(env, variable).is_some() {
+            Check::ok("auth", format!("provider {id} takes its key from {variable} (set, passed to codex)"))
+        } else if set_here(variable) {
+            // Only the key of the provider config.toml selects passes (super::provider_env): a
+            // provider chosen elsewhere (`-c`, a flag) gets none.
+            Check::fail(
+                "auth",
+                format!("provider {id} takes its key from {variable}: set here but not passed to codex"),
+                format!("select provider {id} with `model_provider` in {}", home.join("config.toml").display()),
+            )
         } else {
             Check::fail(
                 "auth",
@@ -210,35 +243,43 @@ fn auth_check(provider: &Provider, account: Result<AccountRead, RpcError>) -> Ch
     match account {
         Ok(AccountRead { account: Some(account), .. }) => {
             let kind = account.get("type").and_then(serde_json::Value::as_str).unwrap_or("an account");
-            Check::ok("auth", format!("signed in ({kind}) in {}", codex_home().join("auth.json").display()))
+            Check::ok("auth", format!("signed in ({kind}) in {}", home.join("auth.json").display()))
         }
         Ok(AccountRead { requires_openai_auth: false, .. }) => {
             Check::ok("auth", format!("provider {id} needs no credential"))
         }
         Ok(AccountRead { requires_openai_auth: true, .. }) => Check::fail(
             "auth",
-            format!(
-                "provider {id} needs an OpenAI login and there is none in {}",
-                codex_home().join("auth.json").display()
-            ),
+            format!("provider {id} needs an OpenAI login and there is none in {}", home.join("auth.json").display()),
             "run `codex login` with the same CODEX_HOME (or configure a provider with env_key)",
         ),
         Err(error) => Check::warn("auth", format!("account/read failed: {error}"), None),
     }
 }
 
-async fn endpoint_check(provider: &Provider, limits: Limits) -> Check {
+async fn endpoint_check(provider: &Provider, limits: Limits, env: &SessionEnv, home: &Path) -> Check {
     let id = &provider.id;
-    let Some(base) = provider.base_url() else {
+    let Some(base) = provider.base_url(env) else {
         return Check::skipped("endpoint", format!("built-in provider {id}: its endpoint is Codex's own"));
     };
+    if provider.table.is_none() && set_here("OPENAI_BASE_URL") && value(env, "OPENAI_BASE_URL").is_none() {
+        return Check::warn(
+            "endpoint",
+            format!(
+                "OPENAI_BASE_URL is set here but not passed to codex: sessions use {}",
+                endpoint::display_url(&base)
+            ),
+            Some(format!("set the endpoint as base_url of a provider in {}", home.join("config.toml").display())),
+        );
+    }
     let mut headers = Vec::new();
-    if let Some(key) = provider.env_key().and_then(|variable| std::env::var(variable).ok()) {
+    if let Some(key) = provider.env_key().and_then(|variable| value(env, variable)) {
         headers.push(("authorization".to_owned(), format!("Bearer {key}")));
     }
     let request =
         EndpointRequest { method: endpoint::Method::GET, url: endpoint::join(&base, "models"), headers, body: None };
-    let config_file = codex_home().join("config.toml");
+    let config_file = home.join("config.toml");
+    let shown = endpoint::display_url(&base);
     match endpoint::ask(&request, limits.endpoint).await {
         Ok(answer) if matches!(answer.status, 401 | 403) => {
             let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
@@ -248,15 +289,24 @@ async fn endpoint_check(provider: &Provider, limits: Limits) -> Check {
             );
             Check::fail(
                 "endpoint",
-                format!("model endpoint {base} refused the credential (HTTP {}{message})", answer.status),
+                format!("model endpoint {shown} refused the credential (HTTP {}{message})", answer.status),
                 fix,
             )
         }
-        Ok(answer) => Check::ok("endpoint", format!("model endpoint {base} answered (HTTP {})", answer.status)),
+        Ok(answer) if answer.status >= 500 => {
+            let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
+            Check::warn(
+                "endpoint",
+                format!("model endpoint {shown} answered HTTP {}{message}", answer.status),
+                Some("the model server is failing: check its own logs".to_owned()),
+            )
+        }
+        // `GET /models` is not every server's route: any other answer proves it is there.
+        Ok(answer) => Check::ok("endpoint", format!("model endpoint {shown} answered (HTTP {})", answer.status)),
         Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
         Err(error) => Check::fail(
             "endpoint",
-            format!("model endpoint {base} unreachable: {error}"),
+            format!("model endpoint {shown} unreachable: {error}"),
             format!("start the model server, or fix base_url of [model_providers.{id}] in {}", config_file.display()),
         ),
     }
@@ -272,6 +322,13 @@ fn sandbox_check(mode: Option<&str>, warnings: &[String]) -> Check {
             .then(|| "install bubblewrap (`bwrap`) with the OS package manager".to_owned());
         return Check::warn("sandbox", format!("codex says: {warning}"), fix);
     }
+    // Sessions ask for no sandbox of their own unless the host's tool policy denies file edits
+    // (then read-only, per thread), so the thread runs in the mode config.toml sets.
     let mode = mode.unwrap_or("Codex's default");
-    Check::ok("sandbox", format!("sandbox mode {mode}; Codex reported no sandbox problem"))
+    Check::ok(
+        "sandbox",
+        format!(
+            "sessions run in sandbox mode {mode} (read-only when the host denies file edits); Codex reported no sandbox problem"
+        ),
+    )
 }

@@ -6,6 +6,7 @@
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
 //! - [`auth`]: the host's prepared route auth as Codex model-provider overrides.
+//! - [`provider_env`]: the one credential variable a session passes (the selected provider's `env_key`).
 //! - [`tool_policy`]: the host's native tool policy as `-c` overrides and a sandbox.
 
 pub mod auth;
@@ -15,6 +16,7 @@ pub mod diagnose;
 pub mod handler;
 pub mod input;
 pub mod mapping;
+pub mod provider_env;
 pub mod retry;
 pub mod session;
 pub mod tool_policy;

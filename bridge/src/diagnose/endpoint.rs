@@ -20,7 +20,7 @@ pub enum EndpointError {
     /// The URL does not parse.
     #[error("{url} is not a URL: {source}")]
     BadUrl {
-        /// The URL as configured.
+        /// The URL as configured, without credentials ([`display_url`]).
         url: String,
         /// Why it does not parse.
         #[source]
@@ -29,7 +29,7 @@ pub enum EndpointError {
     /// The URL is not plain `http://` with a host (TLS is not probed).
     #[error("{url} is not probed: {why}")]
     Unsupported {
-        /// The URL as configured.
+        /// The URL as configured, without credentials ([`display_url`]).
         url: String,
         /// What about it this probe cannot do.
         why: &'static str,
@@ -97,6 +97,16 @@ impl EndpointAnswer {
     }
 }
 
+/// `url` fit to print: without its userinfo (`user:password@`) and its query and fragment, which
+/// may carry credentials (`?key=…`).
+pub fn display_url(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or_default();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if scheme.is_empty() { format!("{host}{path}") } else { format!("{scheme}://{host}{path}") }
+}
+
 /// `base` (an API base URL as users configure it) with `path` appended, one `/` between them.
 pub fn join(base: &str, path: &str) -> String {
     format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
@@ -108,8 +118,8 @@ pub async fn ask(request: &EndpointRequest, limit: Duration) -> Result<EndpointA
 }
 
 async fn ask_unbounded(request: &EndpointRequest) -> Result<EndpointAnswer, EndpointError> {
-    let url = &request.url;
-    let uri: Uri = url.parse().map_err(|source| EndpointError::BadUrl { url: url.clone(), source })?;
+    let url = &display_url(&request.url);
+    let uri: Uri = request.url.parse().map_err(|source| EndpointError::BadUrl { url: url.clone(), source })?;
     if uri.scheme_str() != Some("http") {
         let why = "only plain http:// endpoints are probed (no TLS client in the bridge)";
         return Err(EndpointError::Unsupported { url: url.clone(), why });
@@ -120,6 +130,9 @@ async fn ask_unbounded(request: &EndpointRequest) -> Result<EndpointAnswer, Endp
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
     let port = authority.port_u16().unwrap_or(80);
     let address = format!("{}:{port}", authority.host());
+    // `Host` is host[:port] alone: a userinfo part is no header's business.
+    let host_header =
+        authority.port().map_or_else(|| authority.host().to_owned(), |p| format!("{}:{p}", authority.host()));
     let stream = tokio::net::TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|source| EndpointError::Connect { address, source })?;
@@ -130,10 +143,8 @@ async fn ask_unbounded(request: &EndpointRequest) -> Result<EndpointAnswer, Endp
         let _ = connection.await;
     });
     let path = uri.path_and_query().map_or("/", http::uri::PathAndQuery::as_str);
-    let mut builder = http::Request::builder()
-        .method(request.method.clone())
-        .uri(path)
-        .header(http::header::HOST, authority.as_str());
+    let mut builder =
+        http::Request::builder().method(request.method.clone()).uri(path).header(http::header::HOST, host_header);
     for (name, value) in &request.headers {
         builder = builder.header(name.as_str(), value.as_str());
     }
@@ -183,6 +194,13 @@ mod tests {
         let tls = EndpointRequest { url: "https://example.invalid/v1".into(), ..request };
         let error = ask(&tls, Duration::from_secs(10)).await.unwrap_err();
         assert!(matches!(error, EndpointError::Unsupported { .. }), "{error}");
+    }
+
+    #[test]
+    fn a_url_is_shown_without_credentials() {
+        assert_eq!(display_url("http://user:pw@127.0.0.1:8080/v1?key=sk-1#x"), "http://127.0.0.1:8080/v1");
+        assert_eq!(display_url("https://api.example.com/v1"), "https://api.example.com/v1");
+        assert_eq!(display_url("u:p@host/path?q"), "host/path");
     }
 
     #[test]

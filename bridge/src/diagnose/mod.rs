@@ -77,6 +77,16 @@ pub fn one_line(text: String) -> String {
     cut
 }
 
+/// [`Diagnostics::program_source`] for a backend whose executable is the operator's `configured`
+/// one (config file, variable or flag, as it named itself), else `variable`'s, else on `PATH`.
+pub fn program_source(configured: Option<&crate::backend::ConfiguredProgram>, variable: &str) -> String {
+    match configured {
+        Some(configured) => format!("from {}", configured.named_by),
+        None if std::env::var_os(variable).is_some_and(|v| !v.is_empty()) => format!("from {variable}"),
+        None => "on PATH".into(),
+    }
+}
+
 /// How long each of a backend's checks may take.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -91,6 +101,20 @@ pub trait Diagnostics: Send + Sync {
     /// The environment variable that names the backend's executable, so the doctor can say where
     /// the one it found came from.
     fn program_variable(&self) -> Option<&'static str>;
+
+    /// Where the executable [`crate::backend::Backend::locate`] finds (without `--program`) comes
+    /// from, for a person: `from codex.bin (file:/home/u/.config/clawbridge/config.toml:3)`, `from
+    /// CLAWBRIDGE_CODEX_BIN`, `on PATH`, `from the configured command line`. `None`: the doctor says
+    /// it from [`Self::program_variable`].
+    fn program_source(&self) -> Option<String> {
+        None
+    }
+
+    /// The names of the checks [`Self::checks`] makes, in order, so a report lists them as
+    /// skipped when they cannot run (an executable missing or refused).
+    fn check_names(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// One line telling a person how to get a usable executable (`install codex ≥ 0.169.0 or set
     /// CLAWBRIDGE_CODEX_BIN`).

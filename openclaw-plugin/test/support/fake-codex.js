@@ -47,7 +47,8 @@ function recordedTurn() {
  * `"untilInterrupted"` (the turn starts and only completes, as interrupted, on `turn/interrupt`) or
  * `"retryThenAnswer"` (two `error` notifications with `willRetry`, then the recorded answer) or
  * `"askUser"` (the turn asks the user one question through `item/tool/requestUserInput`, then
- * completes) or `"plain"` (the recorded turn as it is). With `recordInputTo`, the launcher appends
+ * completes) or `"plain"` (the recorded turn as it is) or `"exitDuringHandshake"` (it exits with
+ * status 1 when asked `initialize`, never answering it). With `recordInputTo`, the launcher appends
  * every line the bridge sends Codex to that file.
  */
 export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { city: "Paris" }, recordInputTo }) {
@@ -115,6 +116,8 @@ export function fakeCodex(dir, { mode, toolName = "lookup_weather", args = { cit
         },
       },
     ];
+  } else if (mode === "exitDuringHandshake") {
+    after.initialize = [{ crash: { code: 1, stderr: "scripted: cannot start" } }];
   } else if (mode === "plain") {
     after["turn/start"] = afterTurnStart.map((m) => ({ send: m }));
   } else if (mode === "retryThenAnswer") {

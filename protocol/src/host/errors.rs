@@ -165,6 +165,24 @@ pub struct PreflightErrorData {
     /// A message fit to show the user (`AgentHarnessPreflightError`'s `userMessage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_message: Option<String>,
+    /// Where the attempt failed: `"open"` when the backend's process could not be started or
+    /// would not open a session (it exited during its handshake, its version was refused), so the
+    /// backend itself is unusable; absent for a refusal of this attempt's own inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PreflightPhase>,
+    /// The backend that failed to open (`codex`), with `phase: "open"`: what `clawbridge doctor
+    /// --backend` takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+}
+
+/// Where a preflight failure happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum PreflightPhase {
+    /// Opening the backend's session: its process start, handshake or session start.
+    Open,
 }
 
 /// The [`UNSUPPORTED_PROTOCOL_VERSION`] error for a host that asked for `requested`.
