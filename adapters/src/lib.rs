@@ -3,6 +3,7 @@
 //! session. An adapter never reaches into another; the [`registry`] is the one place that lists
 //! them.
 
+pub mod acp;
 pub mod claude;
 pub mod codex;
 
@@ -27,8 +28,8 @@ pub struct DemoAgent {
     pub recorded_version: &'static str,
 }
 
-/// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex
-/// and Claude Code. Adding a backend is one line here. Call inside a tokio runtime (backends that
+/// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex,
+/// Claude Code and ACP agents (the one `CLAWBRIDGE_ACP_AGENT` names). Adding a backend is one line here. Call inside a tokio runtime (backends that
 /// keep warm processes start their reapers).
 pub fn registry(demo: DemoAgent) -> Registry {
     registry_passing(demo, &[])
@@ -41,4 +42,5 @@ pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry 
         .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
         .with(Arc::new(codex::CodexBackend::native()))
         .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)))
+        .with(Arc::new(acp::AcpBackend::from_env()))
 }
