@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::fs::{FsError, FsRoot};
-use super::mapping::{Declined, tool_call};
+use super::mapping::{Asked, AskedCall, Declined, MAX_ASKED, tool_call};
 
 /// What the handler needs to answer file requests.
 #[derive(Clone, Debug)]
@@ -42,6 +42,9 @@ pub struct AcpRequestHandler {
     approval_timeout: Duration,
     fs: FsAccess,
     declined: Declined,
+    /// The turn's permission requests and their answers, for the mapper (calls the agent never
+    /// reports otherwise).
+    asked: Asked,
     /// Cancelled when the running turn is cancelled: pending permission requests answer `cancelled`.
     turn_cancel: Mutex<CancellationToken>,
 }
@@ -60,6 +63,7 @@ impl AcpRequestHandler {
         approval_timeout: Duration,
         fs: FsAccess,
         declined: Declined,
+        asked: Asked,
     ) -> Arc<Self> {
         Arc::new(AcpRequestHandler {
             approver,
@@ -67,6 +71,7 @@ impl AcpRequestHandler {
             approval_timeout,
             fs,
             declined,
+            asked,
             turn_cancel: Mutex::new(CancellationToken::new()),
         })
     }
@@ -78,6 +83,9 @@ impl AcpRequestHandler {
         }
         if let Ok(mut declined) = self.declined.lock() {
             declined.clear();
+        }
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.clear();
         }
     }
 
@@ -107,8 +115,9 @@ impl AcpRequestHandler {
             reason: params.tool_call.title.clone(),
         };
         let (approver, activity, limit) = (self.approver.clone(), self.activity.clone(), self.approval_timeout);
-        let (cancel, declined) = (self.turn_token(), self.declined.clone());
+        let (cancel, declined, asked) = (self.turn_token(), self.declined.clone(), self.asked.clone());
         let options = params.options;
+        let asked_about = params.tool_call;
         Box::pin(async move {
             let outcome = if cancel.is_cancelled() {
                 PermissionOutcome::Cancelled
@@ -126,6 +135,11 @@ impl AcpRequestHandler {
             if !allowed {
                 if let Ok(mut declined) = declined.lock() {
                     declined.insert(call.call_id);
+                }
+            }
+            if let Ok(mut asked) = asked.lock() {
+                if asked.len() < MAX_ASKED {
+                    asked.push(AskedCall { update: asked_about, allowed });
                 }
             }
             Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))

@@ -37,6 +37,25 @@ const READ_ONLY: NativeMutation = NativeMutation { mutating_action: false, repla
 /// and the turn's mapper (which reads when the call ends).
 pub type Declined = Arc<Mutex<HashSet<String>>>;
 
+/// The calls the agent asked the host about this turn, in order, shared like [`Declined`]. Two real
+/// agents need it: codex-acp announces a call that needs approval only inside its permission
+/// request (no `tool_call` before it, and none at all when the host refuses), and claude-agent-acp
+/// never reports an approved call `in_progress` (docs/peers/acp.md).
+pub type Asked = Arc<Mutex<Vec<AskedCall>>>;
+
+/// Most calls one turn remembers in [`Asked`]; later ones still get the host's answer (and
+/// [`Declined`]), only not a terminal of their own if the agent never reports them.
+pub const MAX_ASKED: usize = 4096;
+
+/// One permission request of the turn.
+#[derive(Clone, Debug)]
+pub struct AskedCall {
+    /// The call as the request described it.
+    pub update: ToolCallUpdate,
+    /// Whether the host let it run.
+    pub allowed: bool,
+}
+
 /// The OpenClaw tool name for an ACP tool kind, so the host's policy and summaries see one vocabulary.
 pub fn canonical_tool_name(kind: Option<&ToolKind>) -> &'static str {
     match kind {
@@ -137,6 +156,8 @@ pub struct TurnMapper {
     order: Vec<String>,
     finished: HashSet<String>,
     declined: Declined,
+    /// The turn's permission requests (empty unless [`with_asked`](Self::with_asked) shares them).
+    asked: Asked,
     /// Update kinds already logged as not mapped, so each is logged once per turn.
     logged: HashSet<String>,
 }
@@ -154,7 +175,46 @@ impl TurnMapper {
             order: Vec::new(),
             finished: HashSet::new(),
             declined,
+            asked: Asked::default(),
             logged: HashSet::new(),
+        }
+    }
+
+    /// This mapper reading the turn's permission requests from `asked` (the request handler's).
+    #[must_use]
+    pub fn with_asked(mut self, asked: Asked) -> Self {
+        self.asked = asked;
+        self
+    }
+
+    /// Whether the host allowed a permission request for `id`: an approved call may have run even
+    /// when the agent never said `in_progress`.
+    fn approved(&self, id: &str) -> bool {
+        self.asked.lock().is_ok_and(|asked| asked.iter().any(|c| c.allowed && c.update.tool_call_id == id))
+    }
+
+    /// Opens every call the agent asked about but never reported, so the turn's end gives it its one
+    /// terminal (declined: never started; allowed: may have run).
+    fn open_unannounced(&mut self, out: &mut Vec<Event>) {
+        let asked: Vec<AskedCall> = self.asked.lock().map(|asked| asked.clone()).unwrap_or_default();
+        for call in asked {
+            let id = call.update.tool_call_id.clone();
+            if self.tools.contains_key(&id) || self.finished.contains(&id) {
+                continue;
+            }
+            out.push(Event::ToolStarted(tool_call(&call.update)));
+            self.order.push(id.clone());
+            self.tools.insert(
+                id,
+                OpenTool {
+                    kind: call.update.kind,
+                    title: call.update.title,
+                    raw_input: call.update.raw_input,
+                    raw_output: None,
+                    content: None,
+                    ran: call.allowed,
+                },
+            );
         }
     }
 
@@ -342,7 +402,7 @@ impl TurnMapper {
         let (outcome, execution_started) = if declined && !matches!(outcome, ToolOutcome::Success) {
             (ToolOutcome::Declined { reason: Some("the host declined the permission request".to_owned()) }, false)
         } else {
-            (outcome, ran || tool.ran)
+            (outcome, ran || tool.ran || self.approved(id))
         };
         let text = match (&tool.content, &tool.raw_output) {
             (Some(text), _) if !text.is_empty() => Some(text.clone()),
@@ -374,6 +434,7 @@ impl TurnMapper {
         self.announce(&mut out);
         self.close_text(&mut out);
         let (kind, message) = terminal_of(&answer.stop_reason);
+        self.open_unannounced(&mut out);
         let open: Vec<String> = std::mem::take(&mut self.order);
         for id in open {
             let outcome = ToolOutcome::left_open(kind);
@@ -403,6 +464,7 @@ impl TurnMapper {
         self.announce(&mut out);
         self.close_text(&mut out);
         let outcome = ToolOutcome::abandoned(kind, &message);
+        self.open_unannounced(&mut out);
         for id in std::mem::take(&mut self.order) {
             // Unknown whether a call still open ran: say it may have.
             self.finish_tool(&id, outcome.clone(), true, &mut out);

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::AcpConfig;
 use super::fs::FsRoot;
 use super::handler::{AcpRequestHandler, FsAccess};
-use super::mapping::{Declined, TurnMapper};
+use super::mapping::{Asked, Declined, TurnMapper};
 
 /// Why an ACP session could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +108,8 @@ pub struct AcpSession {
     observer: Arc<dyn ToolTerminalObserver>,
     handler: Arc<AcpRequestHandler>,
     declined: Declined,
+    /// The turn's permission requests, shared with the request handler like `declined`.
+    asked: Asked,
     config: AcpConfig,
     /// What the agent said it supports.
     pub capabilities: AgentCapabilities,
@@ -142,6 +144,7 @@ impl AcpSession {
             .map_err(|source| AcpError::Cwd { dir: config.cwd.display().to_string(), source })?;
         let activity = Arc::new(TurnActivity::default());
         let declined = Declined::default();
+        let asked = Asked::default();
         let fs = FsAccess {
             root,
             edits_allowed,
@@ -149,7 +152,7 @@ impl AcpSession {
             max_write_bytes: config.max_write_bytes,
         };
         let handler =
-            AcpRequestHandler::new(hooks.approver.clone(), activity.clone(), config.approval_timeout, fs, declined.clone());
+            AcpRequestHandler::new(hooks.approver.clone(), activity.clone(), config.approval_timeout, fs, declined.clone(), asked.clone());
         let peer_config = PeerConfig {
             request_timeout: config.request_timeout,
             handler_timeout: config.approval_timeout + Duration::from_secs(5),
@@ -194,6 +197,7 @@ impl AcpSession {
             observer: hooks.observer,
             handler,
             declined,
+            asked,
             capabilities: response.agent_capabilities,
             agent_info: response.agent_info,
             auth_methods: response.auth_methods.into_iter().map(|m| m.id).collect(),
@@ -307,7 +311,7 @@ impl AcpSession {
         cancel: &CancellationToken,
     ) -> AttemptResult {
         let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);
-        let mut mapper = TurnMapper::new(new_turn_id(session_id), self.declined.clone());
+        let mut mapper = TurnMapper::new(new_turn_id(session_id), self.declined.clone()).with_asked(self.asked.clone());
         // Whatever is still queued belongs to an earlier turn.
         while let Ok(stale) = self.events.try_recv() {
             if let PeerEvent::Closed(gone) = stale {
