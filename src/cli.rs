@@ -33,7 +33,8 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex or claude.
+        /// Which backend: demo (a bundled Codex recording played back, no peers needed), codex, claude
+        /// or acp (any Agent Client Protocol agent, named by --agent).
         #[arg(long, default_value = "demo")]
         backend: String,
         /// Session name; running again with the same name resumes the native thread or session.
@@ -55,6 +56,14 @@ enum Command {
         /// The model to ask the backend for.
         #[arg(long)]
         model: Option<String>,
+        /// The ACP agent's command line, split as a shell would (`--agent "npx -y some-agent --acp"`);
+        /// without it, CLAWBRIDGE_ACP_AGENT. Only with `--backend acp`.
+        #[arg(long, value_name = "COMMAND")]
+        agent: Option<String>,
+        /// A variable of this environment the ACP agent also sees (repeatable), besides the default
+        /// allowlist and CLAWBRIDGE_ACP_AGENT_ENV's list: its own configuration and credentials.
+        #[arg(long = "agent-env", value_name = "NAME")]
+        agent_env: Vec<String>,
         /// The prompt.
         prompt: String,
     },
@@ -96,14 +105,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let state_dir = cli.state_dir.unwrap_or_else(default_state_dir);
     let pass_env = cli.pass_env.map(|groups| groups.0).unwrap_or_default();
     match cli.command {
-        Command::Run { backend, session, json, approve, deny, program, model, prompt } => {
+        Command::Run { backend, session, json, approve, deny, program, model, agent, agent_env, prompt } => {
             let approval = match (approve, deny) {
                 (true, _) => Some(ApprovalDecision::Allow),
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
+            let registry = crate::acp_cli::with_agent(
+                crate::demo::registry_passing(&pass_env),
+                &backend,
+                agent.as_deref(),
+                agent_env,
+            )?;
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::registry_passing(&pass_env)).await
+            crate::run::run(args, &state_dir, &registry).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
         Command::Serve => crate::serve::serve(&state_dir, crate::demo::registry_passing(&pass_env)).await,

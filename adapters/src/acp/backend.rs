@@ -16,7 +16,9 @@ use clawbridge_bridge::native_tools::{NativeToolClass, Unenforceable};
 use clawbridge_bridge::probe::VersionProbe;
 use futures::future::BoxFuture;
 
-use super::config::{AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError, env_names};
+use super::config::{
+    AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError, env_names,
+};
 use super::session::{AcpError, AcpSession, SessionReady, describe_agent};
 
 /// How long the probe's `initialize` may take.
@@ -195,8 +197,8 @@ impl Backend for AcpBackend {
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
         let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
         let line = self.agent.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.line.clone()).unwrap_or_default();
-        let mut fingerprints = Fingerprints::new(self.base.id, cwd, settings.model.clone().unwrap_or_default())
-            .with("agent", line);
+        let mut fingerprints =
+            Fingerprints::new(self.base.id, cwd, settings.model.clone().unwrap_or_default()).with("agent", line);
         if let Some(name) = self.agent_name.get() {
             fingerprints = fingerprints.with("agentName", name);
         }

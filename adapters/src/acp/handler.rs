@@ -167,11 +167,10 @@ impl AcpRequestHandler {
             if !fs.edits_allowed {
                 return Err(HandlerError::Reply(fs_error(&FsError::EditsDisabled)));
             }
-            let written = tokio::task::spawn_blocking(move || {
-                fs.root.write(&params.path, &params.content, fs.max_write_bytes)
-            })
-            .await
-            .map_err(|e| HandlerError::Failed(e.to_string()))?;
+            let written =
+                tokio::task::spawn_blocking(move || fs.root.write(&params.path, &params.content, fs.max_write_bytes))
+                    .await
+                    .map_err(|e| HandlerError::Failed(e.to_string()))?;
             match written {
                 Ok(()) => Ok(Value::Null),
                 Err(error) => Err(HandlerError::Reply(fs_error(&error))),
@@ -204,9 +203,8 @@ pub fn choose(options: &[PermissionOption], decision: &ApprovalDecision) -> Perm
 
 fn decode<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, HandlerError> {
     let raw = request.params.as_deref().map_or("null", |raw| raw.get());
-    serde_json::from_str(raw).map_err(|e| {
-        HandlerError::Reply(ErrorObject::new(codes::INVALID_PARAMS, format!("`{}`: {e}", request.method)))
-    })
+    serde_json::from_str(raw)
+        .map_err(|e| HandlerError::Reply(ErrorObject::new(codes::INVALID_PARAMS, format!("`{}`: {e}", request.method))))
 }
 
 impl RequestHandler for AcpRequestHandler {
@@ -217,7 +215,8 @@ impl RequestHandler for AcpRequestHandler {
             methods::FS_READ_TEXT_FILE => decode(&request).map(|p| self.read(p)),
             methods::FS_WRITE_TEXT_FILE => decode(&request).map(|p| self.write(p)),
             other => {
-                let error = ErrorObject::new(codes::METHOD_NOT_FOUND, format!("clawbridge does not implement `{other}`"));
+                let error =
+                    ErrorObject::new(codes::METHOD_NOT_FOUND, format!("clawbridge does not implement `{other}`"));
                 Err(HandlerError::Reply(error))
             }
         };

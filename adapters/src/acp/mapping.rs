@@ -300,10 +300,9 @@ impl TurnMapper {
             self.log_once("non-text content chunk", None);
             return;
         };
-        let continues = self
-            .text
-            .as_ref()
-            .is_some_and(|open| open.kind == kind && (chunk.message_id.is_none() || open.message_id == chunk.message_id));
+        let continues = self.text.as_ref().is_some_and(|open| {
+            open.kind == kind && (chunk.message_id.is_none() || open.message_id == chunk.message_id)
+        });
         if !continues {
             self.close_text(out);
             self.items += 1;
@@ -345,14 +344,7 @@ impl TurnMapper {
             self.order.push(id.clone());
             self.tools.insert(
                 id.clone(),
-                OpenTool {
-                    kind: None,
-                    title: None,
-                    raw_input: None,
-                    raw_output: None,
-                    content: None,
-                    ran: false,
-                },
+                OpenTool { kind: None, title: None, raw_input: None, raw_output: None, content: None, ran: false },
             );
         }
         let Some(tool) = self.tools.get_mut(&id) else { return };
@@ -386,8 +378,14 @@ impl TurnMapper {
                     let reason = Some("the host declined the permission request".to_owned());
                     self.finish_tool(&id, ToolOutcome::Declined { reason }, false, out);
                 } else {
-                    let error = Some(self.tools.get(&id).and_then(|t| t.content.clone()).unwrap_or_else(|| "failed".into()));
-                    self.finish_tool(&id, ToolOutcome::Failure { error, error_code: None, timed_out: false }, true, out);
+                    let error =
+                        Some(self.tools.get(&id).and_then(|t| t.content.clone()).unwrap_or_else(|| "failed".into()));
+                    self.finish_tool(
+                        &id,
+                        ToolOutcome::Failure { error, error_code: None, timed_out: false },
+                        true,
+                        out,
+                    );
                 }
             }
             Some(ToolCallStatus::Pending | ToolCallStatus::Unknown(_)) | None => {}
@@ -421,7 +419,13 @@ impl TurnMapper {
             .and_then(|raw| raw.get("exit_code").or_else(|| raw.get("exitCode")))
             .and_then(Value::as_i64)
             .and_then(|code| i32::try_from(code).ok());
-        out.push(Event::ToolFinished(ToolFinish { call: tool.call(id), outcome, exit_code, execution_started, output }));
+        out.push(Event::ToolFinished(ToolFinish {
+            call: tool.call(id),
+            outcome,
+            exit_code,
+            execution_started,
+            output,
+        }));
     }
 
     /// The turn's end from the `session/prompt` answer: open items closed, open tools given a
@@ -487,7 +491,9 @@ pub fn terminal_of(reason: &StopReason) -> (TerminalKind, Option<String>) {
             TerminalKind::Failed,
             Some("the agent's limit of model requests in one turn was reached (stopReason max_turn_requests)".into()),
         ),
-        StopReason::Refusal => (TerminalKind::Failed, Some("the model refused to continue (stopReason refusal)".into())),
+        StopReason::Refusal => {
+            (TerminalKind::Failed, Some("the model refused to continue (stopReason refusal)".into()))
+        }
         StopReason::Unknown(other) => (TerminalKind::Failed, Some(format!("the agent stopped: stopReason {other}"))),
     }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::driver::stream_end;
 use clawbridge_bridge::attempt::hooks::ToolTerminalObserver;
-use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, SessionHooks, Step, TurnActivity, TurnDriver, TurnLimits, TurnSink};
+use clawbridge_bridge::attempt::{
+    AttemptResult, NativeTurn, SessionHooks, Step, TurnActivity, TurnDriver, TurnLimits, TurnSink,
+};
 use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
@@ -15,10 +17,10 @@ use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::acp::{
-    AgentCapabilities, AuthenticateParams, CancelNotification, ClientCapabilities, ContentBlock,
-    FileSystemCapability, Implementation, InitializeParams, InitializeResponse, LoadSessionParams,
-    NewSessionParams, NewSessionResponse, PROTOCOL_VERSION, PromptParams, PromptResponse, SessionNotification,
-    VersionRefused, codes as acp_codes, methods, negotiated_version,
+    AgentCapabilities, AuthenticateParams, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapability,
+    Implementation, InitializeParams, InitializeResponse, LoadSessionParams, NewSessionParams, NewSessionResponse,
+    PROTOCOL_VERSION, PromptParams, PromptResponse, SessionNotification, VersionRefused, codes as acp_codes, methods,
+    negotiated_version,
 };
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -151,14 +153,28 @@ impl AcpSession {
             max_read_bytes: config.max_read_bytes,
             max_write_bytes: config.max_write_bytes,
         };
-        let handler =
-            AcpRequestHandler::new(hooks.approver.clone(), activity.clone(), config.approval_timeout, fs, declined.clone(), asked.clone());
+        let handler = AcpRequestHandler::new(
+            hooks.approver.clone(),
+            activity.clone(),
+            config.approval_timeout,
+            fs,
+            declined.clone(),
+            asked.clone(),
+        );
         let peer_config = PeerConfig {
             request_timeout: config.request_timeout,
             handler_timeout: config.approval_timeout + Duration::from_secs(5),
             label: "acp".into(),
             write_timeout: Some(agent_write_timeout()),
             abort_handlers_on_close: true,
+            answers_in_order: [
+                methods::SESSION_NEW,
+                methods::SESSION_LOAD,
+                methods::SESSION_RESUME,
+                methods::SESSION_PROMPT,
+            ]
+            .map(String::from)
+            .to_vec(),
             ..PeerConfig::default()
         };
         let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };
@@ -175,14 +191,17 @@ impl AcpSession {
                 version: env!("CARGO_PKG_VERSION").into(),
             }),
         };
-        let answer =
-            match conn.peer().request_with_timeout(methods::INITIALIZE, Some(&params), config.handshake_timeout).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    conn.shutdown(config.stop).await;
-                    return Err(AcpError::Handshake(error));
-                }
-            };
+        let answer = match conn
+            .peer()
+            .request_with_timeout(methods::INITIALIZE, Some(&params), config.handshake_timeout)
+            .await
+        {
+            Ok(answer) => answer,
+            Err(error) => {
+                conn.shutdown(config.stop).await;
+                return Err(AcpError::Handshake(error));
+            }
+        };
         let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
         if let Err(refused) = negotiated_version(&response.protocol_version) {
             let stop = conn.shutdown(config.stop).await;
@@ -220,24 +239,31 @@ impl AcpSession {
         let request = peer.request(method, Some(params));
         tokio::pin!(request);
         let mut dropped = 0usize;
-        let answer = loop {
+        let mut answer = None;
+        // Done once answered and every update written before the answer was read (its mark came).
+        let mut marked = false;
+        loop {
+            if let Some(answer) = answer.take_if(|a: &mut Result<Value, RpcError>| marked || !has_answer_line(a)) {
+                if dropped > 0 {
+                    tracing::debug!(%method, dropped, "updates outside a turn (a replayed history) were not mirrored");
+                }
+                return answer;
+            }
             tokio::select! {
-                answer = &mut request => break answer,
+                got = &mut request, if answer.is_none() => answer = Some(got),
                 event = self.events.recv() => match event {
                     Some(PeerEvent::Notification(_)) => dropped += 1,
-                    Some(PeerEvent::Closed(_)) | None => break request.await,
+                    Some(PeerEvent::Answered { method: answered }) if answered == method => marked = true,
+                    Some(PeerEvent::Closed(_)) | None => {
+                        marked = true;
+                        if answer.is_none() {
+                            answer = Some((&mut request).await);
+                        }
+                    }
                     Some(_) => {}
                 },
             }
-        };
-        // The answer follows every update the agent wrote before it: those are queued already.
-        while let Ok(PeerEvent::Notification(_)) = self.events.try_recv() {
-            dropped += 1;
         }
-        if dropped > 0 {
-            tracing::debug!(%method, dropped, "updates outside a turn (a replayed history) were not mirrored");
-        }
-        answer
     }
 
     /// A session request, with `authenticate` first when the agent asks for it and one was configured.
@@ -338,7 +364,9 @@ impl AcpSession {
         // A turn has no deadline of its own: the idle watchdog and the cancel grace bound it.
         let answer_peer = peer.clone();
         let prompt = tokio::spawn(async move {
-            answer_peer.request_with_timeout(methods::SESSION_PROMPT, Some(&params), Duration::from_secs(86_400 * 7)).await
+            answer_peer
+                .request_with_timeout(methods::SESSION_PROMPT, Some(&params), Duration::from_secs(86_400 * 7))
+                .await
         });
         let limits = TurnLimits {
             idle: self.config.turn_idle_timeout,
@@ -353,6 +381,8 @@ impl AcpSession {
             mapper,
             prompt,
             prompt_pending: true,
+            answer: None,
+            marked: false,
             announced: false,
         };
         let driven = driver.run(&mut turn, limits, cancel).await;
@@ -391,6 +421,11 @@ impl AcpSession {
     }
 }
 
+/// Whether an outcome came from an answer line of the agent's (so its mark in the event stream follows).
+fn has_answer_line(outcome: &Result<Value, RpcError>) -> bool {
+    matches!(outcome, Ok(_) | Err(RpcError::Remote { .. }))
+}
+
 /// A turn id unique across processes and sessions (transcript rows are keyed by it).
 fn new_turn_id(session_id: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -408,10 +443,26 @@ struct AcpTurn<'a> {
     mapper: TurnMapper,
     prompt: tokio::task::JoinHandle<Result<Value, RpcError>>,
     prompt_pending: bool,
+    /// The prompt's answer, held until its mark says every update before it was read.
+    answer: Option<Result<Value, String>>,
+    /// The answer's mark came through the event stream.
+    marked: bool,
     announced: bool,
 }
 
 impl AcpTurn<'_> {
+    /// The turn's end from the prompt's answer (every update before it already mapped).
+    fn finish(&mut self, answer: Result<Value, String>) -> Vec<Event> {
+        let decoded = answer.and_then(|value| {
+            serde_json::from_value::<PromptResponse>(value)
+                .map_err(|e| format!("the session/prompt answer did not decode: {e}"))
+        });
+        match decoded {
+            Ok(answer) => self.mapper.finish(&answer),
+            Err(why) => self.mapper.abandon(TerminalKind::Failed, why),
+        }
+    }
+
     fn on_event(&mut self, event: PeerEvent, out: &mut Vec<Event>) -> Option<String> {
         match event {
             PeerEvent::Notification(note) if note.method == methods::SESSION_UPDATE => {
@@ -439,11 +490,20 @@ impl NativeTurn for AcpTurn<'_> {
             return Step::Events(self.mapper.start());
         }
         loop {
+            if self.marked {
+                if let Some(answer) = self.answer.take() {
+                    return Step::Events(self.finish(answer));
+                }
+            }
             tokio::select! {
                 biased;
                 event = self.events.recv() => {
                     let mut out = Vec::new();
                     let ended = match event {
+                        Some(PeerEvent::Answered { method }) if method == methods::SESSION_PROMPT => {
+                            self.marked = true;
+                            None
+                        }
                         Some(event) => self.on_event(event, &mut out),
                         None => Some("the stream from the ACP agent ended".into()),
                     };
@@ -451,28 +511,27 @@ impl NativeTurn for AcpTurn<'_> {
                         out.extend(self.mapper.abandon(TerminalKind::Failed, why));
                         return Step::Ended(out);
                     }
-                    return Step::Events(out);
+                    if !out.is_empty() {
+                        return Step::Events(out);
+                    }
                 }
                 answer = &mut self.prompt, if self.prompt_pending => {
                     self.prompt_pending = false;
-                    // Every update of the turn was written before its answer: read them first.
-                    let mut out = Vec::new();
-                    while let Ok(event) = self.events.try_recv() {
-                        if self.on_event(event, &mut out).is_some() {
-                            break;
-                        }
-                    }
                     let answer = match answer {
-                        Ok(Ok(value)) => serde_json::from_value::<PromptResponse>(value)
-                            .map_err(|e| format!("the session/prompt answer did not decode: {e}")),
-                        Ok(Err(error)) => Err(format!("session/prompt failed: {error}")),
-                        Err(join) => Err(format!("session/prompt failed: {join}")),
+                        Ok(Ok(value)) => Ok(value),
+                        Ok(Err(error)) => {
+                            // No answer line (a timeout, the agent gone): no mark will follow.
+                            if !has_answer_line(&Err(error.clone())) {
+                                self.marked = true;
+                            }
+                            Err(format!("session/prompt failed: {error}"))
+                        }
+                        Err(join) => {
+                            self.marked = true;
+                            Err(format!("session/prompt failed: {join}"))
+                        }
                     };
-                    match answer {
-                        Ok(answer) => out.extend(self.mapper.finish(&answer)),
-                        Err(why) => out.extend(self.mapper.abandon(TerminalKind::Failed, why)),
-                    }
-                    return Step::Events(out);
+                    self.answer = Some(answer);
                 }
             }
         }

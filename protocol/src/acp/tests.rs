@@ -46,7 +46,10 @@ fn updates_decode_by_tag_and_unknown_or_broken_ones_keep_their_json() {
 #[test]
 fn permission_answers_and_prompts_have_the_spec_s_shape() {
     let selected = RequestPermissionResponse { outcome: PermissionOutcome::Selected { option_id: "allow".into() } };
-    assert_eq!(serde_json::to_value(&selected).unwrap(), json!({"outcome": {"outcome": "selected", "optionId": "allow"}}));
+    assert_eq!(
+        serde_json::to_value(&selected).unwrap(),
+        json!({"outcome": {"outcome": "selected", "optionId": "allow"}})
+    );
     let cancelled = RequestPermissionResponse { outcome: PermissionOutcome::Cancelled };
     assert_eq!(serde_json::to_value(&cancelled).unwrap(), json!({"outcome": {"outcome": "cancelled"}}));
     let prompt = PromptParams {
