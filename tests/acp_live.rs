@@ -276,3 +276,41 @@ async fn a_write_outside_the_cwd_is_refused(agent: AcpAgent) {
     let requests = acp.mock.model_requests();
     assert!(!requests.is_empty(), "the model asked for the write:\n{}", describe_requests(&requests));
 }
+
+/// Re-records the ACP fixtures (`fixtures/recordings/acp/<agent>/<scenario>.*`) through the bridge:
+/// the bridge is the client, `record-proxy` sits between it and the real agent.
+///
+/// ```sh
+/// cargo test -p clawbridge --test acp_live -- --ignored --test-threads=1 record_the_acp_fixtures
+/// ```
+///
+/// Ignored in the suite: it rewrites checked-in files. `tests/acp_replay.rs` replays what it wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "rewrites fixtures/recordings/acp; run by hand after a peer upgrade"]
+async fn record_the_acp_fixtures() {
+    for agent in AcpAgent::ALL {
+        assert!(available(agent), "{} is installed", agent.name());
+        let dir = clawbridge_fixtures::peers::acp::recordings_dir(agent);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (scenario, mock, prompt, approve) in clawbridge_fixtures::peers::acp::scenarios(agent) {
+            let acp = AcpSandbox::new(agent, &mock).await.unwrap();
+            let record = clawbridge_fixtures::peers::acp::record_to(agent, scenario, &dir);
+            let state = tempfile::tempdir().unwrap();
+            let decision = if approve { "--approve" } else { "--deny" };
+            let child = bridge(&acp, state.path(), &[decision, prompt])
+                .env_clear()
+                .envs(acp.bridge_env_with_line(acp.recorded_agent_line(&record)))
+                .env("CLAWBRIDGE_STATE_DIR", state.path())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = tokio::time::timeout(RUN_LIMIT, child.wait_with_output()).await.unwrap().unwrap();
+            let (_, result) = events_and_result(&out);
+            assert!(record.out.is_file(), "{}/{scenario}: no recording: {}", agent.name(), describe(&out));
+            let log = clawbridge_fixtures::peers::record::model_log(&acp.mock.model_requests(), &acp.all_literals());
+            std::fs::write(dir.join(format!("{scenario}.model.jsonl")), log).unwrap();
+            eprintln!("recorded {}/{scenario}: {}", agent.name(), result["terminal"]);
+        }
+    }
+}
