@@ -7,6 +7,8 @@ export const KNOWN_HARNESSES = Object.freeze({
   "clawbridge-codex": "Codex (clawbridge)",
   "clawbridge-claude": "Claude Code (clawbridge)",
   "clawbridge-demo": "Demo replay (clawbridge)",
+  // Any Agent Client Protocol agent; the bridge runs the one CLAWBRIDGE_ACP_AGENT names (config `env`).
+  "clawbridge-acp": "ACP agent (clawbridge)",
 });
 
 /**
