@@ -29,7 +29,8 @@ pub struct DemoAgent {
 }
 
 /// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex,
-/// Claude Code and ACP agents (the one `CLAWBRIDGE_ACP_AGENT` names). Adding a backend is one line here. Call inside a tokio runtime (backends that
+/// Claude Code, and the ACP agent `CLAWBRIDGE_ACP_AGENT` names (only when it names one, as the plugin
+/// registers its harness). Adding a backend is one line here. Call inside a tokio runtime (backends that
 /// keep warm processes start their reapers).
 pub fn registry(demo: DemoAgent) -> Registry {
     registry_passing(demo, &[])
@@ -38,9 +39,10 @@ pub fn registry(demo: DemoAgent) -> Registry {
 /// [`registry`] with the operator's opt-in environment groups (`--pass-env`) passed to the
 /// backends whose modes need them (Claude Code's Bedrock and Vertex modes).
 pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry {
-    Registry::new()
+    let registry = Registry::new()
         .with(Arc::new(codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)))
         .with(Arc::new(codex::CodexBackend::native()))
-        .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)))
-        .with(Arc::new(acp::AcpBackend::from_env()))
+        .with(Arc::new(claude::ClaudeBackend::default().passing_env(pass_env)));
+    let acp = acp::AcpBackend::from_env();
+    if acp.is_configured() { registry.with(Arc::new(acp)) } else { registry }
 }

@@ -85,6 +85,11 @@ impl AcpBackend {
         self
     }
 
+    /// Whether an agent command was configured (even one that does not parse: its error is shown).
+    pub fn is_configured(&self) -> bool {
+        self.agent.is_some()
+    }
+
     fn agent(&self) -> Result<&AgentCommand, ProgramNotFound> {
         match &self.agent {
             Some(Ok(agent)) => Ok(agent),

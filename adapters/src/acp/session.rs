@@ -31,6 +31,11 @@ use super::fs::FsRoot;
 use super::handler::{AcpRequestHandler, FsAccess};
 use super::mapping::{Asked, Declined, TurnMapper};
 
+/// The methods whose answers the peer marks in the event stream: the updates they cause come before
+/// their answers, and a consumer must know it has read them all.
+const MARKED: [&str; 4] =
+    [methods::SESSION_NEW, methods::SESSION_LOAD, methods::SESSION_RESUME, methods::SESSION_PROMPT];
+
 /// Why an ACP session could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -241,7 +246,7 @@ impl AcpSession {
         let mut dropped = 0usize;
         let mut answer = None;
         // Done once answered and every update written before the answer was read (its mark came).
-        let mut marked = false;
+        let mut marked = !MARKED.contains(&method);
         loop {
             if let Some(answer) = answer.take_if(|a: &mut Result<Value, RpcError>| marked || !has_answer_line(a)) {
                 if dropped > 0 {
