@@ -124,7 +124,8 @@ macro_rules! per_agent {
 
 per_agent!(
     /// A text turn, then a second bridge process on the same session: it loads the agent's session
-    /// (`session/load`), so the model's second request carries the first turn.
+    /// (`session/load`), so the model's second request carries the first turn. Then, with the
+    /// agent's stored sessions deleted, a third process names why it could not resume.
     a_text_turn_and_a_new_process_resuming_it);
 async fn a_text_turn_and_a_new_process_resuming_it(agent: AcpAgent) {
     let acp = AcpSandbox::new(agent, &text_mock()).await.unwrap();
@@ -160,6 +161,17 @@ async fn a_text_turn_and_a_new_process_resuming_it(agent: AcpAgent) {
     }
     // The replayed history is the agent's, not a new turn: no extra model call on load.
     assert_eq!(requests.len(), 2, "{}: one model call per turn:\n{}", agent.name(), describe_requests(&requests));
+
+    // The agent's stored session is gone: the bridge says why it could not resume, starts a new
+    // session, and the turn still runs.
+    acp.forget_sessions().unwrap();
+    let third = run(&acp, state.path(), &["--session", "s1", "Say hello."]).await;
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    assert!(stderr.contains("could not resume"), "{}: a named invalidation: {}", agent.name(), describe(&third));
+    assert!(stderr.contains(&session), "{}: it names the session it could not load: {stderr}", agent.name());
+    let (_, result) = events_and_result(&third);
+    assert_eq!(result["terminal"]["kind"], "ok", "{}", describe(&third));
+    assert_ne!(result["nativeSessionId"], session.as_str(), "{}: a new session", describe(&third));
 }
 
 per_agent!(
