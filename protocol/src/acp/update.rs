@@ -68,10 +68,10 @@ impl SessionNotification {
 impl SessionUpdate {
     /// Decodes one update by its `sessionUpdate` tag; never fails.
     pub fn decode(raw: Value) -> SessionUpdate {
-        let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or_default().to_owned();
         fn typed<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, String> {
             T::deserialize(raw).map_err(|e| e.to_string())
         }
+        let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or_default().to_owned();
         let decoded = match kind.as_str() {
             "user_message_chunk" => typed(&raw).map(SessionUpdate::UserMessageChunk),
             "agent_message_chunk" => typed(&raw).map(SessionUpdate::AgentMessageChunk),
