@@ -361,7 +361,11 @@ impl TurnMapper {
             tool.raw_output = Some(output);
         }
         if let Some(content) = update.content {
-            let text = content.iter().filter_map(clawbridge_protocol::acp::ToolCallContent::text).collect::<Vec<_>>().join("\n");
+            let text = content
+                .iter()
+                .filter_map(clawbridge_protocol::acp::ToolCallContent::text)
+                .collect::<Vec<_>>()
+                .join("\n");
             // Content replaces the earlier value; output that only grew streams as its new part.
             let old = tool.content.as_deref().unwrap_or_default();
             if text.len() <= TOOL_DELTA_BYTES && text.len() > old.len() && text.starts_with(old) {
