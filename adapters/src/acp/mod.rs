@@ -21,4 +21,6 @@ pub use mapping::TurnMapper;
 pub use session::{AcpError, AcpSession, SessionReady};
 
 #[cfg(test)]
+mod asked_tests;
+#[cfg(test)]
 mod tests;
