@@ -135,3 +135,104 @@ fn the_golden_files_hold_the_expected_tool_terminals() {
         assert_eq!(terminals[0]["outcome"], "failure", "{name}: {terminals:#?}");
     }
 }
+
+/// A recorded turn of `agent`'s `scenario` as lines, the header first.
+fn recorded_lines(agent: AcpAgent, scenario: &str) -> Vec<String> {
+    let path =
+        clawbridge_fixtures::peers::record::recordings_dir().join(folder(agent)).join(format!("{scenario}.jsonl"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An `AcpSession` on the replay agent playing `lines`, with a short idle watchdog.
+async fn session_on(lines: &[String], dir: &std::path::Path, observer: Arc<RecordingObserver>) -> AcpSession {
+    let fixture = dir.join("edited.jsonl");
+    std::fs::write(&fixture, lines.join("\n") + "\n").unwrap();
+    let mut config = AcpConfig::new(
+        clawbridge_fixtures::fixture_bin("replay-agent"),
+        vec![fixture.display().to_string()],
+        dir.into(),
+    );
+    config.turn_idle_timeout = Duration::from_secs(2);
+    config.interrupt_grace = Duration::from_secs(1);
+    config.stop.after_stdin_close = Duration::from_secs(1);
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer,
+    };
+    AcpSession::connect(config, hooks, true).await.expect("the handshake replays")
+}
+
+/// Fault row (real codex-acp traffic): lines that are no JSON-RPC arrive between two text chunks;
+/// each is skipped and the turn completes with the whole answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_lines_between_real_updates_are_skipped_and_the_turn_completes() {
+    let mut lines = recorded_lines(AcpAgent::CodexAcp, "plain-text");
+    let first_chunk = lines.iter().position(|l| l.contains("agent_message_chunk")).expect("a text chunk");
+    for (offset, garbage) in [
+        "not json at all",
+        "[1,2,3]",
+        "{\\\"method\\\":\\\"session/update\\\",\\\"params\\\":",
+        "{\\\"id\\\":4242,\\\"result\\\":{}}",
+    ]
+    .iter()
+    .enumerate()
+    {
+        lines.insert(first_chunk + 1 + offset, format!("{{\"dir\":\"from_agent\",\"raw\":\"{garbage}\"}}"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(&lines, dir.path(), Arc::default()).await;
+    let ready = session.new_session().await.expect("session/new replays");
+    let result = session
+        .run_turn(&ready.session_id, &TurnInput::text("Say hello."), &mut |_: &Event| {}, &CancellationToken::new())
+        .await;
+    assert_eq!(result.terminal.kind, clawbridge_bridge::events::TerminalKind::Ok, "{:?}", result.terminal);
+    assert!(result.assistant_texts.concat().ends_with("Hello from the mock model."), "{:?}", result.assistant_texts);
+    session.shutdown().await;
+}
+
+/// Fault row (real codex-acp traffic): the agent goes silent in the middle of its answer, no tool
+/// running. The idle watchdog ends the turn as a timeout, keeps what was streamed, and the agent
+/// is gone after the stop. (While a tool runs the turn is not idle, for every backend: a command may
+/// run silently for long; the host's own timeout or cancel bounds it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_silent_mid_answer_ends_the_turn_as_a_timeout() {
+    let lines = recorded_lines(AcpAgent::CodexAcp, "plain-text");
+    let chunks: Vec<usize> =
+        lines.iter().enumerate().filter(|(_, l)| l.contains("agent_message_chunk")).map(|(i, _)| i).collect();
+    assert!(chunks.len() >= 3, "a streamed answer: {chunks:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut session = session_on(&lines[..=chunks[2]], dir.path(), Arc::default()).await;
+    let pid = session.pid().expect("the agent runs") as i32;
+    let ready = session.new_session().await.expect("session/new replays");
+    let mut streamed = String::new();
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.run_turn(
+            &ready.session_id,
+            &TurnInput::text("Say hello."),
+            &mut |event: &Event| {
+                if let Event::AssistantDelta { delta, .. } = event {
+                    streamed.push_str(delta);
+                }
+            },
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the watchdog ends the turn");
+    assert_eq!(result.terminal.kind, clawbridge_bridge::events::TerminalKind::Timeout, "{:?}", result.terminal);
+    let recorded: String = lines[..=chunks[2]]
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|entry| entry["json"]["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|entry| entry["json"]["params"]["update"]["content"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(streamed, recorded, "what arrived before the silence was streamed");
+    session.shutdown().await;
+    assert!(!clawbridge_bridge::supervisor::group_alive(pid), "the agent is gone");
+}
