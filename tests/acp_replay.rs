@@ -59,7 +59,11 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
     ids.dedup();
     assert_eq!(ids.len(), all, "{scenario}: each tool call reported once: {reports:?}");
     let outcome = session.shutdown().await.expect("the agent was running");
-    assert_eq!(outcome.exit.map(|e| e.success()), Some(true), "{scenario}: the replay agent saw the recorded lines");
+    assert_eq!(
+        outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
+        Some(true),
+        "{scenario}: the replay agent saw the recorded lines"
+    );
     let document = golden::document(&transcript, reports, result);
     assert!(!turn_id.is_empty(), "{scenario}: the turn started");
     serde_json::from_str(&document.to_string().replace(&turn_id, "<turn>")).unwrap()
