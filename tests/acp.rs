@@ -180,6 +180,10 @@ fn a_cancel_mid_tool_ends_the_turn_cancelled_with_the_tool_closed_and_no_process
     let end = terminal(&events);
     assert_eq!(end["kind"], "aborted", "{events:#?}");
     assert_eq!(end["cause"], "cancelled");
+    assert!(
+        end["message"].as_str().unwrap_or_default().contains("stopReason cancelled"),
+        "the agent answered the cancel: {end}"
+    );
     let finished = of_type(&events, "toolFinished");
     assert_eq!(finished.len(), 1, "the running tool got its terminal: {events:#?}");
     assert_eq!(finished[0]["outcome"]["kind"], "cancelled");
@@ -190,7 +194,10 @@ fn a_cancel_mid_tool_ends_the_turn_cancelled_with_the_tool_closed_and_no_process
 #[test]
 fn a_second_run_loads_the_session_without_mirroring_its_replayed_history() {
     let place = Place::new();
-    let agent = place.agent_named("loads", json!({"loadSession": true, "turns": [[{"say": "first answer"}]]}));
+    // A long history, so a replay that leaked past the load's answer would be seen.
+    let mut first_turn = vec![json!({"say": "first answer"})];
+    first_turn.extend((0..300).map(|i| json!({"say": format!(" part {i}")})));
+    let agent = place.agent_named("loads", json!({"loadSession": true, "turns": [first_turn]}));
     let first = place.run(&agent, &["--session", "r"], "first question");
     let (_, first_result) = parse(&first);
     // A new bridge process and a new agent process: the agent replays the history on session/load.
