@@ -180,6 +180,10 @@ fn a_cancel_mid_tool_ends_the_turn_cancelled_with_the_tool_closed_and_no_process
     let end = terminal(&events);
     assert_eq!(end["kind"], "aborted", "{events:#?}");
     assert_eq!(end["cause"], "cancelled");
+    assert!(
+        end["message"].as_str().unwrap_or_default().contains("stopReason cancelled"),
+        "the agent answered the cancel: {end}"
+    );
     let finished = of_type(&events, "toolFinished");
     assert_eq!(finished.len(), 1, "the running tool got its terminal: {events:#?}");
     assert_eq!(finished[0]["outcome"]["kind"], "cancelled");
@@ -190,7 +194,10 @@ fn a_cancel_mid_tool_ends_the_turn_cancelled_with_the_tool_closed_and_no_process
 #[test]
 fn a_second_run_loads_the_session_without_mirroring_its_replayed_history() {
     let place = Place::new();
-    let agent = place.agent_named("loads", json!({"loadSession": true, "turns": [[{"say": "first answer"}]]}));
+    // A long history, so a replay that leaked past the load's answer would be seen.
+    let mut first_turn = vec![json!({"say": "first answer"})];
+    first_turn.extend((0..300).map(|i| json!({"say": format!(" part {i}")})));
+    let agent = place.agent_named("loads", json!({"loadSession": true, "turns": [first_turn]}));
     let first = place.run(&agent, &["--session", "r"], "first question");
     let (_, first_result) = parse(&first);
     // A new bridge process and a new agent process: the agent replays the history on session/load.
@@ -286,4 +293,54 @@ fn an_agent_that_needs_a_login_names_its_methods_and_one_can_be_chosen() {
     let out = place.command(&agent, &[], "hi").env("CLAWBRIDGE_ACP_AUTH_METHOD", "api-key").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(assistant_text(&parse(&out).0), "in");
+}
+
+/// The harness under `serve`: listed with the agent's name and version from its `initialize`, an
+/// attempt runs a turn, and the next attempt of the host session continues the ACP session.
+#[tokio::test]
+async fn serve_offers_clawbridge_acp_and_binds_its_session() {
+    use std::sync::Arc;
+
+    use clawbridge_adapters::acp::{AcpBackend, AgentCommand};
+    use clawbridge_bridge::rpc::{NoProcess, PeerConfig, RejectAll, RpcPeer};
+
+    let place = Place::new();
+    let agent = place.agent(json!({"loadSession": true, "agentInfo": {"name": "fake-acp-agent", "version": "9.8.7"},
+        "turns": [[{"say": "served"}]]}));
+    let registry = clawbridge::demo::registry()
+        .with(Arc::new(AcpBackend::from_env().with_agent(AgentCommand::parse(&agent).unwrap())));
+    let (host_side, bridge_side) = tokio::io::duplex(1 << 20);
+    let (bridge_in, bridge_out) = tokio::io::split(bridge_side);
+    let state_dir = place.state.clone();
+    let server =
+        tokio::spawn(async move { clawbridge::serve::serve_on(bridge_in, bridge_out, &state_dir, registry).await });
+    let (host_in, host_out) = tokio::io::split(host_side);
+    let (host, _events) =
+        RpcPeer::start(host_in, host_out, PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess));
+    let init = json!({
+        "protocolVersion": 1,
+        "host": {"name": "test-host", "version": "0"},
+        "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false, "transcriptAppend": false, "userInput": false}
+    });
+    let answer = host.request("initialize", Some(&init)).await.expect("initialize");
+    let harness = answer["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-acp").cloned();
+    let harness = harness.unwrap_or_else(|| panic!("no clawbridge-acp in {answer}"));
+    assert_eq!(harness["available"], true, "{harness}");
+    let backend = answer["backends"].as_array().unwrap().iter().find(|b| b["id"] == "acp").cloned().unwrap();
+    assert_eq!(backend["version"], "fake-acp-agent 9.8.7", "the agent's name and version from initialize: {backend}");
+
+    let run = |attempt: &str| {
+        json!({"attemptId": attempt, "harnessId": "clawbridge-acp", "sessionId": "host-session",
+               "prompt": "hello", "workspaceDir": place.cwd.display().to_string()})
+    };
+    let first = host.request("attempt/run", Some(&run("a-1"))).await.expect("attempt/run answers");
+    assert_eq!(first["terminal"]["kind"], "ok", "{first}");
+    assert_eq!(first["assistantTexts"], json!(["served"]), "{first}");
+    let second = host.request("attempt/run", Some(&run("a-2"))).await.expect("attempt/run answers");
+    assert_eq!(second["nativeSessionId"], first["nativeSessionId"], "the bound session continued: {second}");
+    assert_eq!(second["assistantTexts"], json!(["served"]), "the replayed history is not this attempt's: {second}");
+
+    host.request("shutdown", Some(&json!({}))).await.expect("shutdown");
+    host.close();
+    tokio::time::timeout(Duration::from_secs(30), server).await.expect("serve ends").unwrap().expect("serve ok");
 }

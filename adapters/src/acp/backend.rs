@@ -55,18 +55,30 @@ fn facts() -> HarnessFacts {
     }
 }
 
+impl Default for AcpBackend {
+    /// No agent configured: sessions run the program they are opened with (`--program`, a test's).
+    fn default() -> Self {
+        AcpBackend {
+            base: facts(),
+            probed: OnceLock::new(),
+            agent: None,
+            pass_env: Vec::new(),
+            auth_method: None,
+            agent_name: OnceLock::new(),
+        }
+    }
+}
+
 impl AcpBackend {
     /// The agent `CLAWBRIDGE_ACP_AGENT` names (none when unset), seeing the variables
     /// `CLAWBRIDGE_ACP_AGENT_ENV` lists, authenticating with `CLAWBRIDGE_ACP_AUTH_METHOD` if asked.
     pub fn from_env() -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         AcpBackend {
-            base: facts(),
-            probed: OnceLock::new(),
             agent: var(AGENT_ENV).map(|line| AgentCommand::parse(&line)),
             pass_env: var(AGENT_ENV_PASS).map(|list| env_names(&list)).unwrap_or_default(),
             auth_method: var(AUTH_METHOD_ENV),
-            agent_name: OnceLock::new(),
+            ..AcpBackend::default()
         }
     }
 
@@ -163,8 +175,10 @@ impl Backend for AcpBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
-        let agent = self.agent()?;
-        let name = requested.unwrap_or(&agent.program);
+        let name = match requested {
+            Some(requested) => requested,
+            None => &self.agent()?.program,
+        };
         find_program(name).ok_or_else(|| ProgramNotFound {
             name: name.to_path_buf(),
             why: format!("the ACP agent `{}` is not an executable (on PATH or as a path)", name.display()),

@@ -18,7 +18,7 @@ use clawbridge_bridge::events::{
     TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal, Usage,
 };
 use clawbridge_protocol::acp::{
-    ContentChunk, PromptResponse, SessionUpdate, StopReason, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentChunk, PromptResponse, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use serde_json::{Value, json};
 
@@ -361,11 +361,7 @@ impl TurnMapper {
             tool.raw_output = Some(output);
         }
         if let Some(content) = update.content {
-            let text = content
-                .iter()
-                .filter_map(clawbridge_protocol::acp::ToolCallContent::text)
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = content.iter().filter_map(ToolCallContent::text).collect::<Vec<_>>().join("\n");
             // Content replaces the earlier value; output that only grew streams as its new part.
             let old = tool.content.as_deref().unwrap_or_default();
             if text.len() <= TOOL_DELTA_BYTES && text.len() > old.len() && text.starts_with(old) {

@@ -524,8 +524,11 @@ impl NativeTurn for AcpTurn<'_> {
                     self.prompt_pending = false;
                     let answer = match answer {
                         Ok(Ok(value)) => Ok(value),
+                        // The agent went away: what it wrote before going is still queued, and
+                        // the stream's end (last) closes the turn naming the exit.
+                        Ok(Err(RpcError::PeerGone { .. })) => continue,
                         Ok(Err(error)) => {
-                            // No answer line (a timeout, the agent gone): no mark will follow.
+                            // No answer line (a timeout, a write that failed): no mark will follow.
                             if !has_answer_line(&Err(error.clone())) {
                                 self.marked = true;
                             }

@@ -68,9 +68,6 @@ impl SessionNotification {
 impl SessionUpdate {
     /// Decodes one update by its `sessionUpdate` tag; never fails.
     pub fn decode(raw: Value) -> SessionUpdate {
-        fn typed<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, String> {
-            T::deserialize(raw).map_err(|e| e.to_string())
-        }
         let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or_default().to_owned();
         let decoded = match kind.as_str() {
             "user_message_chunk" => typed(&raw).map(SessionUpdate::UserMessageChunk),
@@ -85,6 +82,11 @@ impl SessionUpdate {
         };
         decoded.unwrap_or_else(|error| SessionUpdate::Unknown { kind, raw, decode_error: Some(error) })
     }
+}
+
+/// `raw` decoded as `T`, or why not.
+fn typed<T: serde::de::DeserializeOwned>(raw: &Value) -> Result<T, String> {
+    T::deserialize(raw).map_err(|e| e.to_string())
 }
 
 /// `user_message_chunk`, `agent_message_chunk`, `agent_thought_chunk`.
