@@ -17,7 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 
 CARGO_FUZZ_VERSION=0.13.2
-ALL_TARGETS=(line_codec jsonrpc_classify codex_messages claude_messages host_messages)
+ALL_TARGETS=(line_codec jsonrpc_classify codex_messages claude_messages host_messages acp_messages)
 
 seconds="${1:-60}"
 shift || true
@@ -103,6 +103,21 @@ for i, message in enumerate(host):
     line = json.dumps(message, separators=(",", ":"))
     put("host_messages", f"host-{i}", line)
     put("jsonrpc_classify", f"host-{i}", line)
+acp = [
+    {"sessionId": "s1", "update": {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}, "messageId": "m1"}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "ls", "kind": "execute", "status": "pending", "rawInput": {"command": "ls"}}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress", "content": [{"type": "content", "content": {"type": "text", "text": "a"}}]}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "rawOutput": {"exit_code": 0}}},
+    {"declined": "c2", "sessionId": "s1", "update": {"sessionUpdate": "tool_call", "toolCallId": "c2", "kind": "edit", "content": [{"type": "diff", "path": "/w/a", "oldText": None, "newText": "x"}]}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c2", "status": "failed"}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "plan", "entries": [{"content": "step", "priority": "high", "status": "in_progress"}]}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "usage_update", "used": 10, "size": 100}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "current_mode_update", "currentModeId": "ask"}},
+    {"sessionId": "s1", "update": {"sessionUpdate": "from_the_future", "x": 1}},
+    {"stopReason": "end_turn", "usage": {"inputTokens": 3, "outputTokens": 4}},
+]
+put("acp_messages", "acp-turn", "\n".join(json.dumps(m, separators=(",", ":")) for m in acp) + "\n")
 put("host_messages", "host-all", "\n".join(json.dumps(m, separators=(",", ":")) for m in host) + "\n")
 PY
 

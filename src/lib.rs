@@ -2,6 +2,7 @@
 //! thin shell around this library, so tests and the benchmarks (`clawbridge-bench`, in `bench/`)
 //! drive the very same `run`, `serve` and serve's pipeline with a registry of their own.
 
+pub mod acp_cli;
 pub mod cli;
 pub mod config;
 pub mod demo;

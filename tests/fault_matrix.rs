@@ -774,3 +774,144 @@ fn a_canary_secret_in_the_backend_env_appears_in_no_log_transcript_or_recording(
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rows for an ACP agent (the scripted fake-acp-agent): crash, hang, garbage, an ignored cancel
+// ---------------------------------------------------------------------------------------------
+
+/// An ACP session on the fake ACP agent playing `turn` (its steps), with these limits.
+async fn acp_session(
+    dir: &Path,
+    turn: Value,
+    idle: Duration,
+    grace: Duration,
+    observer: Arc<RecordingObserver>,
+) -> (clawbridge_adapters::acp::AcpSession, String) {
+    let script = dir.join("acp-script.json");
+    std::fs::write(&script, json!({"turns": [turn]}).to_string()).unwrap();
+    let program = clawbridge_fixtures::fixture_bin("fake-acp-agent");
+    let args = vec!["--script".to_owned(), script.display().to_string()];
+    let mut config = clawbridge_adapters::acp::AcpConfig::new(program, args, dir.to_path_buf());
+    config.turn_idle_timeout = idle;
+    config.interrupt_grace = grace;
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Deny { message: None })),
+        tools: Arc::new(NoHostTools),
+        observer,
+    };
+    let mut session = clawbridge_adapters::acp::AcpSession::connect(config, hooks, true).await.expect("initialize");
+    let ready = session.new_session().await.expect("session/new");
+    (session, ready.session_id)
+}
+
+async fn acp_turn(
+    session: &mut clawbridge_adapters::acp::AcpSession,
+    id: &str,
+    cancel: &CancellationToken,
+) -> (AttemptResult, Vec<Event>) {
+    let mut events = Vec::new();
+    let input = clawbridge_bridge::backend::TurnInput::text("go");
+    let result = session.run_turn(id, &input, &mut |e: &Event| events.push(e.clone()), cancel).await;
+    (result, events)
+}
+
+/// Row (ACP): crash mid-turn. The agent dies while its tool runs: the attempt fails with the exit
+/// status and stderr tail, the tool gets its terminal, nothing survives.
+#[tokio::test]
+async fn an_acp_agent_crashing_mid_turn_fails_the_attempt_and_closes_its_tool() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(RecordingObserver::default());
+        let turn = json!([{"say": "working"}, {"tool": {"id": "t1", "kind": "execute", "status": "in_progress"}}, {"crash": 7}]);
+        let (mut session, id) = acp_session(dir.path(), turn, Duration::from_secs(300), Duration::from_secs(5), observer.clone()).await;
+        let pgid = session.pid().unwrap() as i32;
+        let (result, _) = acp_turn(&mut session, &id, &CancellationToken::new()).await;
+        assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
+        let message = result.terminal.message.clone().unwrap_or_default();
+        assert!(message.contains("exit code 7"), "{message}");
+        assert!(message.contains("crashing as scripted"), "the stderr tail is attached: {message}");
+        assert_eq!(assistant_text(&result), "working");
+        let reports = observer.reports();
+        assert_eq!(reports.len(), 1, "the running tool got its terminal: {reports:?}");
+        session.shutdown().await;
+        assert!(!group_alive(pgid));
+    })
+    .await;
+}
+
+/// Row (ACP): hang mid-turn. The agent stops writing and never answers the prompt: the idle
+/// watchdog ends the attempt as a timeout and the agent, still working on it, is stopped.
+#[tokio::test]
+async fn an_acp_agent_hanging_mid_turn_times_out_and_is_stopped() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(RecordingObserver::default());
+        let turn = json!([{"say": "almost"}, {"hang": true}]);
+        let (mut session, id) =
+            acp_session(dir.path(), turn, Duration::from_secs(1), Duration::from_secs(1), observer).await;
+        let pgid = session.pid().unwrap() as i32;
+        let (result, events) = acp_turn(&mut session, &id, &CancellationToken::new()).await;
+        assert_eq!(result.terminal.kind, TerminalKind::Timeout, "{:?}", result.terminal);
+        assert_eq!(assistant_text(&result), "almost", "what streamed is kept");
+        assert!(matches!(events.last(), Some(Event::TurnTerminal(_))), "{events:?}");
+        assert!(session.is_stopped(), "the hanging agent was stopped");
+        assert!(!group_alive(pgid));
+    })
+    .await;
+}
+
+/// Row (ACP): garbage lines mid-turn. Non-JSON, a JSON-RPC answer nobody asked for and an update of
+/// another session arrive between two chunks; each is skipped and the turn completes whole.
+#[tokio::test]
+async fn garbage_lines_from_an_acp_agent_are_skipped_and_the_turn_completes() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(RecordingObserver::default());
+        let turn = json!([
+            {"say": "Hello, "},
+            {"garbage": "not json at all"},
+            {"garbage": "{\"jsonrpc\":\"2.0\",\"id\":424242,\"result\":{}}"},
+            {"garbage": "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"other\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"WRONG\"}}}}"},
+            {"garbage": "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":7}}}"},
+            {"say": "world"}
+        ]);
+        let (mut session, id) = acp_session(dir.path(), turn, Duration::from_secs(300), Duration::from_secs(5), observer).await;
+        let (result, _) = acp_turn(&mut session, &id, &CancellationToken::new()).await;
+        assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+        assert_eq!(assistant_text(&result), "Hello, world");
+        session.shutdown().await;
+    })
+    .await;
+}
+
+/// Row (ACP): a cancel the agent ignores. `session/cancel` goes out, no `cancelled` answer comes:
+/// after the grace the attempt ends aborted, the running tool cancelled, and the agent is stopped.
+#[tokio::test]
+async fn an_acp_agent_ignoring_a_cancel_is_stopped_after_the_grace() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let observer = Arc::new(RecordingObserver::default());
+        let turn = json!([{"ignoreCancel": true}, {"tool": {"id": "t1", "kind": "execute", "status": "in_progress"}}, {"waitCancel": true}]);
+        let (mut session, id) = acp_session(dir.path(), turn, Duration::from_secs(300), Duration::from_secs(1), observer.clone()).await;
+        let pgid = session.pid().unwrap() as i32;
+        let cancel = CancellationToken::new();
+        let mut events = Vec::new();
+        let input = clawbridge_bridge::backend::TurnInput::text("go");
+        // Cancelled once the tool is announced.
+        let mut sink = |e: &Event| {
+            if matches!(e, Event::ToolStarted(_)) {
+                cancel.cancel();
+            }
+            events.push(e.clone());
+        };
+        let result = session.run_turn(&id, &input, &mut sink, &cancel).await;
+        assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}", result.terminal);
+        let finished: Vec<_> = events.iter().filter(|e| matches!(e, Event::ToolFinished(_))).collect();
+        assert_eq!(finished.len(), 1, "{events:?}");
+        assert_eq!(observer.reports().len(), 1, "the host saw the cancelled tool end");
+        assert!(matches!(finished[0], Event::ToolFinished(f) if matches!(f.outcome, clawbridge_bridge::events::ToolOutcome::Cancelled { .. })));
+        assert!(session.is_stopped());
+        assert!(!group_alive(pgid));
+    })
+    .await;
+}

@@ -3,6 +3,7 @@
 //! session. An adapter never reaches into another; the [`registry`] is the one place that lists
 //! them.
 
+pub mod acp;
 pub mod claude;
 pub mod codex;
 
@@ -31,8 +32,9 @@ pub struct DemoAgent {
     pub scripted: bool,
 }
 
-/// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex
-/// and Claude Code. Adding a backend is one line here. Call inside a tokio runtime (backends that
+/// Every backend clawbridge ships, in the order hosts list them: the demo (played by `demo`), Codex,
+/// Claude Code, and the ACP agent `CLAWBRIDGE_ACP_AGENT` names (only when it names one, as the plugin
+/// registers its harness). Adding a backend is one line here. Call inside a tokio runtime (backends that
 /// keep warm processes start their reapers).
 pub fn registry(demo: DemoAgent) -> Registry {
     registry_passing(demo, &[])
@@ -47,14 +49,16 @@ pub fn registry_passing(demo: DemoAgent, pass_env: &[PassEnvGroup]) -> Registry 
 /// [`registry`] under the operator's settings (the `clawbridge` binary's config file, variables and flags).
 pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registry {
     let claude = claude::ClaudeBackend::new(options.claude_pool.unwrap_or_default());
-    Registry::new()
+    let registry = Registry::new()
         .with(Arc::new(if demo.scripted {
             codex::CodexBackend::scripted_demo(demo.program, demo.args, demo.recorded_version)
         } else {
             codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)
         }))
         .with(Arc::new(codex::CodexBackend::native().configured(options.codex.clone(), options.codex_home.clone())))
-        .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())))
+        .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())));
+    let acp = acp::AcpBackend::from_env();
+    if acp.is_configured() { registry.with(Arc::new(acp)) } else { registry }
 }
 
 /// What the operator configured for the backends; every `None` keeps a backend's own behaviour

@@ -524,6 +524,63 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
     w.finish()
 }
 
+/// The session id of a generated ACP recording.
+const ACP_SESSION: &str = "bench-acp-session";
+
+/// One ACP `session/update` notification of the generated session.
+fn acp_update(update: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": ACP_SESSION, "update": update}})
+}
+
+/// Generates an ACP agent's recording of at least `min_lines` lines: the handshake and
+/// `session/new`, then one `session/prompt` answered by blocks of a thought, a command (a
+/// `tool_call`, output that grows in `tool_call_update`s as codex-acp sends it, its completion) and
+/// a streamed message, then `end_turn`. No real ACP agent's recording is checked in yet, so the
+/// shapes are the protocol's (docs/peers/acp.md).
+pub fn acp(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generated> {
+    let header = Header {
+        clawbridge_recording: clawbridge_fixtures::recording::FORMAT_VERSION,
+        backend: "acp".into(),
+        peer_version: "0.1.0".into(),
+        scenario: format!("bench-{min_lines}"),
+    };
+    let mut w = Writer::create(dir, name, &header)?;
+    let client = |id: u64, method: &str| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+    w.entry(Direction::ToAgent, &client(1, "initialize"))?;
+    w.peer(&json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1, "agentCapabilities": {},
+        "agentInfo": {"name": "bench-acp", "version": "0.1.0"}, "authMethods": []}}))?;
+    w.entry(Direction::ToAgent, &client(2, "session/new"))?;
+    w.peer(&json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": ACP_SESSION}}))?;
+    w.entry(Direction::ToAgent, &client(3, "session/prompt"))?;
+    let mut block = 0usize;
+    while (w.generated.recording_lines as usize) < min_lines.saturating_sub(2) {
+        block += 1;
+        for word in words(block, 6) {
+            let chunk = json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": word}});
+            w.peer(&acp_update(chunk))?;
+        }
+        let call = format!("call_{block}");
+        let command = format!("cargo test --package step-{block}");
+        w.peer(&acp_update(json!({"sessionUpdate": "tool_call", "toolCallId": call, "title": command,
+            "kind": "execute", "status": "in_progress", "rawInput": {"command": command}})))?;
+        let mut output = String::new();
+        for i in 0..OUTPUT_CHUNKS {
+            output.push_str(&format!("test step_{block}::case_{i:03} ... ok {}\n", words(i, 8).concat().trim_end()));
+            let content = json!([{"type": "content", "content": {"type": "text", "text": output}}]);
+            w.peer(&acp_update(json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "content": content})))?;
+        }
+        w.peer(&acp_update(json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed",
+            "rawOutput": {"exit_code": 0}})))?;
+        w.generated.tool_calls += 1;
+        for word in words(block, TEXT_DELTAS) {
+            let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word}});
+            w.peer(&acp_update(chunk))?;
+        }
+    }
+    w.peer(&json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}))?;
+    w.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

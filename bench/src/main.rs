@@ -87,7 +87,7 @@ struct BenchArgs {
 /// One benchmark scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
-    /// Events/s and MB/s through the full path vs the parse-only limit (Codex and Claude).
+    /// Events/s and MB/s through the full path vs the parse-only limit (Codex, Claude, ACP).
     Throughput,
     /// Native line → host notification at a steady rate.
     Latency,

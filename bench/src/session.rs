@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use clawbridge_adapters::acp::AcpBackend;
 use clawbridge_adapters::claude::ClaudeBackend;
 use clawbridge_adapters::codex::CodexBackend;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
@@ -29,11 +30,15 @@ pub const PROMPT: &str = "Run the test suite and tell me what failed.";
 /// The host session every measured attempt belongs to (the rows' `sessionId`).
 const HOST_SESSION: &str = "bench-session";
 
-/// The backends measured: the product's own Codex and Claude Code backends, as
+/// The backends measured: the product's own Codex, Claude Code and ACP backends, as
 /// `clawbridge::demo::registry()` holds them, without the demo, which replays through the product
-/// binary's hidden role (this bench plays its peers itself). Call inside a tokio runtime.
+/// binary's hidden role (this bench plays its peers itself; the ACP agent is the program each
+/// attempt names). Call inside a tokio runtime.
 pub fn registry() -> Registry {
-    Registry::new().with(Arc::new(CodexBackend::native())).with(Arc::new(ClaudeBackend::default()))
+    Registry::new()
+        .with(Arc::new(CodexBackend::native()))
+        .with(Arc::new(ClaudeBackend::default()))
+        .with(Arc::new(AcpBackend::default()))
 }
 
 /// A launcher for this binary's `role` (the role's name and arguments), to hand a backend as its

@@ -1,9 +1,9 @@
-//! Throughput: a generated Codex recording (≥ 200k lines) and a Claude one (≥ 100k lines) through
+//! Throughput: a generated Codex recording (≥ 200k lines), a Claude one and an ACP agent's one (≥ 100k lines each) through
 //! the full path, against the parse-only limit measured in the same run on the same lines.
 //!
 //! Parse-only reads the peer's lines from a file and decodes each once into the protocol types the
 //! way the bridge's readers do (JSON text → `Value` → `jsonrpc::Message` → `codex::ServerNotification`,
-//! or → `claude::CliMessage`), nothing else. The full path adds everything the bridge does, through
+//! or → `claude::CliMessage`, or → `acp::SessionNotification`), nothing else. The full path adds everything the bridge does, through
 //! the same backend seam and pipeline as the product: a child process and its pipe, framing,
 //! JSON-RPC classification and ordering, the adapter's mapping and recorder, serve's pipeline (the
 //! `attempt/event` notifications and the transcript's acknowledged appends). Each figure is the
@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use clawbridge_protocol::acp::{SessionNotification, SessionUpdate};
 use clawbridge_protocol::claude::CliMessage;
 use clawbridge_protocol::codex::notifications::ServerNotification;
 use clawbridge_protocol::jsonrpc::Message;
@@ -41,9 +42,11 @@ struct Stream {
 }
 
 /// The streams measured.
-const STREAMS: [Stream; 2] = [
+const STREAMS: [Stream; 3] = [
     Stream { backend: "codex", generate: generate::codex, lines: |s| s.codex_lines, decode: decode_codex },
     Stream { backend: "claude", generate: generate::claude, lines: |s| s.claude_lines, decode: decode_claude },
+    // As many lines as the Claude stream: both are one turn of one session.
+    Stream { backend: "acp", generate: generate::acp, lines: |s| s.claude_lines, decode: decode_acp },
 ];
 
 /// Runs every stream through parse-only and the full path and adds their rows.
@@ -170,6 +173,23 @@ fn decode_claude(value: Value) -> anyhow::Result<bool> {
     let known = !matches!(typed, CliMessage::Unknown(_));
     std::hint::black_box(typed);
     Ok(known)
+}
+
+/// An ACP agent line: JSON-RPC classification, then the typed `session/update`.
+fn decode_acp(value: Value) -> anyhow::Result<bool> {
+    match Message::from_value(value) {
+        Ok(Message::Notification(note)) => {
+            let typed = SessionNotification::decode(note.params).update;
+            let known = !matches!(typed, SessionUpdate::Unknown { .. });
+            std::hint::black_box(typed);
+            Ok(known)
+        }
+        Ok(other) => {
+            std::hint::black_box(other);
+            Ok(false)
+        }
+        Err(error) => anyhow::bail!("a generated line is not JSON-RPC: {error}"),
+    }
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

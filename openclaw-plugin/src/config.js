@@ -7,7 +7,13 @@ export const KNOWN_HARNESSES = Object.freeze({
   "clawbridge-codex": "Codex (clawbridge)",
   "clawbridge-claude": "Claude Code (clawbridge)",
   "clawbridge-demo": "Demo replay (clawbridge)",
+  "clawbridge-acp": "ACP agent (clawbridge)",
 });
+
+/** The ACP harness: registered only when an agent command is configured (`acpAgent`, env). */
+export const ACP_HARNESS = "clawbridge-acp";
+/** The bridge's variable holding the ACP agent's command line. */
+export const ACP_AGENT_ENV = "CLAWBRIDGE_ACP_AGENT";
 
 /**
  * Who authenticates a harness's model requests (config `auth`, per harness id):
@@ -35,7 +41,7 @@ export const DEFAULT_HARNESSES = Object.freeze(["clawbridge-codex", "clawbridge-
  * @param {{warn?: (text: string) => void}} [logger]
  * @returns {{command: string|null, args: string[], env: Record<string,string>, harnesses: string[],
  *   providerIds: Record<string,string[]>, hostTools: boolean, auth: Record<string,"host"|"harness">,
- *   passEnv: string[], configFile: string | undefined}}
+ *   passEnv: string[], configFile: string | undefined, acpAgent: string|undefined}}
  */
 export function resolveConfig(raw, logger) {
   const warn = (text) => logger?.warn?.(`clawbridge config: ${text}`);
@@ -85,7 +91,18 @@ export function resolveConfig(raw, logger) {
     }
   }
 
-  const harnesses = [...new Set(strings(cfg.harnesses, "harnesses") ?? DEFAULT_HARNESSES)];
+  if (cfg.acpAgent !== undefined) {
+    if (typeof cfg.acpAgent === "string" && cfg.acpAgent.trim()) env[ACP_AGENT_ENV] = cfg.acpAgent;
+    else warn("acpAgent must be a non-empty command line; ignored");
+  }
+  // The bridge reads the agent from its environment: the plugin's `env`, else the gateway's own.
+  const acpAgent = env[ACP_AGENT_ENV] ?? (process.env[ACP_AGENT_ENV]?.trim() ? process.env[ACP_AGENT_ENV] : undefined);
+  const listed = strings(cfg.harnesses, "harnesses");
+  let harnesses = [...new Set(listed ?? (acpAgent ? [...DEFAULT_HARNESSES, ACP_HARNESS] : DEFAULT_HARNESSES))];
+  if (!acpAgent && harnesses.includes(ACP_HARNESS)) {
+    warn(`${ACP_HARNESS} needs an agent command (acpAgent, or ${ACP_AGENT_ENV}); not registered`);
+    harnesses = harnesses.filter((id) => id !== ACP_HARNESS);
+  }
 
   const providerIds = {};
   if (cfg.providerIds !== undefined) {
@@ -112,5 +129,5 @@ export function resolveConfig(raw, logger) {
     if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "${DEFAULT_AUTH_MODE}"`);
     auth[harness] = AUTH_MODES.includes(mode) ? mode : DEFAULT_AUTH_MODE;
   }
-  return { command, args, env, harnesses, providerIds, hostTools, auth, passEnv, configFile };
+  return { command, args, env, harnesses, providerIds, hostTools, auth, passEnv, configFile, acpAgent };
 }

@@ -125,6 +125,8 @@ export function toolExecutionAllowParam(params) {
 export const NATIVE_TOOL_SURFACES = Object.freeze({
   "clawbridge-codex": Object.freeze(["exec", "process", "read", "write", "edit", "apply_patch", "web_search"]),
   "clawbridge-claude": Object.freeze(["exec", "process", "read", "write", "edit", "web_search", "web_fetch"]),
+  // An ACP agent's own tools are whatever it has; the bridge cannot remove any (docs/peers/acp.md).
+  "clawbridge-acp": Object.freeze(["exec", "process", "read", "write", "edit", "web_search", "web_fetch"]),
 });
 
 /** `{conversationToolPolicyNativeTools}` for harness `id`, or nothing for one that runs no tools. */

@@ -10,6 +10,7 @@
 #[macro_use]
 mod macros;
 
+pub mod acp;
 pub mod attempt;
 pub mod claude;
 pub mod codex;

@@ -148,7 +148,11 @@ pub trait NativeTurn: Send {
 pub fn stream_end(event: Option<&crate::rpc::PeerEvent>, process: &str) -> Option<String> {
     match event {
         Some(crate::rpc::PeerEvent::Closed(gone)) => Some(format!("{process} went away: {gone}")),
-        Some(crate::rpc::PeerEvent::Notification(_) | crate::rpc::PeerEvent::Problem(_)) => None,
+        Some(
+            crate::rpc::PeerEvent::Notification(_)
+            | crate::rpc::PeerEvent::Problem(_)
+            | crate::rpc::PeerEvent::Answered { .. },
+        ) => None,
         _ => Some(format!("the stream from {process} ended")),
     }
 }

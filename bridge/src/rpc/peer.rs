@@ -68,6 +68,11 @@ pub struct PeerConfig {
     /// (their answers are not sent). For a child process whose end means nobody can read an answer
     /// any more, so a handler waiting on a person stops asking.
     pub abort_handlers_on_close: bool,
+    /// Methods whose answers are also marked in the event stream ([`PeerEvent::Answered`]), in
+    /// line order: for a protocol whose answer ends a stream of notifications (ACP's
+    /// `session/prompt` answer follows every update of its turn), so the consumer knows when it has
+    /// read every notification written before the answer.
+    pub answers_in_order: Vec<String>,
 }
 
 impl Default for PeerConfig {
@@ -88,6 +93,7 @@ impl Default for PeerConfig {
             event_bytes: super::inbox::DEFAULT_EVENT_BYTES,
             label: "peer".into(),
             abort_handlers_on_close: false,
+            answers_in_order: Vec::new(),
         }
     }
 }
@@ -102,6 +108,12 @@ pub enum PeerEvent {
     Problem(StreamProblem),
     /// The stream ended; this is the last event.
     Closed(Arc<PeerGone>),
+    /// The peer answered one of our requests to a method in [`PeerConfig::answers_in_order`]: every
+    /// notification it wrote before that answer came before this event.
+    Answered {
+        /// The method that was answered.
+        method: String,
+    },
 }
 
 enum Reply {
@@ -122,6 +134,8 @@ struct Waiter {
     reply: oneshot::Sender<Reply>,
     /// The largest answer line accepted for its method ([`LineCaps::answer`]).
     answer_cap: usize,
+    /// The method, when its answer is marked in the event stream ([`PeerConfig::answers_in_order`]).
+    marked: Option<String>,
 }
 
 #[derive(Default)]
@@ -310,7 +324,8 @@ impl RpcPeer {
             if let Some(gone) = &pending.gone {
                 return Err(RpcError::PeerGone { method: method.into(), gone: gone.clone() });
             }
-            pending.waiting.insert(id, Waiter { reply: tx, answer_cap: self.config.caps.answer(method) });
+            let marked = self.config.answers_in_order.iter().any(|m| m == method).then(|| method.to_owned());
+            pending.waiting.insert(id, Waiter { reply: tx, answer_cap: self.config.caps.answer(method), marked });
         }
         // However this future ends — answered, failed, timed out, or dropped by a caller that gave
         // up (an aborted handler) — the waiter leaves the pending map: a long-lived peer must not
@@ -557,6 +572,9 @@ impl ReaderTask {
                     }
                 };
                 let _ = waiter.reply.send(reply);
+                if let Some(method) = waiter.marked {
+                    let _ = self.events.send(PeerEvent::Answered { method }, 0).await;
+                }
             }
             Err(Refusal { id, error }) => {
                 // An answer-shaped line that is no answer, naming one of our requests: that request

@@ -1,0 +1,267 @@
+//! Requests from the ACP agent: `session/request_permission` → the attempt's approver,
+//! `fs/read_text_file` / `fs/write_text_file` → the session's directory ([`super::fs`]). Every
+//! request is answered; a failure, a timeout or a cancelled turn gets the safe answer (reject,
+//! `cancelled`, an error), and any other method `-32601`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clawbridge_bridge::attempt::TurnActivity;
+use clawbridge_bridge::attempt::decide_approval;
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, ApprovalKind, ApprovalRequest, Approver};
+use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
+use clawbridge_protocol::acp::{
+    PermissionOption, PermissionOptionKind, PermissionOutcome, ReadTextFileParams, ReadTextFileResponse,
+    RequestPermissionParams, RequestPermissionResponse, ToolKind, WriteTextFileParams, codes as acp_codes, methods,
+};
+use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::fs::{FsError, FsRoot};
+use super::mapping::{Asked, AskedCall, Declined, MAX_ASKED, tool_call};
+
+/// What the handler needs to answer file requests.
+#[derive(Clone, Debug)]
+pub struct FsAccess {
+    /// The directory requests are confined to.
+    pub root: FsRoot,
+    /// Whether the host's native tool policy allows file edits (`fs/write_text_file`).
+    pub edits_allowed: bool,
+    /// The largest file read.
+    pub max_read_bytes: u64,
+    /// The largest text written.
+    pub max_write_bytes: usize,
+}
+
+/// Answers one ACP agent's requests for its session.
+pub struct AcpRequestHandler {
+    approver: Arc<dyn Approver>,
+    activity: Arc<TurnActivity>,
+    approval_timeout: Duration,
+    fs: FsAccess,
+    declined: Declined,
+    /// The turn's permission requests and their answers, for the mapper (calls the agent never
+    /// reports otherwise).
+    asked: Asked,
+    /// Cancelled when the running turn is cancelled: pending permission requests answer `cancelled`.
+    turn_cancel: Mutex<CancellationToken>,
+}
+
+impl std::fmt::Debug for AcpRequestHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpRequestHandler").field("fs", &self.fs).finish_non_exhaustive()
+    }
+}
+
+impl AcpRequestHandler {
+    /// A handler deciding with `approver` and reading and writing inside `fs`.
+    pub fn new(
+        approver: Arc<dyn Approver>,
+        activity: Arc<TurnActivity>,
+        approval_timeout: Duration,
+        fs: FsAccess,
+        declined: Declined,
+        asked: Asked,
+    ) -> Arc<Self> {
+        Arc::new(AcpRequestHandler {
+            approver,
+            activity,
+            approval_timeout,
+            fs,
+            declined,
+            asked,
+            turn_cancel: Mutex::new(CancellationToken::new()),
+        })
+    }
+
+    /// A new turn begins: permission requests are decided again (not `cancelled`).
+    pub fn begin_turn(&self) {
+        if let Ok(mut token) = self.turn_cancel.lock() {
+            *token = CancellationToken::new();
+        }
+        if let Ok(mut declined) = self.declined.lock() {
+            declined.clear();
+        }
+        if let Ok(mut asked) = self.asked.lock() {
+            asked.clear();
+        }
+    }
+
+    /// The turn was cancelled: every pending and later permission request of it answers `cancelled`.
+    pub fn cancel_turn(&self) {
+        if let Ok(token) = self.turn_cancel.lock() {
+            token.cancel();
+        }
+    }
+
+    fn turn_token(&self) -> CancellationToken {
+        self.turn_cancel.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    fn permission(&self, params: RequestPermissionParams) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let call = tool_call(&params.tool_call);
+        let kind = match params.tool_call.kind {
+            Some(ToolKind::Execute) => ApprovalKind::Command,
+            Some(ToolKind::Edit | ToolKind::Delete | ToolKind::Move) => ApprovalKind::FileChange,
+            _ => ApprovalKind::Tool,
+        };
+        let request = ApprovalRequest {
+            kind,
+            call_id: call.call_id.clone(),
+            tool_name: call.tool_name,
+            arguments: call.arguments,
+            reason: params.tool_call.title.clone(),
+        };
+        let (approver, activity, limit) = (self.approver.clone(), self.activity.clone(), self.approval_timeout);
+        let (cancel, declined, asked) = (self.turn_token(), self.declined.clone(), self.asked.clone());
+        let options = params.options;
+        let asked_about = params.tool_call;
+        Box::pin(async move {
+            let outcome = if cancel.is_cancelled() {
+                PermissionOutcome::Cancelled
+            } else {
+                tokio::select! {
+                    decision = decide_approval(approver.as_ref(), request, limit, &activity) => {
+                        choose(&options, &decision)
+                    }
+                    () = cancel.cancelled() => PermissionOutcome::Cancelled,
+                }
+            };
+            let allowed = matches!(&outcome, PermissionOutcome::Selected { option_id }
+                if options.iter().any(|o| &o.option_id == option_id
+                    && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)));
+            if !allowed {
+                if let Ok(mut declined) = declined.lock() {
+                    declined.insert(call.call_id);
+                }
+            }
+            if let Ok(mut asked) = asked.lock() {
+                if asked.len() < MAX_ASKED {
+                    asked.push(AskedCall { update: asked_about, allowed });
+                }
+            }
+            Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
+        })
+    }
+
+    fn read(&self, params: ReadTextFileParams) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let fs = self.fs.clone();
+        Box::pin(async move {
+            let read = tokio::task::spawn_blocking(move || {
+                fs.root.read(&params.path, params.line, params.limit, fs.max_read_bytes)
+            })
+            .await
+            .map_err(|e| HandlerError::Failed(e.to_string()))?;
+            match read {
+                Ok(content) => Ok(serde_json::to_value(ReadTextFileResponse { content }).unwrap_or(Value::Null)),
+                Err(error) => Err(HandlerError::Reply(fs_error(&error))),
+            }
+        })
+    }
+
+    fn write(&self, params: WriteTextFileParams) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let fs = self.fs.clone();
+        Box::pin(async move {
+            if !fs.edits_allowed {
+                return Err(HandlerError::Reply(fs_error(&FsError::EditsDisabled)));
+            }
+            let written =
+                tokio::task::spawn_blocking(move || fs.root.write(&params.path, &params.content, fs.max_write_bytes))
+                    .await
+                    .map_err(|e| HandlerError::Failed(e.to_string()))?;
+            match written {
+                Ok(()) => Ok(Value::Null),
+                Err(error) => Err(HandlerError::Reply(fs_error(&error))),
+            }
+        })
+    }
+}
+
+/// The JSON-RPC error a refused file request gets.
+fn fs_error(error: &FsError) -> ErrorObject {
+    let code = if error.is_not_found() { acp_codes::RESOURCE_NOT_FOUND } else { codes::INVALID_PARAMS };
+    ErrorObject::new(code, error.to_string())
+}
+
+/// The option a decision picks, by the options' kinds (their ids are the agent's own): allow →
+/// `allow_once` (`allow_always` only for an allow-for-the-session, or when once is not offered),
+/// anything else → `reject_once` (else `reject_always`); nothing fitting → `cancelled`.
+pub fn choose(options: &[PermissionOption], decision: &ApprovalDecision) -> PermissionOutcome {
+    use PermissionOptionKind::{AllowAlways, AllowOnce, RejectAlways, RejectOnce};
+    let preference: &[PermissionOptionKind] = match decision {
+        ApprovalDecision::Allow => &[AllowOnce, AllowAlways],
+        ApprovalDecision::AllowForSession => &[AllowAlways, AllowOnce],
+        _ => &[RejectOnce, RejectAlways],
+    };
+    preference
+        .iter()
+        .find_map(|kind| options.iter().find(|o| &o.kind == kind))
+        .map_or(PermissionOutcome::Cancelled, |o| PermissionOutcome::Selected { option_id: o.option_id.clone() })
+}
+
+fn decode<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, HandlerError> {
+    let raw = request.params.as_deref().map_or("null", |raw| raw.get());
+    serde_json::from_str(raw)
+        .map_err(|e| HandlerError::Reply(ErrorObject::new(codes::INVALID_PARAMS, format!("`{}`: {e}", request.method))))
+}
+
+impl RequestHandler for AcpRequestHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        self.activity.request_seen();
+        let answer = match request.method.as_str() {
+            methods::REQUEST_PERMISSION => decode(&request).map(|p| self.permission(p)),
+            methods::FS_READ_TEXT_FILE => decode(&request).map(|p| self.read(p)),
+            methods::FS_WRITE_TEXT_FILE => decode(&request).map(|p| self.write(p)),
+            other => {
+                let error =
+                    ErrorObject::new(codes::METHOD_NOT_FOUND, format!("clawbridge does not implement `{other}`"));
+                Err(HandlerError::Reply(error))
+            }
+        };
+        match answer {
+            Ok(future) => future,
+            Err(error) => Box::pin(async move { Err(error) }),
+        }
+    }
+
+    fn fallback(&self, method: &str, params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
+        tracing::warn!(%method, %failure, "answering the ACP agent with the safe default");
+        if method == methods::REQUEST_PERMISSION {
+            // Refuse: the option the agent offers for it, else withdraw the question.
+            let options: Vec<PermissionOption> = params
+                .and_then(|p| p.get("options"))
+                .and_then(|o| serde_json::from_value(o.clone()).ok())
+                .unwrap_or_default();
+            let outcome = choose(&options, &ApprovalDecision::Deny { message: None });
+            return Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null));
+        }
+        Err(ErrorObject::new(codes::INTERNAL_ERROR, format!("`{method}` was not handled: {failure}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
+        PermissionOption { option_id: id.into(), name: id.into(), kind }
+    }
+
+    #[test]
+    fn options_are_chosen_by_kind_and_always_only_when_the_host_said_so() {
+        let options = [
+            option("a", PermissionOptionKind::AllowAlways),
+            option("o", PermissionOptionKind::AllowOnce),
+            option("r", PermissionOptionKind::RejectOnce),
+        ];
+        let selected = |id: &str| PermissionOutcome::Selected { option_id: id.into() };
+        assert_eq!(choose(&options, &ApprovalDecision::Allow), selected("o"));
+        assert_eq!(choose(&options, &ApprovalDecision::AllowForSession), selected("a"));
+        assert_eq!(choose(&options, &ApprovalDecision::Deny { message: None }), selected("r"));
+        assert_eq!(choose(&options, &ApprovalDecision::Abort), selected("r"));
+        assert_eq!(choose(&options[..2], &ApprovalDecision::Unknown), PermissionOutcome::Cancelled);
+        assert_eq!(choose(&[], &ApprovalDecision::Allow), PermissionOutcome::Cancelled);
+    }
+}

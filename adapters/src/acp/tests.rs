@@ -1,0 +1,107 @@
+//! The mapping of ACP updates, without a process.
+
+use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
+use clawbridge_protocol::acp::{PromptResponse, SessionUpdate, StopReason};
+use serde_json::json;
+
+use super::mapping::{Declined, TurnMapper};
+
+fn update(value: serde_json::Value) -> SessionUpdate {
+    SessionUpdate::decode(value)
+}
+
+fn answer(reason: StopReason) -> PromptResponse {
+    PromptResponse { stop_reason: reason, usage: None }
+}
+
+#[test]
+fn text_then_a_tool_then_text_are_separate_items_and_every_tool_ends_once() {
+    let mut mapper = TurnMapper::new("t", Declined::default());
+    let mut events = mapper.start();
+    events.extend(mapper.on_update(update(
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}}),
+    )));
+    events.extend(
+        mapper.on_update(update(
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo"}}),
+        )),
+    );
+    events.extend(mapper.on_update(update(json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "ls", "kind": "execute", "status": "in_progress", "rawInput": {"command": "ls"}}))));
+    events.extend(mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "content": [{"type": "content", "content": {"type": "text", "text": "a"}}]}))));
+    events.extend(mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "content": [{"type": "content", "content": {"type": "text", "text": "a\nb"}}]}))));
+    events.extend(
+        mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed"}))),
+    );
+    events.extend(mapper.on_update(update(
+        json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "never ends", "kind": "read"}),
+    )));
+    events.extend(mapper.on_update(update(
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done"}}),
+    )));
+    events.extend(mapper.on_update(update(json!({"sessionUpdate": "brand_new", "x": 1}))));
+    events.extend(mapper.finish(&answer(StopReason::EndTurn)));
+    assert!(
+        mapper
+            .on_update(update(
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "late"}})
+            ))
+            .is_empty()
+    );
+
+    assert!(matches!(&events[0], Event::TurnStarted { turn_id } if turn_id == "t"));
+    let finals: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::AssistantFinal { text, .. } = e { Some(text.as_str()) } else { None })
+        .collect();
+    assert_eq!(finals, ["Hello", "Done"]);
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::ToolOutputDelta { delta, .. } = e { Some(delta.as_str()) } else { None })
+        .collect();
+    assert_eq!(deltas, ["a", "\nb"]);
+    let finished: Vec<_> =
+        events.iter().filter_map(|e| if let Event::ToolFinished(f) = e { Some(f) } else { None }).collect();
+    assert_eq!(finished.len(), 2, "each tool ends exactly once: {events:#?}");
+    assert_eq!(finished[0].call.tool_name, "exec");
+    assert_eq!(finished[0].outcome, ToolOutcome::Success);
+    assert_eq!(finished[0].output.as_ref().unwrap().text, "a\nb");
+    assert_eq!(finished[1].call.call_id, "c2");
+    assert!(matches!(finished[1].outcome, ToolOutcome::Failure { .. }), "left open at the end: {:?}", finished[1]);
+    assert!(matches!(events.last(), Some(Event::TurnTerminal(t)) if t.kind == TerminalKind::Ok));
+}
+
+#[test]
+fn a_declined_tool_never_started_and_stop_reasons_name_their_terminal() {
+    let declined = Declined::default();
+    let mut mapper = TurnMapper::new("t", declined.clone());
+    let mut events = mapper.start();
+    events.extend(mapper.on_update(update(
+        json!({"sessionUpdate": "tool_call", "toolCallId": "w", "kind": "edit", "status": "pending"}),
+    )));
+    declined.lock().unwrap().insert("w".into());
+    events.extend(
+        mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "failed"}))),
+    );
+    events.extend(mapper.finish(&answer(StopReason::Refusal)));
+    let Some(Event::ToolFinished(finish)) = events.iter().find(|e| matches!(e, Event::ToolFinished(_))) else {
+        panic!()
+    };
+    assert!(matches!(finish.outcome, ToolOutcome::Declined { .. }));
+    assert!(!finish.execution_started);
+    let Some(Event::TurnTerminal(end)) = events.last() else { panic!() };
+    assert_eq!(end.kind, TerminalKind::Failed);
+    assert!(end.message.as_deref().unwrap().contains("refusal"));
+
+    let mut cancelled = TurnMapper::new("t2", Declined::default());
+    let mut events = cancelled.start();
+    events.extend(cancelled.on_update(update(
+        json!({"sessionUpdate": "tool_call", "toolCallId": "x", "kind": "execute", "status": "in_progress"}),
+    )));
+    events.extend(cancelled.finish(&answer(StopReason::Cancelled)));
+    let Some(Event::ToolFinished(finish)) = events.iter().find(|e| matches!(e, Event::ToolFinished(_))) else {
+        panic!()
+    };
+    assert!(matches!(finish.outcome, ToolOutcome::Cancelled { .. }));
+    assert!(finish.execution_started, "it was running");
+    assert!(matches!(events.last(), Some(Event::TurnTerminal(t)) if t.kind == TerminalKind::Aborted));
+}
