@@ -239,7 +239,7 @@ fn an_agent_that_cannot_continue_a_session_gets_a_new_one_and_says_why() {
 }
 
 #[test]
-fn file_requests_stay_inside_the_session_directory() {
+fn file_requests_stay_inside_the_session_directory_and_other_requests_are_refused() {
     let place = Place::new();
     let outside = place.root.join("outside.txt");
     let inside = place.cwd.join("inside.txt");
@@ -249,7 +249,9 @@ fn file_requests_stay_inside_the_session_directory() {
         {"write": {"path": format!("{}/../outside.txt", place.cwd.display()), "content": "escaped"}},
         {"write": {"path": inside, "content": "kept"}},
         {"read": {"path": place.cwd.join("lines.txt"), "line": 2, "limit": 1}},
-        {"read": {"path": "/etc/hostname"}}
+        {"read": {"path": "/etc/hostname"}},
+        {"call": {"method": "terminal/create", "params": {"sessionId": "s", "command": "ls"}}},
+        {"call": {"method": "fs/write_text_file", "params": {"path": 5}}}
     ]]}));
     let out = place.run(&agent, &[], "touch files");
     let (events, _) = parse(&out);
@@ -259,6 +261,8 @@ fn file_requests_stay_inside_the_session_directory() {
     assert!(text.contains("[write ok]"), "{text}");
     assert!(text.contains("[read ok: b\n]"), "{text}");
     assert!(text.contains("[read error -32602"), "reads are confined too: {text}");
+    assert!(text.contains("[terminal/create error -32601"), "no terminals are offered: {text}");
+    assert!(text.contains("[fs/write_text_file error -32602"), "params that do not fit are refused: {text}");
     assert!(!outside.exists(), "nothing was written outside");
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "kept");
 }
