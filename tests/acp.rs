@@ -299,8 +299,9 @@ fn an_agent_that_needs_a_login_names_its_methods_and_one_can_be_chosen() {
     assert_eq!(assistant_text(&parse(&out).0), "in");
 }
 
-/// The harness under `serve`: listed with the agent's name and version from its `initialize`, an
-/// attempt runs a turn, and the next attempt of the host session continues the ACP session.
+/// The harness under `serve`: listed with the agent's name and version from its `initialize` (and
+/// its image support), an attempt runs a turn, the next attempt of the host session continues the
+/// ACP session, and an attached image reaches the agent's prompt.
 #[tokio::test]
 async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     use std::sync::Arc;
@@ -309,7 +310,8 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     use clawbridge_bridge::rpc::{NoProcess, PeerConfig, RejectAll, RpcPeer};
 
     let place = Place::new();
-    let agent = place.agent(json!({"loadSession": true, "agentInfo": {"name": "fake-acp-agent", "version": "9.8.7"},
+    let agent = place
+        .agent(json!({"loadSession": true, "image": true, "agentInfo": {"name": "fake-acp-agent", "version": "9.8.7"},
         "turns": [[{"say": "served"}]]}));
     let registry = clawbridge::demo::registry()
         .with(Arc::new(AcpBackend::from_env().with_agent(AgentCommand::parse(&agent).unwrap())));
@@ -330,6 +332,7 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     let harness = answer["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-acp").cloned();
     let harness = harness.unwrap_or_else(|| panic!("no clawbridge-acp in {answer}"));
     assert_eq!(harness["available"], true, "{harness}");
+    assert_eq!(harness["inputs"]["images"], true, "the agent's promptCapabilities.image: {harness}");
     let backend = answer["backends"].as_array().unwrap().iter().find(|b| b["id"] == "acp").cloned().unwrap();
     assert_eq!(backend["version"], "fake-acp-agent 9.8.7", "the agent's name and version from initialize: {backend}");
 
@@ -343,6 +346,10 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     let second = host.request("attempt/run", Some(&run("a-2"))).await.expect("attempt/run answers");
     assert_eq!(second["nativeSessionId"], first["nativeSessionId"], "the bound session continued: {second}");
     assert_eq!(second["assistantTexts"], json!(["served"]), "the replayed history is not this attempt's: {second}");
+    let mut with_image = run("a-3");
+    with_image["images"] = json!([{"data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "mimeType": "image/png"}]);
+    let third = host.request("attempt/run", Some(&with_image)).await.expect("attempt/run answers");
+    assert_eq!(third["assistantTexts"], json!(["[1 image(s)]served"]), "the image reached the agent's prompt: {third}");
 
     host.request("shutdown", Some(&json!({}))).await.expect("shutdown");
     host.close();
