@@ -355,3 +355,25 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     host.close();
     tokio::time::timeout(Duration::from_secs(30), server).await.expect("serve ends").unwrap().expect("serve ok");
 }
+
+#[test]
+fn the_agent_sees_the_variables_agent_env_names_and_no_others() {
+    let place = Place::new();
+    let env_file = place.root.join("agent.env");
+    let agent = place.agent(json!({"envFile": env_file, "turns": [[{"say": "ok"}]]}));
+    let out = place
+        .command(&agent, &["--agent-env", "ACP_TEST_NAMED"], "hi")
+        .env("ACP_TEST_NAMED", "by-flag")
+        .env("ACP_TEST_LISTED", "by-list")
+        .env("CLAWBRIDGE_ACP_AGENT_ENV", "ACP_TEST_LISTED, ACP_TEST_ABSENT")
+        .env("ACP_TEST_HIDDEN", "never")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    assert!(lines.contains(&"ACP_TEST_NAMED=by-flag"), "{env}");
+    assert!(lines.contains(&"ACP_TEST_LISTED=by-list"), "{env}");
+    assert!(!env.contains("ACP_TEST_HIDDEN"), "only named variables pass: {env}");
+    assert!(!env.contains("ACP_TEST_ABSENT"), "{env}");
+}
