@@ -239,7 +239,7 @@ fn an_agent_that_cannot_continue_a_session_gets_a_new_one_and_says_why() {
 }
 
 #[test]
-fn file_requests_stay_inside_the_session_directory() {
+fn file_requests_stay_inside_the_session_directory_and_other_requests_are_refused() {
     let place = Place::new();
     let outside = place.root.join("outside.txt");
     let inside = place.cwd.join("inside.txt");
@@ -249,7 +249,9 @@ fn file_requests_stay_inside_the_session_directory() {
         {"write": {"path": format!("{}/../outside.txt", place.cwd.display()), "content": "escaped"}},
         {"write": {"path": inside, "content": "kept"}},
         {"read": {"path": place.cwd.join("lines.txt"), "line": 2, "limit": 1}},
-        {"read": {"path": "/etc/hostname"}}
+        {"read": {"path": "/etc/hostname"}},
+        {"call": {"method": "terminal/create", "params": {"sessionId": "s", "command": "ls"}}},
+        {"call": {"method": "fs/write_text_file", "params": {"path": 5}}}
     ]]}));
     let out = place.run(&agent, &[], "touch files");
     let (events, _) = parse(&out);
@@ -259,6 +261,8 @@ fn file_requests_stay_inside_the_session_directory() {
     assert!(text.contains("[write ok]"), "{text}");
     assert!(text.contains("[read ok: b\n]"), "{text}");
     assert!(text.contains("[read error -32602"), "reads are confined too: {text}");
+    assert!(text.contains("[terminal/create error -32601"), "no terminals are offered: {text}");
+    assert!(text.contains("[fs/write_text_file error -32602"), "params that do not fit are refused: {text}");
     assert!(!outside.exists(), "nothing was written outside");
     assert_eq!(std::fs::read_to_string(&inside).unwrap(), "kept");
 }
@@ -295,8 +299,9 @@ fn an_agent_that_needs_a_login_names_its_methods_and_one_can_be_chosen() {
     assert_eq!(assistant_text(&parse(&out).0), "in");
 }
 
-/// The harness under `serve`: listed with the agent's name and version from its `initialize`, an
-/// attempt runs a turn, and the next attempt of the host session continues the ACP session.
+/// The harness under `serve`: listed with the agent's name and version from its `initialize` (and
+/// its image support), an attempt runs a turn, the next attempt of the host session continues the
+/// ACP session, and an attached image reaches the agent's prompt.
 #[tokio::test]
 async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     use std::sync::Arc;
@@ -305,7 +310,8 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     use clawbridge_bridge::rpc::{NoProcess, PeerConfig, RejectAll, RpcPeer};
 
     let place = Place::new();
-    let agent = place.agent(json!({"loadSession": true, "agentInfo": {"name": "fake-acp-agent", "version": "9.8.7"},
+    let agent = place
+        .agent(json!({"loadSession": true, "image": true, "agentInfo": {"name": "fake-acp-agent", "version": "9.8.7"},
         "turns": [[{"say": "served"}]]}));
     let registry = clawbridge::demo::registry()
         .with(Arc::new(AcpBackend::from_env().with_agent(AgentCommand::parse(&agent).unwrap())));
@@ -326,6 +332,7 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     let harness = answer["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-acp").cloned();
     let harness = harness.unwrap_or_else(|| panic!("no clawbridge-acp in {answer}"));
     assert_eq!(harness["available"], true, "{harness}");
+    assert_eq!(harness["inputs"]["images"], true, "the agent's promptCapabilities.image: {harness}");
     let backend = answer["backends"].as_array().unwrap().iter().find(|b| b["id"] == "acp").cloned().unwrap();
     assert_eq!(backend["version"], "fake-acp-agent 9.8.7", "the agent's name and version from initialize: {backend}");
 
@@ -339,8 +346,34 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     let second = host.request("attempt/run", Some(&run("a-2"))).await.expect("attempt/run answers");
     assert_eq!(second["nativeSessionId"], first["nativeSessionId"], "the bound session continued: {second}");
     assert_eq!(second["assistantTexts"], json!(["served"]), "the replayed history is not this attempt's: {second}");
+    let mut with_image = run("a-3");
+    with_image["images"] = json!([{"data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "mimeType": "image/png"}]);
+    let third = host.request("attempt/run", Some(&with_image)).await.expect("attempt/run answers");
+    assert_eq!(third["assistantTexts"], json!(["[1 image(s)]served"]), "the image reached the agent's prompt: {third}");
 
     host.request("shutdown", Some(&json!({}))).await.expect("shutdown");
     host.close();
     tokio::time::timeout(Duration::from_secs(30), server).await.expect("serve ends").unwrap().expect("serve ok");
+}
+
+#[test]
+fn the_agent_sees_the_variables_agent_env_names_and_no_others() {
+    let place = Place::new();
+    let env_file = place.root.join("agent.env");
+    let agent = place.agent(json!({"envFile": env_file, "turns": [[{"say": "ok"}]]}));
+    let out = place
+        .command(&agent, &["--agent-env", "ACP_TEST_NAMED"], "hi")
+        .env("ACP_TEST_NAMED", "by-flag")
+        .env("ACP_TEST_LISTED", "by-list")
+        .env("CLAWBRIDGE_ACP_AGENT_ENV", "ACP_TEST_LISTED, ACP_TEST_ABSENT")
+        .env("ACP_TEST_HIDDEN", "never")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    let lines: Vec<&str> = env.lines().collect();
+    assert!(lines.contains(&"ACP_TEST_NAMED=by-flag"), "{env}");
+    assert!(lines.contains(&"ACP_TEST_LISTED=by-list"), "{env}");
+    assert!(!env.contains("ACP_TEST_HIDDEN"), "only named variables pass: {env}");
+    assert!(!env.contains("ACP_TEST_ABSENT"), "{env}");
 }

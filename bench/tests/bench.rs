@@ -109,8 +109,8 @@ fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
             }
         }
     }
-    // Both recordings went through the full path and were measured against parse-only.
-    for backend in ["codex", "claude"] {
+    // Every recording went through the full path and was measured against parse-only.
+    for backend in ["codex", "claude", "acp"] {
         let ratio = rows.iter().find(|r| r[1] == format!("{backend}: full path ÷ parse-only"));
         assert!(ratio.is_some_and(|r| r[3].starts_with('≥')), "{backend} ratio row:\n{stdout}");
     }
