@@ -141,8 +141,9 @@ impl Cli {
 
     /// The effective settings: flags over the process's variables over the config file over defaults.
     pub fn settings(&self) -> Result<Settings, ConfigError> {
-        if matches!(self.command, Command::DemoAgent { .. }) {
-            // A child playing a recording: it has no settings, so nothing the operator set can stop it.
+        // A child playing a recording has no settings, so nothing the operator set can stop it;
+        // `config path` reads none, so it still names the file when that file is broken.
+        if matches!(self.command, Command::DemoAgent { .. } | Command::Config { action: ConfigCommand::Path }) {
             return Settings::resolve(None, Flags::default(), &|_| None);
         }
         Settings::load(&self.config_file(), self.flags(), &crate::config::process_env)

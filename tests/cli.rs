@@ -5,6 +5,7 @@ use std::process::Command;
 fn clawbridge(args: &[&str]) -> std::process::Output {
     let state = tempfile::tempdir().expect("a temp dir");
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(args)
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .output()
@@ -27,6 +28,7 @@ fn help_lists_every_subcommand() {
 fn the_demo_backend_plays_a_whole_turn_and_writes_a_transcript() {
     let state = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--session", "demo-test", "list the files"])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .output()
@@ -77,6 +79,7 @@ fn a_session_name_that_would_leave_the_sessions_folder_is_refused_and_writes_not
     let state = tempfile::tempdir().unwrap();
     for name in ["../escape", "/tmp/abs", "a/b", "..", ".", "", ".hidden", &"x".repeat(129)] {
         let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .envs(clawbridge_fixtures::no_user_config())
             .args(["run", "--backend", "demo", "--session", name, "hi"])
             .env("CLAWBRIDGE_STATE_DIR", state.path())
             .output()
@@ -95,6 +98,7 @@ fn a_session_s_files_are_private_to_the_user() {
     use std::os::unix::fs::PermissionsExt;
     let state = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--session", "private", "hi"])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .output()

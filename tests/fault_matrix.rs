@@ -395,6 +395,7 @@ async fn host_disconnect_mid_attempt_stops_every_agent_and_the_server_exits() {
     within(async {
         let state = tempfile::tempdir().unwrap();
         let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .envs(clawbridge_fixtures::no_user_config())
             .arg("serve")
             .env("CLAWBRIDGE_STATE_DIR", state.path())
             .env_remove("CLAWBRIDGE_CODEX_BIN")
@@ -497,6 +498,7 @@ fn scripted_fake(script: &Path, extra: &[&str]) -> Vec<std::ffi::OsString> {
 fn clawbridge_run(state: &Path, codex: &Path, session: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "codex", "--approve", "--json", "--session", session, "--program"])
         .arg(codex)
         .arg("Please run the live test command.")

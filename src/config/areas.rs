@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::declare::settings_area;
-use super::value::{CgroupsSetting, PassEnvList};
+use super::value::{CgroupsSetting, LogFilter, PassEnvList, Program};
 
 /// `run.backend`'s default: the demo needs no peers.
 pub const DEFAULT_RUN_BACKEND: &str = "demo";
@@ -34,10 +34,10 @@ settings_area! {
     /// What the bridge logs.
     "logs" => LogSettings, LogFile, LogFlags {
         /// The log filter (tracing's EnvFilter syntax, e.g. `debug` or `warn,clawbridge=debug`).
-        filter: String,
+        filter: LogFilter,
         flag None,
         env ["CLAWBRIDGE_LOG", "RUST_LOG"],
-        default Some(super::DEFAULT_LOG_FILTER.to_string()),
+        default Some(LogFilter(super::DEFAULT_LOG_FILTER.to_string())),
         shown "warn,clawbridge=info,clawbridge_bridge=info";
     }
 }
@@ -46,7 +46,7 @@ settings_area! {
     /// The Codex backend.
     "codex" => CodexSettings, CodexFile, CodexFlags {
         /// The `codex` executable (a path, or a name on PATH).
-        bin: PathBuf,
+        bin: Program,
         flag None,
         env ["CLAWBRIDGE_CODEX_BIN"],
         default None,
@@ -64,7 +64,7 @@ settings_area! {
     /// The Claude Code backend.
     "claude" => ClaudeSettings, ClaudeFile, ClaudeFlags {
         /// The `claude` executable (a path, or a name on PATH).
-        bin: PathBuf,
+        bin: Program,
         flag None,
         env ["CLAWBRIDGE_CLAUDE_BIN"],
         default None,

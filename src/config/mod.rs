@@ -14,7 +14,7 @@ pub mod value;
 use std::path::{Path, PathBuf};
 
 pub use areas::*;
-pub use file::{ConfigFile, FileChoice, MAX_CONFIG_BYTES};
+pub use file::{ConfigFile, FileChoice, MAX_CONFIG_BYTES, NO_FILE};
 
 /// The variable naming the config file, below `--config`.
 pub const CONFIG_ENV: &str = "CLAWBRIDGE_CONFIG";
@@ -38,7 +38,11 @@ declare::settings_root! {
 
 impl Settings {
     /// Loads the settings: the file `choice` names (read from disk), then `env` and `flags` over it.
-    pub fn load(choice: &FileChoice, flags: Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn load(
+        choice: &FileChoice,
+        flags: Flags,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Self, ConfigError> {
         let file = ConfigFile::read(choice)?;
         Self::resolve(file.as_ref(), flags, env)
     }
@@ -47,7 +51,7 @@ impl Settings {
     pub fn resolve(
         file: Option<&ConfigFile>,
         flags: Flags,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Self, ConfigError> {
         let root = match file {
             Some(file) => file.parse::<FileRoot>()?,
@@ -59,8 +63,9 @@ impl Settings {
 }
 
 /// The process environment as [`Settings::load`] reads it: a variable set to nothing counts as unset.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.is_empty())
+/// Not UTF-8 is not unset: a path key takes the bytes, any other key refuses them.
+pub fn process_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
 }
 
 /// One effective setting: its value (none: unset, the consumer's own behaviour) and its source.
@@ -162,7 +167,7 @@ pub(crate) struct Inputs<'a> {
     /// The file, for the lines of its values.
     file: Option<&'a ConfigFile>,
     /// The environment.
-    env: &'a dyn Fn(&str) -> Option<String>,
+    env: &'a dyn Fn(&str) -> Option<std::ffi::OsString>,
 }
 
 impl Inputs<'_> {
@@ -183,21 +188,26 @@ impl Inputs<'_> {
         }
         for &name in env_vars {
             if let Some(text) = (self.env)(name) {
-                let value = T::from_env_text(&text).map_err(|expected| ConfigError::BadEnv {
+                let value = T::from_env(&text).map_err(|expected| ConfigError::BadEnv {
                     var: name,
                     key: format!("{section}.{}", kebab(key)),
-                    value: file::clip(&text),
+                    value: file::clip(&text.to_string_lossy()),
                     expected,
                 })?;
                 return Ok(Setting { value: Some(value), source: Source::Env(name) });
             }
         }
         if let (Some(spanned), Some(file)) = (in_file, self.file) {
-            let (line, _) = file.line_column(spanned.span().start);
-            return Ok(Setting {
-                value: Some(spanned.into_inner()),
-                source: Source::File { path: file.path.clone(), line },
-            });
+            let (line, column) = file.line_column(spanned.span().start);
+            let dir = file.path.parent().unwrap_or(Path::new("."));
+            let value = spanned.into_inner().from_file(dir).map_err(|expected| ConfigError::Invalid {
+                path: file.path.clone(),
+                line,
+                column,
+                key: Some(format!("{section}.{}", kebab(key))),
+                message: format!("expected {expected}"),
+            })?;
+            return Ok(Setting { value: Some(value), source: Source::File { path: file.path.clone(), line } });
         }
         Ok(Setting { value: default, source: Source::Default })
     }
@@ -222,6 +232,12 @@ pub enum ConfigError {
         path: PathBuf,
         /// The limit.
         limit: u64,
+    },
+    /// The config file is not a regular file (a directory, a FIFO, a device): reading it could block or mean nothing.
+    #[error("the config file {} is not a regular file", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
     },
     /// The config file is not valid UTF-8.
     #[error("the config file {} is not UTF-8 text", path.display())]

@@ -1,7 +1,8 @@
 //! The kinds of value a setting holds: how each is read from an environment variable (the file's
 //! values come through serde), how it is shown, and what the docs call its type.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use clawbridge_bridge::supervisor::PassEnvGroup;
 use serde::{Deserialize, Deserializer};
@@ -12,6 +13,16 @@ pub trait SettingValue: Sized + Clone + std::fmt::Debug {
     const KIND: &'static str;
     /// Reads it from an environment variable's text; `Err` says what was expected.
     fn from_env_text(text: &str) -> Result<Self, String>;
+    /// Reads it from an environment variable's value as the OS gave it: text only, unless the
+    /// type takes any bytes (a path).
+    fn from_env(value: &OsStr) -> Result<Self, String> {
+        Self::from_env_text(value.to_str().ok_or_else(|| "UTF-8 text".to_string())?)
+    }
+    /// The value as the file at `dir` wrote it, made what the file means (a path relative to the
+    /// file's directory); `Err` says what was expected.
+    fn from_file(self, _dir: &Path) -> Result<Self, String> {
+        Ok(self)
+    }
     /// How `config show` prints it.
     fn show(&self) -> String;
     /// How `config show --json` prints it.
@@ -24,6 +35,16 @@ impl SettingValue for PathBuf {
     const KIND: &'static str = "path";
     fn from_env_text(text: &str) -> Result<Self, String> {
         Ok(PathBuf::from(text))
+    }
+    fn from_env(value: &OsStr) -> Result<Self, String> {
+        Ok(PathBuf::from(value))
+    }
+    fn from_file(self, dir: &Path) -> Result<Self, String> {
+        // A dotfile's relative path means beside the file, not wherever the command runs.
+        if self.as_os_str().is_empty() {
+            return Err("a non-empty path".into());
+        }
+        Ok(if self.is_relative() { dir.join(self) } else { self })
     }
     fn show(&self) -> String {
         self.display().to_string()
@@ -50,6 +71,61 @@ impl SettingValue for u64 {
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::Value::from(*self)
+    }
+}
+
+/// An executable: a path, or a bare name looked up on PATH.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Program(pub PathBuf);
+
+impl SettingValue for Program {
+    const KIND: &'static str = "path or name on PATH";
+    fn from_env_text(text: &str) -> Result<Self, String> {
+        Ok(Program(PathBuf::from(text)))
+    }
+    fn from_env(value: &OsStr) -> Result<Self, String> {
+        Ok(Program(PathBuf::from(value)))
+    }
+    fn from_file(self, dir: &Path) -> Result<Self, String> {
+        // A bare name is a PATH lookup, as in a shell; anything with a separator is a path.
+        if self.0.components().count() == 1 && self.0.is_relative() && !self.0.as_os_str().is_empty() {
+            return Ok(self);
+        }
+        self.0.from_file(dir).map(Program)
+    }
+    fn show(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+/// A log filter in tracing's `EnvFilter` syntax, checked when read so a typo is an error, not
+/// silently the default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFilter(pub String);
+
+impl std::str::FromStr for LogFilter {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        tracing_subscriber::EnvFilter::try_new(text)
+            .map(|_| LogFilter(text.to_string()))
+            .map_err(|error| format!("a log filter (tracing's EnvFilter syntax): {error}"))
+    }
+}
+
+impl<'de> Deserialize<'de> for LogFilter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl SettingValue for LogFilter {
+    const KIND: &'static str = "log filter";
+    fn from_env_text(text: &str) -> Result<Self, String> {
+        text.parse()
+    }
+    fn show(&self) -> String {
+        self.0.clone()
     }
 }
 
@@ -119,28 +195,5 @@ impl SettingValue for CgroupsSetting {
             CgroupsSetting::Auto => "auto".into(),
             CgroupsSetting::Off => "off".into(),
         }
-    }
-}
-
-/// Text that may hold a credential (a future key's token, say): read like a string, never shown.
-/// No key holds one today (credentials stay in the environment); a key that must is declared
-/// with this type, and `config show` prints only whether it is set.
-#[derive(Clone, Deserialize)]
-#[serde(transparent)]
-pub struct SecretText(pub String);
-
-impl std::fmt::Debug for SecretText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretText(<hidden>)")
-    }
-}
-
-impl SettingValue for SecretText {
-    const KIND: &'static str = "string (secret: never shown)";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        Ok(SecretText(text.to_string()))
-    }
-    fn show(&self) -> String {
-        "<hidden>".into()
     }
 }
