@@ -171,7 +171,11 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 _ => None,
             };
             let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
-            let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
+            // 0 means "each backend's own", as in serve.
+            let turn_idle_timeout =
+                settings.agents.turn_idle_timeout_ms.value.filter(|ms| *ms > 0).map(std::time::Duration::from_millis);
+            let args =
+                crate::run::RunArgs { backend, session, json, approval, program, model, prompt, turn_idle_timeout };
             crate::run::run(args, &state_dir, &crate::demo::registry_configured(&settings)).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),

@@ -546,6 +546,27 @@ fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) 
     }
 }
 
+/// Row: `agents.turn-idle-timeout-ms` in the config file ends a stalled `clawbridge run` turn, not
+/// only serve's: the timeout names the configured limit (1s), not the backend's own (300s).
+#[test]
+fn run_ends_a_stalled_turn_at_the_config_files_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let turn = RecordedTurn::load("plain-text");
+    let cut = turn.position("item/completed", Some("agentMessage")) + 1;
+    let hang = turn.script(dir.path(), "hang", cut, &[]);
+    let codex = codex_wrapper(dir.path(), "codex-hang", &scripted_fake(&hang, &[]));
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[agents]\nturn-idle-timeout-ms = 1000\n").unwrap();
+    let out = clawbridge_run(&state, &codex, "idle")
+        .env("CLAWBRIDGE_CONFIG", &config)
+        .env_remove("CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS")
+        .output()
+        .expect("clawbridge run starts");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("no progress from codex for 1s"), "{said}");
+}
+
 /// Row: the bridge SIGKILLed mid-turn, then restarted. The killed `clawbridge run` leaves a frozen
 /// server's grandchild behind and a transcript cut mid-turn (plus, worst case, a torn last line).
 /// The rerun of the same session reaps the orphan, repairs the transcript, and re-delivers the
