@@ -25,15 +25,15 @@ pub const DEFAULT_LOG_FILTER: &str = "warn,clawbridge=info,clawbridge_bridge=inf
 // The areas, in the order `config show` and the docs list them. A new area (`[acp]`, say) is a
 // `settings_area!` in areas.rs and one line here.
 declare::settings_root! {
-    bridge => BridgeSettings, BridgeFile, BridgeFlags;
-    logs => LogSettings, LogFile, LogFlags;
-    codex => CodexSettings, CodexFile, CodexFlags;
-    claude => ClaudeSettings, ClaudeFile, ClaudeFlags;
-    agents => AgentSettings, AgentFile, AgentFlags;
-    serve => ServeSettings, ServeFile, ServeFlags;
-    containment => ContainmentSettings, ContainmentFile, ContainmentFlags;
-    run => RunSettings, RunFile, RunFlags;
-    reap => ReapSettings, ReapFile, ReapFlags;
+    bridge => BridgeSettings;
+    logs => LogSettings;
+    codex => CodexSettings;
+    claude => ClaudeSettings;
+    agents => AgentSettings;
+    serve => ServeSettings;
+    containment => ContainmentSettings;
+    run => RunSettings;
+    reap => ReapSettings;
 }
 
 impl Settings {
@@ -66,6 +66,15 @@ impl Settings {
 /// Not UTF-8 is not unset: a path key takes the bytes, any other key refuses them.
 pub fn process_env(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// An area's other declared types (settings_area! implements it), so the list of areas names
+/// each area once.
+pub trait Area {
+    /// Its file section, as written.
+    type File;
+    /// Its values given as flags.
+    type Flags;
 }
 
 /// One effective setting: its value (none: unset, the consumer's own behaviour) and its source.
@@ -127,8 +136,10 @@ pub struct KeyInfo {
     pub flag: Option<&'static str>,
     /// Its environment variables, the first set one winning.
     pub env: &'static [&'static str],
-    /// Its default, in words.
-    pub default: &'static str,
+    /// Its default, in words: as `config show` prints the default value, or the declared text.
+    pub default: String,
+    /// The declared text that replaces the default value's (none: the value says it).
+    pub shown_override: Option<&'static str>,
     /// What it does.
     pub doc: &'static str,
 }
@@ -154,6 +165,16 @@ impl ShownSetting {
             json: setting.value.as_ref().map_or(serde_json::Value::Null, value::SettingValue::to_json),
             source: setting.source.clone(),
         }
+    }
+}
+
+/// A key's default in the docs' words: `shown` if declared, else the value as `config show`
+/// prints it ("none" for nothing, e.g. an empty list).
+pub(crate) fn default_text<T: value::SettingValue>(default: Option<&T>, shown: Option<&'static str>) -> String {
+    match (shown, default.map(value::SettingValue::show)) {
+        (Some(shown), _) => shown.to_string(),
+        (None, Some(text)) if !text.is_empty() => text,
+        (None, _) => "none".to_string(),
     }
 }
 

@@ -156,17 +156,30 @@ fn the_default_file_may_be_missing_a_named_one_may_not_and_size_is_bounded() {
 }
 
 #[test]
-fn every_key_is_declared_once_with_a_doc_and_a_default() {
+fn every_keys_documented_default_is_the_default_it_resolves_to() {
+    // The docs' default is derived from the value; a declared text replaces it only where the
+    // value cannot say it: no value (the consumer's own), or a path that depends on the machine.
+    let machine_dependent = ["bridge.state-dir"];
     let keys = Settings::keys();
-    let mut seen = std::collections::HashSet::new();
-    for key in &keys {
-        assert!(seen.insert(format!("{}.{}", key.section, key.name)), "{key:?} twice");
-        assert!(!key.doc.is_empty() && !key.default.is_empty(), "{key:?}");
-    }
     let shown = Settings::resolve(None, Flags::default(), &no_env).unwrap().shown();
-    let shown: Vec<_> = shown.iter().map(|s| s.key.clone()).collect();
     let declared: Vec<_> = keys.iter().map(|k| format!("{}.{}", k.section, k.name)).collect();
-    assert_eq!(shown, declared, "config show lists exactly the declared keys");
+    assert_eq!(shown.iter().map(|s| s.key.clone()).collect::<Vec<_>>(), declared, "config show lists the keys");
+    for (key, shown) in keys.iter().zip(&shown) {
+        assert!(!key.doc.is_empty(), "{key:?}");
+        match (&shown.value, key.shown_override) {
+            (None, Some(text)) => assert!(!text.is_empty(), "{key:?}"),
+            (None, None) => panic!("{}: no default value and no words for it", shown.key),
+            (Some(_), Some(_)) => assert!(
+                machine_dependent.contains(&shown.key.as_str()),
+                "{}: a hand-typed default beside a default value; derive it",
+                shown.key
+            ),
+            (Some(value), None) => {
+                let value = if value.is_empty() { "none" } else { value };
+                assert_eq!(key.default, value, "{}: the docs' default is not the value", shown.key);
+            }
+        }
+    }
 }
 
 #[test]
@@ -227,4 +240,22 @@ fn a_variable_that_is_not_utf8_sets_a_path_and_refuses_text() {
     let paths_only = move |name: &str| (name == "CLAWBRIDGE_STATE_DIR").then(|| raw.clone());
     let settings = Settings::resolve(None, Flags::default(), &paths_only).unwrap();
     assert_eq!(settings.bridge.state_dir.value.unwrap().as_os_str().as_bytes(), b"/tmp/st\xff");
+}
+
+#[test]
+fn every_declared_flag_is_a_flag_of_the_command_line() {
+    use clap::CommandFactory;
+    fn longs(command: &clap::Command, into: &mut Vec<String>) {
+        into.extend(command.get_arguments().filter_map(|arg| arg.get_long()).map(|long| format!("--{long}")));
+        for sub in command.get_subcommands() {
+            longs(sub, into);
+        }
+    }
+    let mut flags = Vec::new();
+    longs(&crate::cli::Cli::command(), &mut flags);
+    for key in Settings::keys() {
+        if let Some(flag) = key.flag {
+            assert!(flags.iter().any(|f| f == flag), "{}.{}: {flag} is no flag of clawbridge", key.section, key.name);
+        }
+    }
 }
