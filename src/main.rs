@@ -27,6 +27,6 @@ fn main() -> ExitCode {
         }
     };
     let filter = settings.logs.filter.value.as_ref().map_or(clawbridge::config::DEFAULT_LOG_FILTER, |filter| &filter.0);
-    let logs = clawbridge::shell::init_logging_filtered(&filter, cli.log_state_dir(&settings).as_deref());
+    let logs = clawbridge::shell::init_logging_filtered(filter, cli.log_state_dir(&settings).as_deref());
     clawbridge::shell::run_logged_to_exit("clawbridge", clawbridge::cli::run(cli, settings), logs)
 }

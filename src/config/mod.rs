@@ -221,7 +221,7 @@ impl Inputs<'_> {
         if let (Some(spanned), Some(file)) = (in_file, self.file) {
             let (line, column) = file.line_column(spanned.span().start);
             let dir = file.path.parent().unwrap_or(Path::new("."));
-            let value = spanned.into_inner().from_file(dir).map_err(|expected| ConfigError::Invalid {
+            let value = spanned.into_inner().anchored_at(dir).map_err(|expected| ConfigError::Invalid {
                 path: file.path.clone(),
                 line,
                 column,
@@ -290,7 +290,7 @@ pub enum ConfigError {
         /// Its value (clipped).
         value: String,
         /// What the key takes.
-        expected: String,
+        expected: value::ValueError,
     },
 }
 

@@ -7,20 +7,41 @@ use std::path::{Path, PathBuf};
 use clawbridge_bridge::supervisor::PassEnvGroup;
 use serde::{Deserialize, Deserializer};
 
+/// Why a variable's or the file's value is not one its key takes; shown after "expected".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// A variable that is not UTF-8, for a key that takes text.
+    #[error("UTF-8 text")]
+    NotText,
+    /// Not a whole number.
+    #[error("a whole number")]
+    NotANumber,
+    /// An empty path (it would mean the directory the command runs in).
+    #[error("a non-empty path")]
+    EmptyPath,
+    /// A log filter tracing cannot parse; its reason.
+    #[error("a log filter (tracing's EnvFilter syntax): {0}")]
+    LogFilter(String),
+    /// A pass-env group that does not exist.
+    #[error("{0}")]
+    PassEnv(#[from] clawbridge_bridge::supervisor::UnknownPassEnvGroup),
+}
+
 /// A value a setting can hold.
 pub trait SettingValue: Sized + Clone + std::fmt::Debug {
     /// Its type as the docs and `config show` name it.
     const KIND: &'static str;
     /// Reads it from an environment variable's text; `Err` says what was expected.
-    fn from_env_text(text: &str) -> Result<Self, String>;
+    fn from_env_text(text: &str) -> Result<Self, ValueError>;
     /// Reads it from an environment variable's value as the OS gave it: text only, unless the
     /// type takes any bytes (a path).
-    fn from_env(value: &OsStr) -> Result<Self, String> {
-        Self::from_env_text(value.to_str().ok_or_else(|| "UTF-8 text".to_string())?)
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
+        Self::from_env_text(value.to_str().ok_or(ValueError::NotText)?)
     }
     /// The value as the file at `dir` wrote it, made what the file means (a path relative to the
     /// file's directory); `Err` says what was expected.
-    fn from_file(self, _dir: &Path) -> Result<Self, String> {
+    fn anchored_at(self, _dir: &Path) -> Result<Self, ValueError> {
         Ok(self)
     }
     /// How `config show` prints it.
@@ -33,16 +54,16 @@ pub trait SettingValue: Sized + Clone + std::fmt::Debug {
 
 impl SettingValue for PathBuf {
     const KIND: &'static str = "path";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         Ok(PathBuf::from(text))
     }
-    fn from_env(value: &OsStr) -> Result<Self, String> {
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
         Ok(PathBuf::from(value))
     }
-    fn from_file(self, dir: &Path) -> Result<Self, String> {
+    fn anchored_at(self, dir: &Path) -> Result<Self, ValueError> {
         // A dotfile's relative path means beside the file, not wherever the command runs.
         if self.as_os_str().is_empty() {
-            return Err("a non-empty path".into());
+            return Err(ValueError::EmptyPath);
         }
         Ok(if self.is_relative() { dir.join(self) } else { self })
     }
@@ -53,7 +74,7 @@ impl SettingValue for PathBuf {
 
 impl SettingValue for String {
     const KIND: &'static str = "string";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         Ok(text.to_string())
     }
     fn show(&self) -> String {
@@ -63,8 +84,8 @@ impl SettingValue for String {
 
 impl SettingValue for u64 {
     const KIND: &'static str = "integer";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| "a whole number".to_string())
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.trim().parse().map_err(|_| ValueError::NotANumber)
     }
     fn show(&self) -> String {
         self.to_string()
@@ -81,18 +102,18 @@ pub struct Program(pub PathBuf);
 
 impl SettingValue for Program {
     const KIND: &'static str = "path or name on PATH";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         Ok(Program(PathBuf::from(text)))
     }
-    fn from_env(value: &OsStr) -> Result<Self, String> {
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
         Ok(Program(PathBuf::from(value)))
     }
-    fn from_file(self, dir: &Path) -> Result<Self, String> {
+    fn anchored_at(self, dir: &Path) -> Result<Self, ValueError> {
         // A bare name is a PATH lookup, as in a shell; anything with a separator is a path.
         if self.0.components().count() == 1 && self.0.is_relative() && !self.0.as_os_str().is_empty() {
             return Ok(self);
         }
-        self.0.from_file(dir).map(Program)
+        self.0.anchored_at(dir).map(Program)
     }
     fn show(&self) -> String {
         self.0.display().to_string()
@@ -105,11 +126,11 @@ impl SettingValue for Program {
 pub struct LogFilter(pub String);
 
 impl std::str::FromStr for LogFilter {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(text: &str) -> Result<Self, ValueError> {
         tracing_subscriber::EnvFilter::try_new(text)
             .map(|_| LogFilter(text.to_string()))
-            .map_err(|error| format!("a log filter (tracing's EnvFilter syntax): {error}"))
+            .map_err(|error| ValueError::LogFilter(error.to_string()))
     }
 }
 
@@ -121,7 +142,7 @@ impl<'de> Deserialize<'de> for LogFilter {
 
 impl SettingValue for LogFilter {
     const KIND: &'static str = "log filter";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         text.parse()
     }
     fn show(&self) -> String {
@@ -159,8 +180,8 @@ impl<'de> Deserialize<'de> for PassEnvList {
 
 impl SettingValue for PassEnvList {
     const KIND: &'static str = "list of groups (bedrock, vertex)";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        text.parse().map_err(|error: clawbridge_bridge::supervisor::UnknownPassEnvGroup| error.to_string())
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.parse().map_err(ValueError::PassEnv)
     }
     fn show(&self) -> String {
         self.0.iter().map(|group| group.name()).collect::<Vec<_>>().join(",")
@@ -183,7 +204,7 @@ pub enum CgroupsSetting {
 
 impl SettingValue for CgroupsSetting {
     const KIND: &'static str = "\"auto\" or \"off\"";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         // As the variable always read: off, 0, false or no turn cgroups off; anything else leaves them on.
         match text.to_ascii_lowercase().as_str() {
             "off" | "0" | "false" | "no" => Ok(CgroupsSetting::Off),
