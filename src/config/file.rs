@@ -87,7 +87,7 @@ impl ConfigFile {
                 path: self.path.clone(),
                 line,
                 column,
-                key: self.key_at(offset),
+                key: self.key_at(&error),
                 message: error.message().trim().to_string(),
             }
         })
@@ -106,11 +106,40 @@ impl ConfigFile {
     /// name or value holds `offset` in the parsed document's spans (toml's own parser, so
     /// multi-line strings, inline tables, quoted and dotted keys are what TOML says they are).
     /// Absent when the error is about no key (a syntax error between keys).
-    fn key_at(&self, offset: usize) -> Option<String> {
+    fn key_at(&self, error: &toml::de::Error) -> Option<String> {
+        let span = error.span()?;
         // Recoverable: a document with a duplicate key still yields its keys and their places.
         let (root, _) = toml::de::DeTable::parse_recoverable(&self.text);
-        key_path_at(root.get_ref(), offset)
+        if let Some(path) = key_path_at(root.get_ref(), span.start) {
+            return Some(path);
+        }
+        // The repeated key itself is not in the document toml keeps (the first one is): the error
+        // spans its name, under the section whose header comes last before it.
+        let name = self.text.get(span)?.trim().trim_matches('"');
+        if !error.message().starts_with("duplicate key") || name.is_empty() {
+            return None;
+        }
+        Some(match section_at(root.get_ref(), error.span()?.start) {
+            Some(section) => format!("{section}.{name}"),
+            None => name.to_string(),
+        })
     }
+}
+
+/// The dotted name of the innermost table whose header (its span) comes last before `offset`.
+fn section_at(table: &toml::de::DeTable<'_>, offset: usize) -> Option<String> {
+    let (key, inner) = table
+        .iter()
+        .filter_map(|(key, value)| match value.get_ref() {
+            toml::de::DeValue::Table(inner) if value.span().start <= offset => Some((key, value.span().start, inner)),
+            _ => None,
+        })
+        .max_by_key(|(_, start, _)| *start)
+        .map(|(key, _, inner)| (key, inner))?;
+    Some(match section_at(inner, offset) {
+        Some(deeper) => format!("{}.{deeper}", key.get_ref()),
+        None => key.get_ref().to_string(),
+    })
 }
 
 /// The innermost key of `table` (dotted from it) whose name or value spans `offset`.

@@ -201,6 +201,10 @@ fn the_key_of_an_error_is_the_documents_not_the_nearest_line() {
     assert_eq!(key.as_deref(), Some("codex.bogus"), "an inline table");
     let (_, _, key, _) = invalid("serve.\"input-budget-bytes\" = \"many\"\n");
     assert_eq!(key.as_deref(), Some("serve.input-budget-bytes"), "a dotted, quoted key");
+    let (line, _, key, _) = invalid("[run]\nbackend = \"demo\"\nbackend = \"codex\"\n");
+    assert_eq!((line, key.as_deref()), (3, Some("run.backend")), "a duplicate key");
+    let (_, _, key, _) = invalid("[[codex]]\nbin = \"/x\"\n");
+    assert_eq!(key.as_deref(), Some("codex"), "an array of tables where a section belongs");
 }
 
 #[test]
