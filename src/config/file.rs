@@ -2,6 +2,7 @@
 //! `file:line:column: key …` messages.
 
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::ConfigError;
@@ -60,14 +61,17 @@ impl ConfigFile {
         }
         let unreadable = |source| ConfigError::Unreadable { path: path.clone(), source };
         // The symlink followed; a FIFO or device at the path would block the open or the read
-        // (every command, serve too), so only a regular file is opened.
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_file() => {}
-            Ok(_) => return Err(ConfigError::NotAFile { path: path.clone() }),
+        // (every command, serve too), so the open does not wait (O_NONBLOCK: no effect on a
+        // regular file) and what it opened is checked before a byte is read: no race with a swap.
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path);
+        let file = match opened {
+            Ok(file) => file,
             Err(error) if !required && error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(unreadable(error)),
+        };
+        if !file.metadata().map_err(unreadable)?.is_file() {
+            return Err(ConfigError::NotAFile { path: path.clone() });
         }
-        let file = std::fs::File::open(path).map_err(unreadable)?;
         let mut bytes = Vec::new();
         // One byte past the limit tells a file at the limit from a larger one.
         file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
