@@ -6,6 +6,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 peers="$(bash scripts/install-peers.sh all)"
 export CLAWBRIDGE_REQUIRE_PEERS="${CLAWBRIDGE_REQUIRE_PEERS:-1}"
+# Every clawbridge the tests start reads an empty config file, never the developer's own
+# (~/.config/clawbridge/config.toml); tests of the config file name theirs with --config.
+export CLAWBRIDGE_CONFIG="$PWD/fixtures/data/empty-config.toml"
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 

@@ -168,8 +168,12 @@ impl Cli {
 
     /// The effective settings: flags over the process's variables over the config file over defaults.
     pub fn settings(&self) -> Result<Settings, ConfigError> {
-        if matches!(self.command, Command::DemoAgent { .. } | Command::DemoListen { .. }) {
-            // A child playing a recording: it has no settings, so nothing the operator set can stop it.
+        // A child playing a recording or the scripted demo has no settings, so nothing the operator
+        // set can stop it; `config path` reads none, so it still names the file when that file is broken.
+        if matches!(
+            self.command,
+            Command::DemoAgent { .. } | Command::DemoListen { .. } | Command::Config { action: ConfigCommand::Path }
+        ) {
             return Settings::resolve(None, Flags::default(), &|_| None);
         }
         Settings::load(&self.config_file(), self.flags(), &crate::config::process_env)
@@ -197,13 +201,17 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
                 _ => None,
             };
             let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
+            // 0 means "each backend's own", as in serve.
+            let turn_idle_timeout =
+                settings.agents.turn_idle_timeout_ms.value.filter(|ms| *ms > 0).map(std::time::Duration::from_millis);
             let registry = crate::acp_cli::with_agent(
                 crate::demo::run_registry_configured(&settings),
                 &backend,
                 agent.as_deref(),
                 agent_env,
             )?;
-            let args = crate::run::RunArgs { backend, session, json, approval, program, model, prompt };
+            let args =
+                crate::run::RunArgs { backend, session, json, approval, program, model, prompt, turn_idle_timeout };
             crate::run::run(args, &state_dir, &registry).await
         }
         Command::DemoAgent { ignored: _ } => crate::demo::play(),

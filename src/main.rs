@@ -17,11 +17,16 @@ fn main() -> ExitCode {
     let settings = match cli.settings() {
         Ok(settings) => settings,
         Err(error) => {
-            eprintln!("clawbridge: {error}");
+            // Every command needs its settings (reap too): a broken file's error says how to run without it.
+            let bypass = match error {
+                clawbridge::config::ConfigError::BadEnv { .. } => String::new(),
+                _ => format!(" (`--config {}` runs without the file)", clawbridge::config::NO_FILE),
+            };
+            eprintln!("clawbridge: {error}{bypass}");
             return ExitCode::from(2);
         }
     };
-    let filter = settings.logs.filter.value.clone().unwrap_or_else(|| clawbridge::config::DEFAULT_LOG_FILTER.into());
-    let logs = clawbridge::shell::init_logging_filtered(&filter, cli.log_state_dir(&settings).as_deref());
+    let filter = settings.logs.filter.value.as_ref().map_or(clawbridge::config::DEFAULT_LOG_FILTER, |filter| &filter.0);
+    let logs = clawbridge::shell::init_logging_filtered(filter, cli.log_state_dir(&settings).as_deref());
     clawbridge::shell::run_logged_to_exit("clawbridge", clawbridge::cli::run(cli, settings), logs)
 }

@@ -40,6 +40,9 @@ pub struct RunArgs {
     pub model: Option<String>,
     /// The prompt.
     pub prompt: String,
+    /// How long the turn may go without progress (`agents.turn-idle-timeout-ms`); `None`: the
+    /// backend's own.
+    pub turn_idle_timeout: Option<std::time::Duration>,
 }
 
 /// Why a run stopped before its agent was asked anything.
@@ -189,6 +192,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         model: args.model.clone(),
         session_key: place.session_name.clone(),
         registry: Some(place.registry.clone()),
+        turn_idle_timeout: args.turn_idle_timeout,
         ..OpenSettings::default()
     };
     let fingerprints = backend.fingerprints(&settings).keyed(&place.fingerprint_key);

@@ -17,6 +17,7 @@ fn run(dir: &Path, claude: &Path, args: &[&str]) -> std::process::Output {
         .args(args)
         .current_dir(&work)
         .env_clear()
+        .envs(clawbridge_fixtures::no_user_config())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir.join("home"))
         .env("CLAWBRIDGE_STATE_DIR", dir.join("state"))

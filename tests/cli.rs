@@ -5,6 +5,7 @@ use std::process::Command;
 fn clawbridge(args: &[&str]) -> std::process::Output {
     let state = tempfile::tempdir().expect("a temp dir");
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(args)
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .output()
@@ -31,6 +32,7 @@ fn the_demo_backend_answers_the_prompt_and_runs_the_command_it_names() {
     let word = format!("word-{}", std::process::id());
     let prompt = format!("please run ls and then `echo {word}`");
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--approve", "--session", "demo-test", &prompt])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .current_dir(cwd.path())
@@ -92,6 +94,7 @@ fn a_session_name_that_would_leave_the_sessions_folder_is_refused_and_writes_not
     let state = tempfile::tempdir().unwrap();
     for name in ["../escape", "/tmp/abs", "a/b", "..", ".", "", ".hidden", &"x".repeat(129)] {
         let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .envs(clawbridge_fixtures::no_user_config())
             .args(["run", "--backend", "demo", "--session", name, "hi"])
             .env("CLAWBRIDGE_STATE_DIR", state.path())
             .output()
@@ -110,6 +113,7 @@ fn a_session_s_files_are_private_to_the_user() {
     use std::os::unix::fs::PermissionsExt;
     let state = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--session", "private", "hi"])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .output()

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 fn run(sandbox: &Sandbox, state: &std::path::Path, codex: &std::path::Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .arg("run")
         .args(["--backend", "codex", "--program"])
         .arg(codex)
@@ -77,6 +78,7 @@ fn run_claude(
         .args(args)
         .current_dir(sandbox.work())
         .env_clear()
+        .envs(clawbridge_fixtures::no_user_config())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", sandbox.home())
         .env("TMPDIR", sandbox.tmp())

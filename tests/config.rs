@@ -297,3 +297,26 @@ fn the_readme_table_of_keys_is_the_declared_one() {
         "README.md's table of config keys differs from src/config/areas.rs; rerun with CLAWBRIDGE_UPDATE_README=1"
     );
 }
+
+#[test]
+fn a_fifo_as_the_config_file_is_refused_not_waited_on() {
+    let place = Place::new();
+    let fifo = place.path("fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(made.success());
+    let err = refused(&place.run(&["--config", fifo.to_str().unwrap(), "config", "show"], &[]));
+    assert!(err.contains("is not a regular file"), "{err}");
+}
+
+#[test]
+fn config_path_names_a_broken_file_and_the_error_says_how_to_bypass_it() {
+    let place = Place::new();
+    let file = place.file("xdg/clawbridge/config.toml", "[run\n");
+    let out = place.run(&["config", "path"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), file.display().to_string());
+    let err = refused(&place.run(&["reap"], &[]));
+    assert!(err.contains("--config /dev/null"), "{err}");
+    let out = place.run(&["--config", "/dev/null", "config", "show"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

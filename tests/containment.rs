@@ -379,6 +379,7 @@ async fn an_env_clearing_descendant_is_stopped_exactly_where_the_agent_has_a_cgr
 fn clawbridge_run(state: &Path, program: &Path, cgroups: bool) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--approve", "--program"])
         .arg(program)
         .arg("list the files")
@@ -392,6 +393,7 @@ fn clawbridge_run(state: &Path, program: &Path, cgroups: bool) -> Command {
 
 fn clawbridge_reap(state: &Path) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["reap", "--grace-ms", "500"])
         .env("CLAWBRIDGE_STATE_DIR", state)
         .output()

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 fn doctor(home: &Path, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
+        .envs(clawbridge_fixtures::no_user_config())
         .arg("doctor")
         .args(args)
         .env_clear()
@@ -331,6 +332,7 @@ fn a_failed_run_names_its_log_file_last() {
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["run", "--backend", "codex", "--program", codex.to_str().unwrap(), "hello"])
         .env_clear()
+        .envs(clawbridge_fixtures::no_user_config())
         .env("HOME", home.path())
         .env("CLAWBRIDGE_STATE_DIR", home.path().join("state"))
         .output()

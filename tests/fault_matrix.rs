@@ -395,6 +395,7 @@ async fn host_disconnect_mid_attempt_stops_every_agent_and_the_server_exits() {
     within(async {
         let state = tempfile::tempdir().unwrap();
         let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .envs(clawbridge_fixtures::no_user_config())
             .arg("serve")
             .env("CLAWBRIDGE_STATE_DIR", state.path())
             .env_remove("CLAWBRIDGE_CODEX_BIN")
@@ -497,6 +498,7 @@ fn scripted_fake(script: &Path, extra: &[&str]) -> Vec<std::ffi::OsString> {
 fn clawbridge_run(state: &Path, codex: &Path, session: &str) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "codex", "--approve", "--json", "--session", session, "--program"])
         .arg(codex)
         .arg("Please run the live test command.")
@@ -542,6 +544,27 @@ fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) 
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Row: `agents.turn-idle-timeout-ms` in the config file ends a stalled `clawbridge run` turn, not
+/// only serve's: the timeout names the configured limit (1s), not the backend's own (300s).
+#[test]
+fn run_ends_a_stalled_turn_at_the_config_files_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let turn = RecordedTurn::load("plain-text");
+    let cut = turn.position("item/completed", Some("agentMessage")) + 1;
+    let hang = turn.script(dir.path(), "hang", cut, &[]);
+    let codex = codex_wrapper(dir.path(), "codex-hang", &scripted_fake(&hang, &[]));
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[agents]\nturn-idle-timeout-ms = 1000\n").unwrap();
+    let out = clawbridge_run(&state, &codex, "idle")
+        .env("CLAWBRIDGE_CONFIG", &config)
+        .env_remove("CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS")
+        .output()
+        .expect("clawbridge run starts");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("no progress from codex for 1s"), "{said}");
 }
 
 /// Row: the bridge SIGKILLed mid-turn, then restarted. The killed `clawbridge run` leaves a frozen

@@ -131,6 +131,7 @@ fn args() -> RunArgs {
         program: None,
         model: None,
         prompt: "the question".into(),
+        turn_idle_timeout: None,
     }
 }
 

@@ -82,6 +82,7 @@ struct Bridge {
 fn command(state: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
+        .envs(clawbridge_fixtures::no_user_config())
         .arg("serve")
         .env("CLAWBRIDGE_STATE_DIR", state)
         .env_remove("CLAWBRIDGE_CODEX_BIN")

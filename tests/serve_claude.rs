@@ -75,6 +75,7 @@ fn serve(
         .arg("serve")
         .current_dir(cwd)
         .env_clear()
+        .envs(clawbridge_fixtures::no_user_config())
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("CLAWBRIDGE_STATE_DIR", state)
         .envs(env.iter().map(|(name, value)| (name, value)))

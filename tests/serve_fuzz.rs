@@ -533,6 +533,7 @@ fn start_server(codex: &Path) -> Server {
     let program =
         std::env::var_os("CLAWBRIDGE_SERVE_FUZZ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_clawbridge").into());
     let mut child = Command::new(program)
+        .envs(clawbridge_fixtures::no_user_config())
         .arg("serve")
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         // The demo and a scripted Codex run, Claude cannot: no model, no network, the same on

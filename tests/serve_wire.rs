@@ -321,6 +321,7 @@ fn a_host_that_closes_its_input_right_after_writing_still_gets_every_answer() {
             .arg(state.path())
             .arg("serve")
             .env_clear()
+            .envs(clawbridge_fixtures::no_user_config())
             .env("PATH", "/usr/bin:/bin")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

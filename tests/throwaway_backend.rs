@@ -253,6 +253,7 @@ async fn a_throwaway_backend_runs_a_turn_through_run_and_the_next_run_resumes_it
         program: None,
         model: None,
         prompt: prompt.into(),
+        turn_idle_timeout: None,
     };
     let registry = registry();
     clawbridge::run::run(args("hello from run"), state.path(), &registry).await.expect("the run succeeds");
@@ -284,6 +285,7 @@ async fn an_unreadable_binding_starts_the_session_afresh_instead_of_failing_the_
         program: None,
         model: None,
         prompt: "after the damage".into(),
+        turn_idle_timeout: None,
     };
     clawbridge::run::run(args, state.path(), &registry()).await.expect("the run starts fresh");
     let rebound: Value = serde_json::from_str(&std::fs::read_to_string(&binding_file).unwrap()).unwrap();

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncReadExt;
 
 use crate::exit::ExitState;
-use crate::supervisor::{ChildProcess, CommandSpec, SpawnError, SpawnOptions, StopPolicy};
+use crate::supervisor::{ChildProcess, CommandSpec, Containment, SpawnError, SpawnOptions, StopPolicy};
 
 /// Why a `--version` probe produced no answer.
 #[derive(Debug, thiserror::Error)]
@@ -85,8 +85,14 @@ impl VersionProbe {
     /// What `command` (the program with its launcher arguments; `--version` is appended) prints on
     /// stdout, trimmed, from the cache while the executable is unchanged. It runs with the
     /// environment `command.env` builds from the bridge's, like the sessions it gates. Failures (a
-    /// non-zero exit, no answer within `limit`) are never cached.
-    pub async fn version_output(&self, command: &CommandSpec, limit: Duration) -> Result<String, ProbeError> {
+    /// non-zero exit, no answer within `limit`) are never cached. It is contained as `containment`
+    /// says, like the sessions it gates (the configured `containment.cgroups`, not the variable).
+    pub async fn version_output(
+        &self,
+        command: &CommandSpec,
+        limit: Duration,
+        containment: Containment,
+    ) -> Result<String, ProbeError> {
         let program = &command.program;
         let resolved = std::fs::canonicalize(program).unwrap_or_else(|_| program.clone());
         let mut key = resolved.display().to_string();
@@ -101,7 +107,7 @@ impl VersionProbe {
                 return Ok(hit.output.clone());
             }
         }
-        let output = run_version(command, limit).await?;
+        let output = run_version(command, limit, containment).await?;
         if let Some(identity) = identity {
             let entry = CachedVersion { identity, output: output.clone() };
             self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, entry);
@@ -144,11 +150,11 @@ const PROBE_STOP: StopPolicy = StopPolicy {
 /// Runs `<program> <args> --version` through the supervisor, like the sessions it gates: its own
 /// group, the containment token and cgroup, and the staged stop afterwards, so a `--version` that
 /// leaves something running (`setsid`, a daemon) does not leave it behind.
-async fn run_version(spec: &CommandSpec, limit: Duration) -> Result<String, ProbeError> {
+async fn run_version(spec: &CommandSpec, limit: Duration, containment: Containment) -> Result<String, ProbeError> {
     let program = spec.program.display().to_string();
     let mut spec = spec.clone();
     spec.args.push("--version".into());
-    let mut child = ChildProcess::spawn(&spec, SpawnOptions::default())
+    let mut child = ChildProcess::spawn(&spec, SpawnOptions { containment, ..SpawnOptions::default() })
         .map_err(|source| ProbeError::Run { program: program.clone(), source })?;
     drop(child.take_stdin());
     let stdout = child.take_stdout();
@@ -194,21 +200,31 @@ mod tests {
         let cache = state.path().join("version-cache.json");
         let spec = CommandSpec::new(&tool);
         let first = VersionProbe::open(cache.clone());
-        assert_eq!(first.version_output(&spec, limit).await.unwrap(), "tool 1.2.3");
+        assert_eq!(first.version_output(&spec, limit, Containment::from_env()).await.unwrap(), "tool 1.2.3");
         first.save();
         let second = VersionProbe::open(cache.clone());
-        assert_eq!(second.version_output(&spec, limit).await.unwrap(), "tool 1.2.3");
+        assert_eq!(second.version_output(&spec, limit, Containment::from_env()).await.unwrap(), "tool 1.2.3");
         assert_eq!(runs(), 1, "a restarted bridge reads the cache");
 
         // A replaced executable (another size) is asked again.
         script(bin.path(), &format!("echo run >> '{}'\necho 'tool 1.2.40'", counter.display()));
-        assert_eq!(second.version_output(&spec, limit).await.unwrap(), "tool 1.2.40");
+        assert_eq!(second.version_output(&spec, limit, Containment::from_env()).await.unwrap(), "tool 1.2.40");
         assert_eq!(runs(), 2);
 
         script(bin.path(), "exit 3");
         let failing = VersionProbe::open(cache.clone());
-        assert!(failing.version_output(&spec, limit).await.unwrap_err().to_string().contains("failed"));
-        assert!(failing.version_output(&spec, limit).await.is_err(), "a failure is not cached");
+        assert!(
+            failing
+                .version_output(&spec, limit, Containment::from_env())
+                .await
+                .unwrap_err()
+                .to_string()
+                .contains("failed")
+        );
+        assert!(
+            failing.version_output(&spec, limit, Containment::from_env()).await.is_err(),
+            "a failure is not cached"
+        );
     }
 
     /// A `--version` that leaves a descendant in a session of its own: the probe's stop ends it.
@@ -224,7 +240,10 @@ mod tests {
             ),
         );
         let probe = VersionProbe::in_memory();
-        let answer = probe.version_output(&CommandSpec::new(&tool), Duration::from_secs(10)).await.unwrap();
+        let answer = probe
+            .version_output(&CommandSpec::new(&tool), Duration::from_secs(10), Containment::from_env())
+            .await
+            .unwrap();
         assert_eq!(answer, "tool 9.9.9");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let escaped: i32 = loop {

@@ -2,6 +2,9 @@
 // validated and defaulted once at registration. Bad values are reported and replaced by defaults
 // rather than thrown: a typo in config must not take the whole gateway down.
 
+import { homedir } from "node:os";
+import { isAbsolute, join } from "node:path";
+
 /** Harness ids this plugin knows how to label; the bridge decides which ones really run. */
 export const KNOWN_HARNESSES = Object.freeze({
   "clawbridge-codex": "Codex (clawbridge)",
@@ -69,13 +72,21 @@ export function resolveConfig(raw, logger) {
   // A global flag of the bridge, so it goes before `serve` with the other arguments.
   if (passEnv.length) args.push("--pass-env", passEnv.join(","));
   // The bridge's own config file (its `--config`, also a global flag): the bridge reads and checks it.
+  // Absolute only (`~/` is the home): a relative one would be read from wherever the gateway runs.
   let configFile;
   if (cfg.configFile !== undefined) {
-    if (typeof cfg.configFile === "string" && cfg.configFile.trim()) {
-      configFile = cfg.configFile;
-      args.push("--config", configFile);
-    } else {
+    const raw = typeof cfg.configFile === "string" ? cfg.configFile.trim() : "";
+    const named = raw.startsWith("~/") ? join(homedir(), raw.slice(2)) : raw;
+    if (!raw) {
       warn("configFile must be a non-empty path; ignored");
+    } else if (!isAbsolute(named)) {
+      warn(`configFile must be an absolute path (or start with ~/): ${JSON.stringify(raw)}; ignored`);
+    } else if (args.some((arg) => arg === "--config" || arg.startsWith("--config="))) {
+      // The bridge refuses a flag given twice; args is the escape hatch, so it keeps its own.
+      warn("configFile is ignored: args already passes --config");
+    } else {
+      configFile = named;
+      args.push("--config", configFile);
     }
   }
 

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -31,6 +31,19 @@ test("config: configFile becomes the bridge's --config before serve; a blank one
   const blank = resolveConfig({ configFile: " " }, logger);
   assert.deepEqual(blank.args, []);
   assert.equal(logger.lines.length, 1, logger.lines.join("\n"));
+});
+
+test("config: a relative configFile is refused, ~/ is the home, and --config already in args wins", () => {
+  const logger = recordingLogger();
+  const relative = resolveConfig({ configFile: "clawbridge.toml" }, logger);
+  assert.deepEqual(relative.args, []);
+  assert.equal(relative.configFile, undefined);
+  assert.match(logger.lines.join("\n"), /absolute path/);
+  const home = resolveConfig({ configFile: "~/cb.toml" }, logger);
+  assert.deepEqual(home.args, ["--config", join(homedir(), "cb.toml")]);
+  const twice = resolveConfig({ args: ["--config=/a.toml"], configFile: "/b.toml" }, logger);
+  assert.deepEqual(twice.args, ["--config=/a.toml"], "one --config reaches the bridge");
+  assert.match(logger.lines.at(-1), /already passes --config/);
 });
 
 test("a setting from configFile takes effect in the bridge the plugin spawns (its state dir)", async (t) => {

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 use super::declare::settings_area;
-use super::value::{CgroupsSetting, PassEnvList};
+use clawbridge_adapters::claude::pool::PoolConfig;
+
+use super::value::{CgroupsSetting, LogFilter, PassEnvList, Program};
 
 /// `run.backend`'s default: the demo needs no peers.
 pub const DEFAULT_RUN_BACKEND: &str = "demo";
@@ -25,8 +27,7 @@ settings_area! {
         pass_env: PassEnvList,
         flag Some("--pass-env"),
         env ["CLAWBRIDGE_PASS_ENV"],
-        default Some(PassEnvList::default()),
-        shown "none";
+        default Some(PassEnvList::default());
     }
 }
 
@@ -34,11 +35,10 @@ settings_area! {
     /// What the bridge logs.
     "logs" => LogSettings, LogFile, LogFlags {
         /// The log filter (tracing's EnvFilter syntax, e.g. `debug` or `warn,clawbridge=debug`).
-        filter: String,
+        filter: LogFilter,
         flag None,
         env ["CLAWBRIDGE_LOG", "RUST_LOG"],
-        default Some(super::DEFAULT_LOG_FILTER.to_string()),
-        shown "warn,clawbridge=info,clawbridge_bridge=info";
+        default Some(LogFilter(super::DEFAULT_LOG_FILTER.to_string()));
     }
 }
 
@@ -46,7 +46,7 @@ settings_area! {
     /// The Codex backend.
     "codex" => CodexSettings, CodexFile, CodexFlags {
         /// The `codex` executable (a path, or a name on PATH).
-        bin: PathBuf,
+        bin: Program,
         flag None,
         env ["CLAWBRIDGE_CODEX_BIN"],
         default None,
@@ -64,7 +64,7 @@ settings_area! {
     /// The Claude Code backend.
     "claude" => ClaudeSettings, ClaudeFile, ClaudeFlags {
         /// The `claude` executable (a path, or a name on PATH).
-        bin: PathBuf,
+        bin: Program,
         flag None,
         env ["CLAWBRIDGE_CLAUDE_BIN"],
         default None,
@@ -73,14 +73,12 @@ settings_area! {
         warm_max: u64,
         flag None,
         env [],
-        default Some(8),
-        shown "8";
+        default Some(u64::try_from(PoolConfig::default().max_warm).unwrap_or(u64::MAX));
         /// How long a warm Claude CLI may sit unused before it is stopped, in milliseconds.
         warm_idle_ms: u64,
         flag None,
         env [],
-        default Some(600_000),
-        shown "600000 (10 min)";
+        default Some(u64::try_from(PoolConfig::default().idle_timeout.as_millis()).unwrap_or(u64::MAX));
     }
 }
 
@@ -97,8 +95,7 @@ settings_area! {
         write_timeout_ms: u64,
         flag None,
         env ["CLAWBRIDGE_WRITE_TIMEOUT_MS"],
-        default Some(clawbridge_bridge::transport::DEFAULT_WRITE_TIMEOUT.as_secs() * 1000),
-        shown "10000";
+        default Some(clawbridge_bridge::transport::DEFAULT_WRITE_TIMEOUT.as_secs() * 1000);
     }
 }
 
@@ -109,8 +106,7 @@ settings_area! {
         input_budget_bytes: u64,
         flag None,
         env ["CLAWBRIDGE_SERVE_INPUT_BUDGET_BYTES"],
-        default Some(clawbridge_protocol::host::limits::ATTEMPT_INPUT_BUDGET_BYTES as u64),
-        shown "268435456 (256 MiB)";
+        default Some(clawbridge_protocol::host::limits::ATTEMPT_INPUT_BUDGET_BYTES as u64);
     }
 }
 
@@ -121,8 +117,7 @@ settings_area! {
         cgroups: CgroupsSetting,
         flag None,
         env ["CLAWBRIDGE_CGROUPS"],
-        default Some(CgroupsSetting::Auto),
-        shown "auto";
+        default Some(CgroupsSetting::Auto);
     }
 }
 
@@ -133,8 +128,7 @@ settings_area! {
         backend: String,
         flag Some("--backend"),
         env [],
-        default Some(DEFAULT_RUN_BACKEND.to_string()),
-        shown "demo";
+        default Some(DEFAULT_RUN_BACKEND.to_string());
     }
 }
 
@@ -145,7 +139,6 @@ settings_area! {
         grace_ms: u64,
         flag Some("--grace-ms"),
         env [],
-        default Some(DEFAULT_REAP_GRACE_MS),
-        shown "2000";
+        default Some(DEFAULT_REAP_GRACE_MS);
     }
 }

@@ -3,19 +3,21 @@
 //! (serde, unknown keys rejected), its flag values, its effective settings and the key table the
 //! docs and `config show` print, so adding a key is one entry and nothing can drift.
 
-/// Declares an area (see the module docs). Per key: `/// doc` then
-/// `name: Type, flag "--x" | none, env ["VAR", …], default <Option<Type> expr>, shown "<default in words>";`.
+/// Declares an area (see the module docs). Per key: `/// doc` (one or more lines) then
+/// `name: Type, flag Some("--x") | None, env ["VAR", …], default <Option<Type> expr>[, shown "<words>"];`.
+/// The docs' default is the default value as `config show` prints it; `shown` replaces it only
+/// where that cannot say it (no value: the consumer's own; a path that depends on the machine).
 macro_rules! settings_area {
     (
         $(#[doc = $area_doc:literal])*
         $section:literal => $area:ident, $file:ident, $flags:ident {
             $(
-                #[doc = $doc:literal]
+                $(#[doc = $doc:literal])+
                 $key:ident: $ty:ty,
                 flag $flag:expr,
                 env [$($env:literal),*],
-                default $default:expr,
-                shown $shown:literal;
+                default $default:expr
+                $(, shown $shown:literal)?;
             )*
         }
     ) => {
@@ -24,7 +26,7 @@ macro_rules! settings_area {
         #[non_exhaustive]
         pub struct $area {
             $(
-                #[doc = $doc]
+                $(#[doc = $doc])+
                 pub $key: $crate::config::Setting<$ty>,
             )*
         }
@@ -34,7 +36,7 @@ macro_rules! settings_area {
         #[serde(deny_unknown_fields, rename_all = "kebab-case")]
         pub struct $file {
             $(
-                #[doc = $doc]
+                $(#[doc = $doc])+
                 $key: Option<toml::Spanned<$ty>>,
             )*
         }
@@ -44,9 +46,14 @@ macro_rules! settings_area {
         #[non_exhaustive]
         pub struct $flags {
             $(
-                #[doc = $doc]
+                $(#[doc = $doc])+
                 pub $key: Option<$ty>,
             )*
+        }
+
+        impl $crate::config::Area for $area {
+            type File = $file;
+            type Flags = $flags;
         }
 
         impl $area {
@@ -62,8 +69,12 @@ macro_rules! settings_area {
                         kind: <$ty as $crate::config::value::SettingValue>::KIND,
                         flag: $flag,
                         env: &[$($env),*],
-                        default: $shown,
-                        doc: $doc.trim(),
+                        default: $crate::config::default_text::<$ty>(
+                            $default.as_ref(),
+                            None $(.or(Some($shown)))?,
+                        ),
+                        shown_override: None $(.or(Some($shown)))?,
+                        doc: concat!($($doc, " "),+).trim(),
                     },
                 )*]
             }
@@ -106,12 +117,12 @@ macro_rules! settings_area {
 
 pub(crate) use settings_area;
 
-/// Declares the whole set of areas once: `section => Area, File, Flags;` per area, in the order
+/// Declares the whole set of areas once: `section => Area;` per area, in the order
 /// `config show` and the docs list them. Makes [`Settings`](super::Settings) (one field per area,
 /// plus the file read), the file's root (an unknown section is an error), [`Flags`](super::Flags),
 /// and the key table and shown values over every area. Adding an area is one line here.
 macro_rules! settings_root {
-    ($($field:ident => $area:ident, $file:ident, $flags:ident;)*) => {
+    ($($field:ident => $area:ident;)*) => {
         /// Every effective setting, one struct per area (one file section each).
         #[derive(Clone, Debug)]
         #[non_exhaustive]
@@ -130,7 +141,7 @@ macro_rules! settings_root {
         struct FileRoot {
             $(
                 #[doc = concat!("`[", stringify!($field), "]`.")]
-                $field: Option<$file>,
+                $field: Option<<$area as Area>::File>,
             )*
         }
 
@@ -140,7 +151,7 @@ macro_rules! settings_root {
         pub struct Flags {
             $(
                 #[doc = concat!("`[", stringify!($field), "]`'s flags.")]
-                pub $field: $flags,
+                pub $field: <$area as Area>::Flags,
             )*
         }
 

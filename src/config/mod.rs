@@ -14,7 +14,7 @@ pub mod value;
 use std::path::{Path, PathBuf};
 
 pub use areas::*;
-pub use file::{ConfigFile, FileChoice, MAX_CONFIG_BYTES};
+pub use file::{ConfigFile, FileChoice, MAX_CONFIG_BYTES, NO_FILE};
 
 /// The variable naming the config file, below `--config`.
 pub const CONFIG_ENV: &str = "CLAWBRIDGE_CONFIG";
@@ -25,20 +25,24 @@ pub const DEFAULT_LOG_FILTER: &str = "warn,clawbridge=info,clawbridge_bridge=inf
 // The areas, in the order `config show` and the docs list them. A new area (`[acp]`, say) is a
 // `settings_area!` in areas.rs and one line here.
 declare::settings_root! {
-    bridge => BridgeSettings, BridgeFile, BridgeFlags;
-    logs => LogSettings, LogFile, LogFlags;
-    codex => CodexSettings, CodexFile, CodexFlags;
-    claude => ClaudeSettings, ClaudeFile, ClaudeFlags;
-    agents => AgentSettings, AgentFile, AgentFlags;
-    serve => ServeSettings, ServeFile, ServeFlags;
-    containment => ContainmentSettings, ContainmentFile, ContainmentFlags;
-    run => RunSettings, RunFile, RunFlags;
-    reap => ReapSettings, ReapFile, ReapFlags;
+    bridge => BridgeSettings;
+    logs => LogSettings;
+    codex => CodexSettings;
+    claude => ClaudeSettings;
+    agents => AgentSettings;
+    serve => ServeSettings;
+    containment => ContainmentSettings;
+    run => RunSettings;
+    reap => ReapSettings;
 }
 
 impl Settings {
     /// Loads the settings: the file `choice` names (read from disk), then `env` and `flags` over it.
-    pub fn load(choice: &FileChoice, flags: Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    pub fn load(
+        choice: &FileChoice,
+        flags: Flags,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Result<Self, ConfigError> {
         let file = ConfigFile::read(choice)?;
         Self::resolve(file.as_ref(), flags, env)
     }
@@ -47,7 +51,7 @@ impl Settings {
     pub fn resolve(
         file: Option<&ConfigFile>,
         flags: Flags,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Self, ConfigError> {
         let root = match file {
             Some(file) => file.parse::<FileRoot>()?,
@@ -59,8 +63,18 @@ impl Settings {
 }
 
 /// The process environment as [`Settings::load`] reads it: a variable set to nothing counts as unset.
-pub fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|value| !value.is_empty())
+/// Not UTF-8 is not unset: a path key takes the bytes, any other key refuses them.
+pub fn process_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|value| !value.is_empty())
+}
+
+/// An area's other declared types (settings_area! implements it), so the list of areas names
+/// each area once.
+pub trait Area {
+    /// Its file section, as written.
+    type File;
+    /// Its values given as flags.
+    type Flags;
 }
 
 /// One effective setting: its value (none: unset, the consumer's own behaviour) and its source.
@@ -122,8 +136,10 @@ pub struct KeyInfo {
     pub flag: Option<&'static str>,
     /// Its environment variables, the first set one winning.
     pub env: &'static [&'static str],
-    /// Its default, in words.
-    pub default: &'static str,
+    /// Its default, in words: as `config show` prints the default value, or the declared text.
+    pub default: String,
+    /// The declared text that replaces the default value's (none: the value says it).
+    pub shown_override: Option<&'static str>,
     /// What it does.
     pub doc: &'static str,
 }
@@ -152,6 +168,16 @@ impl ShownSetting {
     }
 }
 
+/// A key's default in the docs' words: `shown` if declared, else the value as `config show`
+/// prints it ("none" for nothing, e.g. an empty list).
+pub(crate) fn default_text<T: value::SettingValue>(default: Option<&T>, shown: Option<&'static str>) -> String {
+    match (shown, default.map(value::SettingValue::show)) {
+        (Some(shown), _) => shown.to_string(),
+        (None, Some(text)) if !text.is_empty() => text,
+        (None, _) => "none".to_string(),
+    }
+}
+
 /// A Rust field name as the file spells the key.
 pub(crate) fn kebab(name: &str) -> String {
     name.replace('_', "-")
@@ -162,7 +188,7 @@ pub(crate) struct Inputs<'a> {
     /// The file, for the lines of its values.
     file: Option<&'a ConfigFile>,
     /// The environment.
-    env: &'a dyn Fn(&str) -> Option<String>,
+    env: &'a dyn Fn(&str) -> Option<std::ffi::OsString>,
 }
 
 impl Inputs<'_> {
@@ -183,21 +209,26 @@ impl Inputs<'_> {
         }
         for &name in env_vars {
             if let Some(text) = (self.env)(name) {
-                let value = T::from_env_text(&text).map_err(|expected| ConfigError::BadEnv {
+                let value = T::from_env(&text).map_err(|expected| ConfigError::BadEnv {
                     var: name,
                     key: format!("{section}.{}", kebab(key)),
-                    value: file::clip(&text),
+                    value: file::clip(&text.to_string_lossy()),
                     expected,
                 })?;
                 return Ok(Setting { value: Some(value), source: Source::Env(name) });
             }
         }
         if let (Some(spanned), Some(file)) = (in_file, self.file) {
-            let (line, _) = file.line_column(spanned.span().start);
-            return Ok(Setting {
-                value: Some(spanned.into_inner()),
-                source: Source::File { path: file.path.clone(), line },
-            });
+            let (line, column) = file.line_column(spanned.span().start);
+            let dir = file.path.parent().unwrap_or(Path::new("."));
+            let value = spanned.into_inner().anchored_at(dir).map_err(|expected| ConfigError::Invalid {
+                path: file.path.clone(),
+                line,
+                column,
+                key: Some(format!("{section}.{}", kebab(key))),
+                message: format!("expected {expected}"),
+            })?;
+            return Ok(Setting { value: Some(value), source: Source::File { path: file.path.clone(), line } });
         }
         Ok(Setting { value: default, source: Source::Default })
     }
@@ -222,6 +253,12 @@ pub enum ConfigError {
         path: PathBuf,
         /// The limit.
         limit: u64,
+    },
+    /// The config file is not a regular file (a directory, a FIFO, a device): reading it could block or mean nothing.
+    #[error("the config file {} is not a regular file", path.display())]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
     },
     /// The config file is not valid UTF-8.
     #[error("the config file {} is not UTF-8 text", path.display())]
@@ -253,7 +290,7 @@ pub enum ConfigError {
         /// Its value (clipped).
         value: String,
         /// What the key takes.
-        expected: String,
+        expected: value::ValueError,
     },
 }
 

@@ -12,7 +12,7 @@ use super::{Setting, Settings, Source};
 impl Settings {
     /// What the backends are built with.
     pub fn backend_options(&self) -> BackendOptions {
-        let agent = |bin: &Setting<std::path::PathBuf>, key: &str| AgentOptions {
+        let agent = |bin: &Setting<super::value::Program>, key: &str| AgentOptions {
             program: configured_program(bin, key),
             // 0 means "the default", as the variable always did.
             write_timeout: self.agents.write_timeout_ms.value.filter(|ms| *ms > 0).map(Duration::from_millis),
@@ -41,8 +41,8 @@ impl Settings {
 }
 
 /// A backend's configured executable, named as the user gave it: the variable, or the key and its place.
-fn configured_program(bin: &Setting<std::path::PathBuf>, key: &str) -> Option<ConfiguredProgram> {
-    let path = bin.value.clone()?;
+fn configured_program(bin: &Setting<super::value::Program>, key: &str) -> Option<ConfiguredProgram> {
+    let path = bin.value.clone()?.0;
     let named_by = match &bin.source {
         Source::Env(name) => (*name).to_string(),
         source => format!("{key} ({source})"),

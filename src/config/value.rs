@@ -1,17 +1,49 @@
 //! The kinds of value a setting holds: how each is read from an environment variable (the file's
 //! values come through serde), how it is shown, and what the docs call its type.
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 use clawbridge_bridge::supervisor::PassEnvGroup;
 use serde::{Deserialize, Deserializer};
+
+/// Why a variable's or the file's value is not one its key takes; shown after "expected".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// A variable that is not UTF-8, for a key that takes text.
+    #[error("UTF-8 text")]
+    NotText,
+    /// Not a whole number.
+    #[error("a whole number")]
+    NotANumber,
+    /// An empty path (it would mean the directory the command runs in).
+    #[error("a non-empty path")]
+    EmptyPath,
+    /// A log filter tracing cannot parse; its reason.
+    #[error("a log filter (tracing's EnvFilter syntax): {0}")]
+    LogFilter(String),
+    /// A pass-env group that does not exist.
+    #[error("{0}")]
+    PassEnv(#[from] clawbridge_bridge::supervisor::UnknownPassEnvGroup),
+}
 
 /// A value a setting can hold.
 pub trait SettingValue: Sized + Clone + std::fmt::Debug {
     /// Its type as the docs and `config show` name it.
     const KIND: &'static str;
     /// Reads it from an environment variable's text; `Err` says what was expected.
-    fn from_env_text(text: &str) -> Result<Self, String>;
+    fn from_env_text(text: &str) -> Result<Self, ValueError>;
+    /// Reads it from an environment variable's value as the OS gave it: text only, unless the
+    /// type takes any bytes (a path).
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
+        Self::from_env_text(value.to_str().ok_or(ValueError::NotText)?)
+    }
+    /// The value as the file at `dir` wrote it, made what the file means (a path relative to the
+    /// file's directory); `Err` says what was expected.
+    fn anchored_at(self, _dir: &Path) -> Result<Self, ValueError> {
+        Ok(self)
+    }
     /// How `config show` prints it.
     fn show(&self) -> String;
     /// How `config show --json` prints it.
@@ -22,8 +54,18 @@ pub trait SettingValue: Sized + Clone + std::fmt::Debug {
 
 impl SettingValue for PathBuf {
     const KIND: &'static str = "path";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         Ok(PathBuf::from(text))
+    }
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
+        Ok(PathBuf::from(value))
+    }
+    fn anchored_at(self, dir: &Path) -> Result<Self, ValueError> {
+        // A dotfile's relative path means beside the file, not wherever the command runs.
+        if self.as_os_str().is_empty() {
+            return Err(ValueError::EmptyPath);
+        }
+        Ok(if self.is_relative() { dir.join(self) } else { self })
     }
     fn show(&self) -> String {
         self.display().to_string()
@@ -32,7 +74,7 @@ impl SettingValue for PathBuf {
 
 impl SettingValue for String {
     const KIND: &'static str = "string";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         Ok(text.to_string())
     }
     fn show(&self) -> String {
@@ -42,14 +84,69 @@ impl SettingValue for String {
 
 impl SettingValue for u64 {
     const KIND: &'static str = "integer";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        text.trim().parse().map_err(|_| "a whole number".to_string())
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.trim().parse().map_err(|_| ValueError::NotANumber)
     }
     fn show(&self) -> String {
         self.to_string()
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::Value::from(*self)
+    }
+}
+
+/// An executable: a path, or a bare name looked up on PATH.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Program(pub PathBuf);
+
+impl SettingValue for Program {
+    const KIND: &'static str = "path or name on PATH";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        Ok(Program(PathBuf::from(text)))
+    }
+    fn from_env(value: &OsStr) -> Result<Self, ValueError> {
+        Ok(Program(PathBuf::from(value)))
+    }
+    fn anchored_at(self, dir: &Path) -> Result<Self, ValueError> {
+        // A bare name is a PATH lookup, as in a shell; anything with a separator is a path.
+        if self.0.components().count() == 1 && self.0.is_relative() && !self.0.as_os_str().is_empty() {
+            return Ok(self);
+        }
+        self.0.anchored_at(dir).map(Program)
+    }
+    fn show(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+/// A log filter in tracing's `EnvFilter` syntax, checked when read so a typo is an error, not
+/// silently the default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogFilter(pub String);
+
+impl std::str::FromStr for LogFilter {
+    type Err = ValueError;
+    fn from_str(text: &str) -> Result<Self, ValueError> {
+        tracing_subscriber::EnvFilter::try_new(text)
+            .map(|_| LogFilter(text.to_string()))
+            .map_err(|error| ValueError::LogFilter(error.to_string()))
+    }
+}
+
+impl<'de> Deserialize<'de> for LogFilter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl SettingValue for LogFilter {
+    const KIND: &'static str = "log filter";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.parse()
+    }
+    fn show(&self) -> String {
+        self.0.clone()
     }
 }
 
@@ -83,8 +180,8 @@ impl<'de> Deserialize<'de> for PassEnvList {
 
 impl SettingValue for PassEnvList {
     const KIND: &'static str = "list of groups (bedrock, vertex)";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        text.parse().map_err(|error: clawbridge_bridge::supervisor::UnknownPassEnvGroup| error.to_string())
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.parse().map_err(ValueError::PassEnv)
     }
     fn show(&self) -> String {
         self.0.iter().map(|group| group.name()).collect::<Vec<_>>().join(",")
@@ -107,7 +204,7 @@ pub enum CgroupsSetting {
 
 impl SettingValue for CgroupsSetting {
     const KIND: &'static str = "\"auto\" or \"off\"";
-    fn from_env_text(text: &str) -> Result<Self, String> {
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
         // As the variable always read: off, 0, false or no turn cgroups off; anything else leaves them on.
         match text.to_ascii_lowercase().as_str() {
             "off" | "0" | "false" | "no" => Ok(CgroupsSetting::Off),
@@ -119,28 +216,5 @@ impl SettingValue for CgroupsSetting {
             CgroupsSetting::Auto => "auto".into(),
             CgroupsSetting::Off => "off".into(),
         }
-    }
-}
-
-/// Text that may hold a credential (a future key's token, say): read like a string, never shown.
-/// No key holds one today (credentials stay in the environment); a key that must is declared
-/// with this type, and `config show` prints only whether it is set.
-#[derive(Clone, Deserialize)]
-#[serde(transparent)]
-pub struct SecretText(pub String);
-
-impl std::fmt::Debug for SecretText {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SecretText(<hidden>)")
-    }
-}
-
-impl SettingValue for SecretText {
-    const KIND: &'static str = "string (secret: never shown)";
-    fn from_env_text(text: &str) -> Result<Self, String> {
-        Ok(SecretText(text.to_string()))
-    }
-    fn show(&self) -> String {
-        "<hidden>".into()
     }
 }

@@ -180,6 +180,7 @@ impl Backend for ClaudeBackend {
         Box::pin(async move {
             let program = program.to_path_buf();
             let mut config = ClaudeConfig::new(program.clone());
+            self.options.apply(&mut config.write_timeout, &mut config.containment);
             config.inherit_cli_environment();
             match check_version(&config, versions).await {
                 Ok(version) => ProbeReport::available(program, Some(version.to_string())),

@@ -471,7 +471,7 @@ fn fallback_turn_base() -> String {
 /// Runs `claude --version` through `versions` (same environment as the session, never a secret in
 /// argv) and judges it by the configured version gate.
 pub async fn check_version(config: &ClaudeConfig, versions: &VersionProbe) -> Result<Version, ClaudeError> {
-    let text = versions.version_output(&config.probe_command(), config.version_timeout).await?;
+    let text = versions.version_output(&config.probe_command(), config.version_timeout, config.containment).await?;
     let shown = (!text.is_empty()).then_some(text.as_str());
     match config.version_policy.check_cli_output(shown) {
         Ok(verdict) => {

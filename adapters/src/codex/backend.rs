@@ -227,10 +227,11 @@ fn start_error(error: CodexError) -> BackendError {
 }
 
 /// `program --version` (the last word that starts with a digit) judged by the Codex version gate.
-async fn probe_native(program: &Path, versions: &VersionProbe) -> ProbeReport {
+async fn probe_native(program: &Path, versions: &VersionProbe, options: &crate::AgentOptions) -> ProbeReport {
     let program = program.to_path_buf();
-    let text = match versions.version_output(&CodexConfig::new(program.clone()).probe_command(), VERSION_TIMEOUT).await
-    {
+    let mut config = CodexConfig::new(program.clone());
+    options.apply(&mut config.write_timeout, &mut config.containment);
+    let text = match versions.version_output(&config.probe_command(), VERSION_TIMEOUT, config.containment).await {
         Ok(text) => text,
         Err(error) => {
             return ProbeReport::unavailable(program, None, error.to_string()).refused(GateRefusal::CannotRun);
@@ -271,7 +272,7 @@ impl Backend for CodexBackend {
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
         Box::pin(async move {
             match &self.flavour {
-                Flavour::Native => probe_native(program, versions).await,
+                Flavour::Native => probe_native(program, versions, &self.options).await,
                 Flavour::Replay { version, .. } => {
                     let program = program.to_path_buf();
                     if program.exists() {

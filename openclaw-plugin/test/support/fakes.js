@@ -13,6 +13,11 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root. */
 export const repoRoot = resolve(here, "../../..");
 
+// Every bridge a test starts inherits this environment: an empty config file, so the developer's
+// own ~/.config/clawbridge/config.toml (or CLAWBRIDGE_CONFIG) never changes what a test sees. A
+// test of `configFile` passes `--config`, which beats it.
+process.env.CLAWBRIDGE_CONFIG = join(repoRoot, "fixtures/data/empty-config.toml");
+
 /** The bridge binary: $CLAWBRIDGE_BIN, else the workspace's debug build. */
 export function bridgeBinary() {
   const path = process.env.CLAWBRIDGE_BIN || join(repoRoot, "target/debug/clawbridge");
