@@ -104,3 +104,22 @@ fn man_out_dir_writes_one_page_per_visible_subcommand() {
     let run = std::fs::read_to_string(out.join("clawbridge-run.1")).unwrap();
     assert!(run.lines().any(|line| line.starts_with(".TH CLAWBRIDGE-RUN 1 ")), "{run}");
 }
+
+#[test]
+fn a_reader_that_closed_the_pipe_ends_completions_and_man_quietly() {
+    for args in [&["completions", "zsh"][..], &["completions", "bash"], &["man"]] {
+        // The pipe's read end is closed before clawbridge starts, so its first write fails with
+        // EPIPE every time (what `clawbridge man | head -1` does once head has its line).
+        let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(BIN)
+            .args(args)
+            .stdout(std::process::Stdio::from(writer))
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("clawbridge runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "clawbridge {args:?} into a closed pipe: {}\n{stderr}", output.status);
+        assert_eq!(stderr, "", "clawbridge {args:?} says nothing about a reader that left");
+    }
+}
