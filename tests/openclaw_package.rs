@@ -86,12 +86,12 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     assert!(status.success(), "openclaw plugins install: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
     let requests = registry.requests();
     assert!(
-        requests.iter().any(|path| *path == tarball_path),
+        requests.contains(&tarball_path),
         "npm fetched {platform_package} ({tarball_path}) from the registry: {requests:?}"
     );
     // Every alias resolves through the one name (the other platforms' versions are not published
     // here: npm skipped those optional dependencies); no other name was asked for.
-    assert!(requests.iter().any(|path| *path == format!("/{name}")), "npm asked for {name}: {requests:?}");
+    assert!(requests.contains(&format!("/{name}")), "npm asked for {name}: {requests:?}");
     let strangers: Vec<&String> =
         requests.iter().filter(|path| **path != format!("/{name}") && **path != tarball_path).collect();
     assert!(strangers.is_empty(), "npm asked only for {name}: {requests:?}");
