@@ -98,8 +98,8 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let shipped = find_file(&run.state, &Path::new("node_modules").join(&platform_package).join("bin/clawbridge"))
         .unwrap_or_else(|| panic!("{platform_package}'s binary under {}: {stdout}", run.state.display()));
 
-    // The reply the bridge's demo gives this prompt on its own; through OpenClaw it must say the same.
-    let expected = demo_reply(&sandbox);
+    // The reply the demo harness's recording gives; through OpenClaw it must say the same.
+    let expected = demo_reply();
     let gateway = Gateway::start(&run, port).await;
     let approver = Approver::start(&run, port, "allow-once", &json!({})).await;
     let turn = agent_turn(&run, "packaged-plugin", PROMPT).await;
@@ -196,29 +196,20 @@ fn find_file(root: &Path, suffix: &Path) -> Option<PathBuf> {
     None
 }
 
-/// `clawbridge run --backend demo --json` on [`PROMPT`]: the assistant's texts of its result.
-fn demo_reply(sandbox: &Sandbox) -> Vec<String> {
-    let output = Command::new(BIN)
-        .arg("--state-dir")
-        .arg(sandbox.root().join("demo-state"))
-        .args(["run", "--backend", "demo", "--json", "--approve", PROMPT])
-        .output()
-        .expect("clawbridge runs");
-    assert!(output.status.success(), "clawbridge run: {}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let result: Value = stdout
+/// What `serve`'s demo harness says (it plays the bundled recording; `clawbridge run`'s demo is
+/// the listening one, which answers differently): the recording's completed agent messages.
+fn demo_reply() -> Vec<String> {
+    let recording = repo_root().join("fixtures/recordings/demo/codex-demo.jsonl");
+    let recording = std::fs::read_to_string(&recording).unwrap_or_else(|e| panic!("{}: {e}", recording.display()));
+    let texts: Vec<String> = recording
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|line| line["type"] == "result")
-        .unwrap_or_else(|| panic!("a result line in:\n{stdout}"));
-    let texts: Vec<String> = result["result"]["assistantTexts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+        .filter(|line| line["dir"] == "from_agent" && line["json"]["method"] == "item/completed")
+        .map(|line| line["json"]["params"]["item"].clone())
+        .filter(|item| item["type"] == "agentMessage")
+        .filter_map(|item| item["text"].as_str().map(str::to_owned))
         .filter(|text| !text.trim().is_empty())
-        .map(str::to_owned)
         .collect();
-    assert!(!texts.is_empty(), "the demo answered: {stdout}");
+    assert!(!texts.is_empty(), "the demo recording has an agent message");
     texts
 }
