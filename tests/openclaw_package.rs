@@ -87,7 +87,7 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let requests = registry.requests();
     assert!(
         requests.contains(&tarball_path),
-        "npm fetched {platform_package} ({tarball_path}) from the registry: {requests:?}"
+        "npm fetched {platform_package} ({tarball_path}) from the registry: {requests:?}\n{stdout}\n{stderr}"
     );
     // Every alias resolves through the one name (the other platforms' versions are not published
     // here: npm skipped those optional dependencies); no other name was asked for.
