@@ -24,6 +24,10 @@ PATH="$(dirname "$node_bin"):$PATH" \
   CLAWBRIDGE_BIN="$(realpath "$bins/clawbridge")" FAKE_AGENT_BIN="$(realpath "$bins/fake-agent")" \
   node --test openclaw-plugin/test/*.test.js || status=$?
 
+# The real `cargo install --path .` (scripts/check-cargo-install.sh), last of the checks that use
+# the target's binaries: it rebuilds them with the dependencies' install-time features.
+bash scripts/check-cargo-install.sh || status=$?
+
 # A short fuzz run of every cargo-fuzz target (installs cargo-fuzz on first use; see scripts/fuzz.sh).
 # Its output goes to stderr so the test runners' summaries stay the last lines on stdout.
 fuzz_seconds="${CLAWBRIDGE_FUZZ_SECONDS:-5}"

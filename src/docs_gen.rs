@@ -1,5 +1,8 @@
 //! `clawbridge completions <shell>` and `clawbridge man`: shell completions and manual pages
 //! generated from the command line's own clap definition, so they cannot drift from it.
+//!
+//! Both print to stdout, and a reader that closes the pipe early (`clawbridge man | head`) has
+//! what it wanted: the broken pipe ends the command quietly with exit 0, no error and no panic.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,9 +18,21 @@ const BIN_NAME: &str = "clawbridge";
 
 /// Writes `shell`'s completion script for `clawbridge` to `out`.
 pub fn completions(shell: Shell, out: &mut dyn Write) -> anyhow::Result<()> {
+    use clap_complete::Generator;
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, BIN_NAME, out);
-    out.flush().context("writing the completion script")
+    // What `clap_complete::generate` does, but with the write error returned, not panicked on.
+    command.set_bin_name(BIN_NAME);
+    command.build();
+    let written = shell.try_generate(&command, out).and_then(|()| out.flush());
+    quiet_on_broken_pipe(written).context("writing the completion script")
+}
+
+/// A closed pipe means the reader has read enough (`| head`): not a failure of ours.
+fn quiet_on_broken_pipe(written: std::io::Result<()>) -> std::io::Result<()> {
+    match written {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// Writes the `clawbridge(1)` page to `out`, or with `out_dir` that page and one per visible
@@ -27,8 +42,8 @@ pub fn man(out_dir: Option<&Path>, out: &mut dyn Write) -> anyhow::Result<()> {
     // Gives each subcommand its display name (`clawbridge-run`), which names its page.
     command.build();
     let Some(dir) = out_dir else {
-        page(command).render(out).context("writing the manual page")?;
-        return out.flush().context("writing the manual page");
+        let written = page(command).render(out).and_then(|()| out.flush());
+        return quiet_on_broken_pipe(written).context("writing the manual page");
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut pages = vec![command.clone()];

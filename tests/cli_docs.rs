@@ -69,22 +69,26 @@ fn the_man_page_is_roff_titled_clawbridge_and_lists_the_subcommands() {
     for name in visible_subcommands() {
         assert!(listed.contains(&format!("clawbridge\\-{}", name.replace('-', "\\-"))), "`{name}` in:\n{listed}");
     }
-    // groff, where installed, renders it without a warning.
-    if let Ok(output) =
-        Command::new("groff").args(["-man", "-ww", "-z"]).stdin(std::process::Stdio::piped()).spawn().and_then(
-            |mut child| {
-                use std::io::Write;
-                child.stdin.take().expect("stdin").write_all(page.as_bytes())?;
-                child.wait_with_output()
-            },
-        )
-    {
+    // The roff structure, without needing groff: a .TH first (after only the `.ie`/`.el` pair that
+    // defines the apostrophe string for groff and other roffs), then NAME and SYNOPSIS sections
+    // before the rest, and no request line but the man macros clap_mangen writes.
+    let requests: Vec<&str> = page
+        .lines()
+        .filter(|line| line.starts_with('.'))
+        .filter_map(|line| line[1..].split_whitespace().next())
+        .collect();
+    assert_eq!(requests.iter().find(|request| !["ie", "el"].contains(request)), Some(&"TH"), "{page}");
+    let sections: Vec<&str> =
+        page.lines().filter_map(|line| line.strip_prefix(".SH ")).map(|name| name.trim_matches('"')).collect();
+    assert!(sections.starts_with(&["NAME", "SYNOPSIS"]), "sections {sections:?}");
+    for request in &requests {
         assert!(
-            output.status.success() && output.stderr.is_empty(),
-            "groff: {}",
-            String::from_utf8_lossy(&output.stderr)
+            ["TH", "SH", "SS", "TP", "PP", "IP", "RS", "RE", "B", "I", "BR", "IR", "br", "ie", "el", "sp"]
+                .contains(request),
+            "`.{request}` is not a man macro:\n{page}"
         );
     }
+    assert_eq!(requests.iter().filter(|request| **request == "TH").count(), 1, "{page}");
 }
 
 #[test]
@@ -103,4 +107,23 @@ fn man_out_dir_writes_one_page_per_visible_subcommand() {
     assert_eq!(written, expected);
     let run = std::fs::read_to_string(out.join("clawbridge-run.1")).unwrap();
     assert!(run.lines().any(|line| line.starts_with(".TH CLAWBRIDGE-RUN 1 ")), "{run}");
+}
+
+#[test]
+fn a_reader_that_closed_the_pipe_ends_completions_and_man_quietly() {
+    for args in [&["completions", "zsh"][..], &["completions", "bash"], &["man"]] {
+        // The pipe's read end is closed before clawbridge starts, so its first write fails with
+        // EPIPE every time (what `clawbridge man | head -1` does once head has its line).
+        let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+        drop(reader);
+        let output = Command::new(BIN)
+            .args(args)
+            .stdout(std::process::Stdio::from(writer))
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("clawbridge runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "clawbridge {args:?} into a closed pipe: {}\n{stderr}", output.status);
+        assert_eq!(stderr, "", "clawbridge {args:?} says nothing about a reader that left");
+    }
 }

@@ -1,8 +1,9 @@
 //! The packaged plugin (issue #17, packaging): `scripts/pack-plugin.sh` packs the plugin and this
 //! platform's binary package, the real `openclaw plugins install <plugin.tgz>` (openclaw 2026.9.6)
 //! installs the plugin into a fresh OpenClaw state dir, and npm, run by OpenClaw for the plugin's
-//! optional dependencies, fetches the platform package by name and version, as a user's npm does
-//! from the public registry; here from a loopback stand-in serving the packed tarball. Then one
+//! optional dependencies, fetches the platform package (the version `<v>-<platform>-<arch>` of the
+//! plugin's own name, under an alias) as a user's npm does from the public registry; here from a
+//! loopback stand-in serving the packed tarball. Then one
 //! turn on `clawbridge-demo` runs with no `command` in the config and no `CLAWBRIDGE_BIN` in the
 //! environment: the plugin finds the binary in the platform package.
 //!
@@ -32,11 +33,15 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let sandbox = Sandbox::new().unwrap();
     let path = node_first_path(&node);
 
-    // Both tarballs, packed as a release would pack them (the binary: this test's own build).
+    // Both tarballs, packed as a release would pack them. The binary: this test's own build,
+    // stripped as a release's is (a fifth of the bytes to copy, gzip and hash; same code).
+    let binary = stripped_copy(&sandbox);
     let out = sandbox.root().join("packed");
     let pack = Command::new("bash")
         .arg(repo_root().join("scripts/pack-plugin.sh"))
-        .args(["--binary", BIN, "--out"])
+        .arg("--binary")
+        .arg(&binary)
+        .arg("--out")
         .arg(&out)
         .env("PATH", &path)
         .env("HOME", sandbox.home())
@@ -53,13 +58,22 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let [plugin_tgz, platform_tgz] = tarballs.as_slice() else { panic!("two tarballs, the plugin's first: {stdout}") };
     let plugin_manifest = manifest_of(plugin_tgz);
     let platform_manifest = manifest_of(platform_tgz);
-    let platform_package = platform_manifest["name"].as_str().expect("a name").to_owned();
+    // One owned name: the platform package is a version of the plugin's, installed under an alias.
+    let name = plugin_manifest["name"].as_str().expect("a name").to_owned();
+    assert_eq!(platform_manifest["name"], name.as_str(), "the platform package is a version of {name}");
+    let platform_version = platform_manifest["version"].as_str().expect("a version").to_owned();
+    let platform_suffix = platform_version.split_once('-').expect("<version>-<platform>-<arch>").1.to_owned();
+    let platform_package = format!("{name}-{platform_suffix}");
     assert_eq!(
-        plugin_manifest["optionalDependencies"][&platform_package], platform_manifest["version"],
-        "the plugin names this platform's package at its version"
+        plugin_manifest["optionalDependencies"][&platform_package],
+        format!("npm:{name}@{platform_version}").as_str(),
+        "the plugin names this platform's package, aliased, at its version"
     );
+    let pinned = tar_file(plugin_tgz, "package/binaries.json");
+    assert_eq!(pinned[&platform_suffix], sha256_of(&binary).as_str(), "the plugin pins the packed binary");
 
     let registry = NpmRegistry::start(&[(platform_manifest, platform_tgz.as_path())]).unwrap();
+    let tarball_path = format!("/-/tarball/{name}/{platform_version}");
     let mock = start_mock(&json!({"default": {"text": "never asked: the demo plays a recording"}})).await.unwrap();
     let mut run = OpenClawHome::without_bridge_path(&node, &openclaw, &sandbox, Harness::Demo, &mock);
     run.extra_env.push(("npm_config_registry".into(), registry.url().into()));
@@ -72,26 +86,20 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     assert!(status.success(), "openclaw plugins install: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
     let requests = registry.requests();
     assert!(
-        requests.iter().any(|path| path == &format!("/-/tarball/{platform_package}")),
-        "npm fetched {platform_package} from the registry: {requests:?}"
+        requests.contains(&tarball_path),
+        "npm fetched {platform_package} ({tarball_path}) from the registry: {requests:?}\n{stdout}\n{stderr}"
     );
-    // The other platforms' packages are not published here: npm asked for them, got 404 and went on.
-    let others: Vec<&String> = plugin_manifest["optionalDependencies"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(name, _)| name)
-        .filter(|name| **name != platform_package)
-        .collect();
-    assert!(!others.is_empty(), "{plugin_manifest}");
-    for other in others {
-        assert!(requests.iter().any(|path| path == &format!("/{other}")), "npm asked for {other}: {requests:?}");
-    }
+    // Every alias resolves through the one name (the other platforms' versions are not published
+    // here: npm skipped those optional dependencies); no other name was asked for.
+    assert!(requests.contains(&format!("/{name}")), "npm asked for {name}: {requests:?}");
+    let strangers: Vec<&String> =
+        requests.iter().filter(|path| **path != format!("/{name}") && **path != tarball_path).collect();
+    assert!(strangers.is_empty(), "npm asked only for {name}: {requests:?}");
     let shipped = find_file(&run.state, &Path::new("node_modules").join(&platform_package).join("bin/clawbridge"))
         .unwrap_or_else(|| panic!("{platform_package}'s binary under {}: {stdout}", run.state.display()));
 
-    // The reply the bridge's demo gives this prompt on its own; through OpenClaw it must say the same.
-    let expected = demo_reply(&sandbox);
+    // The reply the demo harness's recording gives; through OpenClaw it must say the same.
+    let expected = demo_reply();
     let gateway = Gateway::start(&run, port).await;
     let approver = Approver::start(&run, port, "allow-once", &json!({})).await;
     let turn = agent_turn(&run, "packaged-plugin", PROMPT).await;
@@ -124,7 +132,7 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
             platform_package,
             run.state.display()
         );
-        assert_eq!(sha256_of(path), sha256_of(Path::new(BIN)), "{} is the packed binary", path.display());
+        assert_eq!(sha256_of(path), sha256_of(&binary), "{} is the packed binary", path.display());
     }
     assert!(shipped_tail.starts_with("extensions"), "installed into the extensions dir: {}", shipped.display());
     approver.stop().await;
@@ -150,9 +158,26 @@ fn sha256_of(path: &Path) -> String {
 
 /// The `package.json` inside an `npm pack` tarball.
 fn manifest_of(tarball: &Path) -> Value {
-    let output = Command::new("tar").arg("-xOzf").arg(tarball).arg("package/package.json").output().expect("tar runs");
-    assert!(output.status.success(), "tar: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("package.json is JSON")
+    tar_file(tarball, "package/package.json")
+}
+
+/// A JSON file inside an `npm pack` tarball.
+fn tar_file(tarball: &Path, file: &str) -> Value {
+    let output = Command::new("tar").arg("-xOzf").arg(tarball).arg(file).output().expect("tar runs");
+    assert!(output.status.success(), "tar {file}: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{file} is JSON: {e}"))
+}
+
+/// A copy of the test's binary in the sandbox, stripped with binutils' `strip` where it is
+/// installed (else the unstripped copy: slower to pack, same proof).
+fn stripped_copy(sandbox: &Sandbox) -> PathBuf {
+    let copy = sandbox.root().join("clawbridge");
+    std::fs::copy(BIN, &copy).expect("copying the binary");
+    match Command::new("strip").arg(&copy).status() {
+        Ok(status) if status.success() => {}
+        other => eprintln!("strip unavailable ({other:?}): packing the unstripped binary"),
+    }
+    copy
 }
 
 /// The first file under `root` whose path ends with `suffix`.
@@ -171,29 +196,20 @@ fn find_file(root: &Path, suffix: &Path) -> Option<PathBuf> {
     None
 }
 
-/// `clawbridge run --backend demo --json` on [`PROMPT`]: the assistant's texts of its result.
-fn demo_reply(sandbox: &Sandbox) -> Vec<String> {
-    let output = Command::new(BIN)
-        .arg("--state-dir")
-        .arg(sandbox.root().join("demo-state"))
-        .args(["run", "--backend", "demo", "--json", "--approve", PROMPT])
-        .output()
-        .expect("clawbridge runs");
-    assert!(output.status.success(), "clawbridge run: {}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let result: Value = stdout
+/// What `serve`'s demo harness says (it plays the bundled recording; `clawbridge run`'s demo is
+/// the listening one, which answers differently): the recording's completed agent messages.
+fn demo_reply() -> Vec<String> {
+    let recording = repo_root().join("fixtures/recordings/demo/codex-demo.jsonl");
+    let recording = std::fs::read_to_string(&recording).unwrap_or_else(|e| panic!("{}: {e}", recording.display()));
+    let texts: Vec<String> = recording
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|line| line["type"] == "result")
-        .unwrap_or_else(|| panic!("a result line in:\n{stdout}"));
-    let texts: Vec<String> = result["result"]["assistantTexts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
+        .filter(|line| line["dir"] == "from_agent" && line["json"]["method"] == "item/completed")
+        .map(|line| line["json"]["params"]["item"].clone())
+        .filter(|item| item["type"] == "agentMessage")
+        .filter_map(|item| item["text"].as_str().map(str::to_owned))
         .filter(|text| !text.trim().is_empty())
-        .map(str::to_owned)
         .collect();
-    assert!(!texts.is_empty(), "the demo answered: {stdout}");
+    assert!(!texts.is_empty(), "the demo recording has an agent message");
     texts
 }

@@ -117,7 +117,11 @@ export class BridgeSupervisor {
   async #start() {
     const { args = [], env = {}, cwd } = this.options;
     // Throws BridgeNotFoundError, naming every place looked at, when there is no executable.
-    const { command, from } = locateBridge({ configured: this.options.command, env: { ...process.env, ...env } });
+    const { command, from, passedOver } = locateBridge({
+      configured: this.options.command,
+      env: { ...process.env, ...env },
+    });
+    for (const place of passedOver) this.logger.warn?.(`clawbridge: passed over ${place}`);
     this.logger.info?.(`clawbridge: starting ${command} (found by ${from})`);
     const argv = [...args, "serve"];
     let child;

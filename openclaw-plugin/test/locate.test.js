@@ -2,7 +2,8 @@
 // order on real files in a temp dir, the order itself, and the refusal that names every place.
 
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -19,7 +20,7 @@ function layout(t) {
     home: join(root, "home"),
     cargoHome: join(root, "cargo"),
     pathDir: join(root, "path-bin"),
-    pkg: join(root, "node_modules", "@clawbridge", "linux-x64"),
+    pkg: join(root, "node_modules", "@clawbridge", "openclaw-plugin-linux-x64"),
   };
   for (const dir of [dirs.home, dirs.cargoHome, dirs.pathDir, dirs.pkg]) mkdirSync(dir, { recursive: true });
   return dirs;
@@ -32,43 +33,56 @@ function executable(path, mode = 0o755) {
   return path;
 }
 
-/** The lookup on `dirs`, the platform package installed only when `withPackage`. */
-function locate(dirs, { configured, env = {}, withPackage = false } = {}) {
+const sha256 = (path) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+/** The lookup on `dirs`, the platform package installed only when `withPackage`; its binary's
+ * pinned sha256 is that of the file there now, unless `pinned` says otherwise. */
+function locate(dirs, { configured, env = {}, withPackage = false, pinned } = {}) {
+  const shipped = join(dirs.pkg, "bin", "clawbridge");
+  let actual = "no-such-file";
+  try {
+    actual = sha256(shipped);
+  } catch {}
   return locateBridge({
+    pinnedSha256: pinned ?? { "linux-x64": actual },
     configured,
     env: { PATH: dirs.pathDir, ...env },
     platform: "linux",
     arch: "x64",
     home: dirs.home,
     resolvePackage: (request) => {
-      if (withPackage && request === "@clawbridge/linux-x64/package.json") return join(dirs.pkg, "package.json");
+      if (withPackage && request === "@clawbridge/openclaw-plugin-linux-x64/package.json") return join(dirs.pkg, "package.json");
       throw new Error(`Cannot find module '${request}'`);
     },
   });
 }
 
 test("the platform package is named by Node's platform and arch", () => {
-  assert.equal(platformPackageName("linux", "x64"), "@clawbridge/linux-x64");
-  assert.equal(platformPackageName("darwin", "arm64"), "@clawbridge/darwin-arm64");
+  assert.equal(platformPackageName("linux", "x64"), "@clawbridge/openclaw-plugin-linux-x64");
+  assert.equal(platformPackageName("darwin", "arm64"), "@clawbridge/openclaw-plugin-darwin-arm64");
 });
 
 test("lookup order: command > $CLAWBRIDGE_BIN > platform package > cargo's bin > PATH", (t) => {
   const dirs = layout(t);
   const onPath = executable(join(dirs.pathDir, "clawbridge"));
-  assert.deepEqual(locate(dirs), { command: onPath, from: "PATH" });
+  assert.deepEqual(locate(dirs), { command: onPath, from: "PATH", passedOver: [] });
 
   const cargoDefault = executable(join(dirs.home, ".cargo", "bin", "clawbridge"));
-  assert.deepEqual(locate(dirs), { command: cargoDefault, from: "cargo install's bin directory" }, "~/.cargo/bin without CARGO_HOME");
+  assert.deepEqual(locate(dirs), { command: cargoDefault, from: "cargo install's bin directory", passedOver: [] }, "~/.cargo/bin without CARGO_HOME");
   const cargoHome = executable(join(dirs.cargoHome, "bin", "clawbridge"));
   assert.equal(locate(dirs, { env: { CARGO_HOME: dirs.cargoHome } }).command, cargoHome, "CARGO_HOME wins over ~/.cargo");
 
   const shipped = executable(join(dirs.pkg, "bin", "clawbridge"));
-  assert.deepEqual(locate(dirs, { withPackage: true }), { command: shipped, from: "the platform package @clawbridge/linux-x64" });
+  assert.deepEqual(locate(dirs, { withPackage: true }), {
+    command: shipped,
+    from: "the platform package @clawbridge/openclaw-plugin-linux-x64",
+    passedOver: [],
+  });
 
-  assert.deepEqual(locate(dirs, { withPackage: true, env: { CLAWBRIDGE_BIN: "/opt/cb" } }), { command: "/opt/cb", from: "$CLAWBRIDGE_BIN" });
+  assert.deepEqual(locate(dirs, { withPackage: true, env: { CLAWBRIDGE_BIN: "/opt/cb" } }), { command: "/opt/cb", from: "$CLAWBRIDGE_BIN", passedOver: [] });
   assert.deepEqual(
     locate(dirs, { withPackage: true, configured: "my-clawbridge", env: { CLAWBRIDGE_BIN: "/opt/cb" } }),
-    { command: "my-clawbridge", from: "the plugin config's `command`" },
+    { command: "my-clawbridge", from: "the plugin config's `command`", passedOver: [] },
   );
 });
 
@@ -94,7 +108,7 @@ test("found nowhere: the error names every place looked at, in order", (t) => {
   const places = [
     "the plugin config's `command`: not set",
     "$CLAWBRIDGE_BIN: not set",
-    `the platform package @clawbridge/linux-x64: installed, but ${join(dirs.pkg, "bin", "clawbridge")} is not an executable file`,
+    `the platform package @clawbridge/openclaw-plugin-linux-x64: installed, but ${join(dirs.pkg, "bin", "clawbridge")} is not an executable file`,
     `cargo install's location ${join(dirs.cargoHome, "bin", "clawbridge")} ($CARGO_HOME/bin)`,
     `PATH: no clawbridge in ${dirs.pathDir}`,
   ];
@@ -106,8 +120,28 @@ test("found nowhere: the error names every place looked at, in order", (t) => {
   }
   assert.match(caught.message, /cargo install --path \./);
 
-  assert.match(locateError(() => locate(dirs)), /platform package @clawbridge\/linux-x64 \(the plugin's optional dependency\): not installed/);
+  assert.match(locateError(() => locate(dirs)), /platform package @clawbridge\/openclaw-plugin-linux-x64 \(the plugin's optional dependency\): not installed/);
   assert.match(locateError(() => locate(dirs)), /\.cargo\/bin\/clawbridge \(~\/\.cargo\/bin\)/);
+});
+
+test("a platform-package binary whose sha256 is not the pinned one is not run: the next rule is", (t) => {
+  const dirs = layout(t);
+  const shipped = executable(join(dirs.pkg, "bin", "clawbridge"));
+  const pinned = { "linux-x64": sha256(shipped) };
+  writeFileSync(shipped, "#!/bin/sh\necho tampered\n"); // replaced after packing
+  const onPath = executable(join(dirs.pathDir, "clawbridge"));
+  const found = locate(dirs, { withPackage: true, pinned });
+  assert.equal(found.command, onPath, "PATH's, not the tampered one");
+  assert.equal(found.passedOver.length, 1, String(found.passedOver));
+  assert.match(found.passedOver[0], new RegExp(`${shipped.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} has sha256 ${sha256(shipped)}, not the ${pinned["linux-x64"]} the plugin pins; not run`));
+
+  // No pin at all (a plugin not packed by pack-plugin.sh): not run either.
+  const unpinned = locate(dirs, { withPackage: true, pinned: {} });
+  assert.equal(unpinned.command, onPath);
+  assert.match(unpinned.passedOver[0], /binaries\.json pins no sha256 for linux-x64; not run/);
+
+  // The untampered binary with its pin is run.
+  assert.equal(locate(dirs, { withPackage: true }).command, shipped);
 });
 
 function locateError(run) {

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { test } from "node:test";
 
 import { PLUGIN_VERSION } from "../src/bridge.js";
-import { PLATFORM_PACKAGE_SCOPE, platformPackageName } from "../src/locate.js";
+import { PLUGIN_PACKAGE, platformPackageName } from "../src/locate.js";
 
 const pkg = JSON.parse(await readFile(new URL("../package.json", import.meta.url), "utf8"));
 
@@ -18,13 +18,14 @@ test("one version: the package's, the plugin's own and the Rust workspace's", as
   assert.equal(pkg.version, workspace);
 });
 
-test("the platform packages are optional dependencies pinned at the package's version", () => {
+test("the platform packages are versions of the plugin's one name, aliased, pinned at its version", () => {
+  assert.equal(pkg.name, PLUGIN_PACKAGE);
   const platforms = Object.entries(pkg.optionalDependencies ?? {});
   assert.ok(platforms.length > 0);
-  for (const [name, version] of platforms) {
-    const [os, cpu] = name.slice(PLATFORM_PACKAGE_SCOPE.length + 1).split("-");
+  for (const [name, spec] of platforms) {
+    const [os, cpu] = name.slice(PLUGIN_PACKAGE.length + 1).split("-");
     assert.equal(name, platformPackageName(os, cpu), `${name} is a name the lookup asks for`);
-    assert.equal(version, pkg.version, `${name} is pinned exactly`);
+    assert.equal(spec, `npm:${pkg.name}@${pkg.version}-${os}-${cpu}`, `${name}: no name but the plugin's own`);
   }
   assert.ok(pkg.optionalDependencies[platformPackageName("linux", "x64")], "the platform CI packs and tests");
 });
@@ -32,5 +33,5 @@ test("the platform packages are optional dependencies pinned at the package's ve
 test("publishable, ESM, and only runtime files ship", () => {
   assert.notEqual(pkg.private, true);
   assert.equal(pkg.type, "module");
-  assert.deepEqual([...pkg.files].sort(), ["index.js", "openclaw.plugin.json", "src/"]);
+  assert.deepEqual([...pkg.files].sort(), ["binaries.json", "index.js", "openclaw.plugin.json", "src/"]);
 });
