@@ -106,15 +106,32 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The shell line that runs `clawbridge run` on the demo in `cwd` with `env` set and `prompt`.
+/// What of the caller's environment would change the view (a debug log interleaved, colours
+/// chosen by hand, a config file's settings): every run here starts without it.
+const CALLER_ENV: &[&str] =
+    &["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "CLAWBRIDGE_LOG", "RUST_LOG", "CLAWBRIDGE_CONFIG", "XDG_CONFIG_HOME"];
+
+/// The shell line that runs `clawbridge run` on the demo in `cwd` with `env` set and `prompt`;
+/// its config home is `state` (empty, so no config file applies).
 fn run_line(state: &Path, cwd: &Path, env: &str, extra: &str, prompt: &str) -> String {
+    let unset: String = CALLER_ENV.iter().map(|name| format!("-u {name} ")).collect();
     format!(
-        "cd {} && env -u NO_COLOR -u CLICOLOR_FORCE -u CLICOLOR TERM=xterm-256color CLAWBRIDGE_STATE_DIR={} {env} {} run {extra} {}",
+        "cd {} && env {unset}TERM=xterm-256color CLAWBRIDGE_STATE_DIR={state} XDG_CONFIG_HOME={state} {env} {} run {extra} {}",
         quote(&cwd.display().to_string()),
-        quote(&state.display().to_string()),
         quote(env!("CARGO_BIN_EXE_clawbridge")),
-        quote(prompt)
+        quote(prompt),
+        state = quote(&state.display().to_string()),
     )
+}
+
+/// `clawbridge run` as a plain child, under [`run_line`]'s environment rules.
+fn clawbridge(state: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    for name in CALLER_ENV {
+        command.env_remove(name);
+    }
+    command.env("CLAWBRIDGE_STATE_DIR", state).env("XDG_CONFIG_HOME", state);
+    command
 }
 
 const ESC: char = '\u{1b}';
@@ -204,9 +221,8 @@ fn piped_or_under_no_color_the_view_has_no_escapes_and_clicolor_force_keeps_them
 #[test]
 fn with_json_stdout_holds_only_the_events_and_the_result() {
     let (state, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+    let out = clawbridge(state.path())
         .args(["run", "--json", "--approve", "run echo json-mode"])
-        .env("CLAWBRIDGE_STATE_DIR", state.path())
         .env("CLICOLOR_FORCE", "1")
         .current_dir(cwd.path())
         .output()
@@ -238,11 +254,10 @@ fn a_native_retry_is_shown_as_it_happens() {
     let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
     let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
     let codex = stub_codex(dir.path(), &plan(vec![retry(1), retry(2), completed], json!({})), &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+    let out = clawbridge(&dir.path().join("state"))
         .args(["run", "--backend", "codex", "--deny", "--program"])
         .arg(&codex)
         .arg("hi")
-        .env("CLAWBRIDGE_STATE_DIR", dir.path().join("state"))
         .env_remove("CODEX_HOME")
         .current_dir(dir.path())
         .output()

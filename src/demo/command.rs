@@ -110,7 +110,7 @@ fn is_flags(arg: &str) -> bool {
 /// Letters, digits, spaces and sentence punctuation: nothing `printf` or `echo -e` turns into a
 /// control character (`\033`, `%b`), no leading dash.
 fn is_plain_word(arg: &str) -> bool {
-    !arg.starts_with('-') && arg.chars().all(|c| c.is_alphanumeric() || " .,:!?'\"_+=@/".contains(c))
+    !arg.starts_with('-') && arg.chars().all(|c| c.is_alphanumeric() || " .,:!?'\"_+=@/-".contains(c))
 }
 
 /// A relative path with no `..`, no option dash, that exists and resolves (symlinks followed)
@@ -208,6 +208,7 @@ mod tests {
         assert_eq!(named_in("run echo -e hi", cwd), refused("echo -e hi"));
         assert_eq!(named_in("run echo 'a b' \"c\"", cwd), harmless("echo 'a b' \"c\"", "echo 'a b' c"));
         assert_eq!(named_in("run echo 'unclosed", cwd), refused("echo 'unclosed"));
+        assert_eq!(named_in("run echo well-known", cwd), harmless("echo well-known", "echo well-known"));
         assert_eq!(named_in("run uname -a", cwd), harmless("uname -a", "uname -a"));
         assert_eq!(named_in("run uname x", cwd), refused("uname x"));
     }
