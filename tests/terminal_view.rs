@@ -323,3 +323,23 @@ fn ctrl_c_at_the_approval_prompt_interrupts_at_once() {
     assert!(done.lines().any(|l| l.trim_end() == format!("{DONE}130")), "{done}");
     assert!(!done.contains("I ran `ls`"), "{done}");
 }
+
+/// A debug log on a terminal: its lines follow `NO_COLOR` like the view's, and each is a line of
+/// its own (written through the view, which clears the spinner first), never glued to the
+/// spinner or to a line of the view.
+#[test]
+fn the_log_on_a_terminal_follows_no_color_and_keeps_to_lines_of_its_own() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let (state, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let line = run_line(state.path(), cwd.path(), "NO_COLOR=1 CLAWBRIDGE_LOG=debug", "--approve", "run echo logged");
+    let pane = Tmux::start(tmux, "log", &line);
+    let done = pane.wait_for(DONE);
+    let logged: Vec<&str> = done.lines().filter(|l| l.contains(" DEBUG ")).collect();
+    assert!(!logged.is_empty(), "the debug log is on the terminal:\n{done}");
+    for line in &logged {
+        assert!(line.starts_with(|c: char| c.is_ascii_digit()), "a log line starts its own line: {line:?}\n{done}");
+    }
+    assert!(done.lines().any(|l| l.trim_end() == "logged"), "{done}");
+    assert!(!done.lines().any(|l| l.contains("waiting for") && l.contains(" DEBUG ")), "{done}");
+    assert!(!has_colour(&pane.capture(true)), "NO_COLOR, log included: {}", pane.capture(true).escape_debug());
+}

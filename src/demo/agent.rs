@@ -235,7 +235,8 @@ impl<W: Write> Agent<W> {
                     });
                 }
                 Err(error) => {
-                    let _ = tx.send(Input::Ran(Ran { output: format!("could not start sh: {error}"), exit_code: None }));
+                    let _ =
+                        tx.send(Input::Ran(Ran { output: format!("could not start sh: {error}"), exit_code: None }));
                 }
             }
             return Ok(());

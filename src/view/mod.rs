@@ -9,4 +9,4 @@ mod style;
 
 pub use approval::approver;
 pub use render::View;
-pub use screen::Screen;
+pub use screen::{LogWriter, Screen, log_colour};

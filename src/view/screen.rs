@@ -3,7 +3,7 @@
 //! and the spinner is always cleared before anything is written.
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use anstream::{AutoStream, ColorChoice};
 
@@ -43,6 +43,48 @@ enum Held {
     Text(String),
     OutLine(String),
     Note(String),
+    Log(String),
+}
+
+/// The screen of the run in progress, which the stderr log writes through ([`LogWriter`]).
+static LOG_SCREEN: Mutex<Option<Weak<Screen>>> = Mutex::new(None);
+
+/// The stderr log's writer: through the run's [`Screen`] while one is shown (so a log line
+/// clears the spinner first and never lands inside another line), else straight to stderr.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> LogWriter {
+        LogWriter
+    }
+}
+
+impl Write for LogWriter {
+    // The fmt layer writes each event whole, in one `write_all`.
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let screen =
+            LOG_SCREEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().and_then(Weak::upgrade);
+        match screen {
+            Some(screen) => {
+                screen.log(&String::from_utf8_lossy(bytes));
+                Ok(bytes.len())
+            }
+            None => std::io::stderr().write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Whether the stderr log may colour its lines: as [`anstream`] decides for stderr (a terminal,
+/// `NO_COLOR`, `CLICOLOR_FORCE`), the same choice the view's own lines follow.
+pub fn log_colour() -> bool {
+    !matches!(anstream::stderr().current_choice(), ColorChoice::Never)
 }
 
 /// The most output held back while a question is on screen; beyond it, output is written anyway
@@ -67,7 +109,9 @@ impl Screen {
             held: Vec::new(),
             held_bytes: 0,
         };
-        Arc::new(Screen { state: Mutex::new(state) })
+        let screen = Arc::new(Screen { state: Mutex::new(state) });
+        *LOG_SCREEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::downgrade(&screen));
+        screen
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -103,6 +147,15 @@ impl Screen {
         let mut state = self.lock();
         if !state.hold(|| Held::Note(line.to_owned()), line.len()) {
             state.note(line);
+        }
+    }
+
+    /// A log line (ending in its newline) on stderr, as [`Screen::note`] places a line. Nothing in
+    /// the screen logs while it holds its lock, so this never waits on itself.
+    fn log(&self, text: &str) {
+        let mut state = self.lock();
+        if !state.hold(|| Held::Log(text.to_owned()), text.len()) {
+            state.log(text);
         }
     }
 
@@ -170,6 +223,7 @@ impl State {
                 Held::Text(text) => self.text(&text),
                 Held::OutLine(line) => self.out_line(&line),
                 Held::Note(line) => self.note(&line),
+                Held::Log(text) => self.log(&text),
             }
         }
     }
@@ -196,6 +250,14 @@ impl State {
         self.hide_spinner();
         self.end_line();
         let _ = writeln!(self.err, "{line}");
+        let _ = self.err.flush();
+        self.show_spinner();
+    }
+
+    fn log(&mut self, text: &str) {
+        self.hide_spinner();
+        self.end_line();
+        let _ = write!(self.err, "{text}");
         let _ = self.err.flush();
         self.show_spinner();
     }
