@@ -189,6 +189,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         model: args.model.clone(),
         session_key: place.session_name.clone(),
         registry: Some(place.registry.clone()),
+        approval_timeout: crate::view::test_approval_timeout(),
         ..OpenSettings::default()
     };
     let fingerprints = backend.fingerprints(&settings).keyed(&place.fingerprint_key);

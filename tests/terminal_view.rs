@@ -343,3 +343,42 @@ fn the_log_on_a_terminal_follows_no_color_and_keeps_to_lines_of_its_own() {
     assert!(!done.lines().any(|l| l.contains("waiting for") && l.contains(" DEBUG ")), "{done}");
     assert!(!has_colour(&pane.capture(true)), "NO_COLOR, log included: {}", pane.capture(true).escape_debug());
 }
+
+/// Two questions, the first left unanswered past a short approval deadline (test-only
+/// `CLAWBRIDGE_TEST_APPROVAL_TIMEOUT_MS`): it is denied with its line, and the key typed for the
+/// second answers the second (no reader left behind by the first swallows it).
+#[test]
+fn an_unanswered_question_is_denied_and_the_next_answer_reaches_the_next_question() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ask = |id: u64, command: &str| {
+        json!({"send": {"id": id, "method": "item/commandExecution/requestApproval", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": format!("call-{id}"), "command": command,
+            "cwd": dir.path(), "availableDecisions": ["accept", "decline"]}}})
+    };
+    // The second question comes well after the first one's deadline; the turn then waits for the
+    // test to stop it.
+    let steps =
+        vec![ask(100, "echo first"), json!({"sleep_ms": 3000}), ask(101, "echo second"), json!({"sleep_ms": 120_000})];
+    let codex = stub_codex(dir.path(), &plan(steps, json!({})), &[]);
+    let line = run_line(
+        &dir.path().join("state"),
+        dir.path(),
+        "CLAWBRIDGE_TEST_APPROVAL_TIMEOUT_MS=1000",
+        &format!("--backend codex --program {}", quote(&codex.display().to_string())),
+        "two questions",
+    );
+    let pane = Tmux::start(tmux, "unanswered", &line);
+    let first = pane.wait_for("✗ not answered (the approval timed out or the turn ended): denied");
+    assert!(first.contains("asks to run `echo first`"), "{first}");
+    pane.wait_for("asks to run `echo second`");
+    pane.keys(&["y", "Enter"]);
+    let answered = pane.wait_for("✓ allowed by you");
+    let lines: Vec<&str> = answered.lines().map(str::trim_end).collect();
+    let second = lines.iter().position(|l| l.contains("asks to run `echo second`")).unwrap();
+    assert!(lines[second..].contains(&"✓ allowed by you"), "the second question got the answer:\n{answered}");
+    pane.keys(&["C-c"]);
+    pane.wait_for("interrupting…");
+    pane.keys(&["C-c"]);
+    pane.wait_for(DONE);
+}
