@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::screen::Screen;
-use super::style::{ASK, BAD, GOOD, paint};
+use super::style::{ASK, BAD, GOOD, one_line, paint};
 
 /// Who decides a run's approvals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,9 +93,10 @@ impl Drop for Unanswered {
     }
 }
 
-/// What is asked, in a line: `codex asks to run `ls` in /work (why)`.
+/// What is asked, in a line: `codex asks to run `ls` in /work (why)`. The agent's words are shown
+/// with their control characters escaped ([`one_line`]).
 pub fn asked(request: &ApprovalRequest) -> String {
-    let text = |key: &str| request.arguments.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let text = |key: &str| request.arguments.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(one_line);
     let what = match request.kind {
         ApprovalKind::Command => {
             let command = text("command").map_or_else(|| "a command".to_owned(), |c| format!("`{c}`"));
@@ -111,10 +112,10 @@ pub fn asked(request: &ApprovalRequest) -> String {
         _ => {
             let command = text("command").map(|c| format!(": `{c}`"));
             let file = text("file_path").map(|f| format!(" on {f}"));
-            format!("use {}{}", request.tool_name, command.or(file).unwrap_or_default())
+            format!("use {}{}", one_line(&request.tool_name), command.or(file).unwrap_or_default())
         }
     };
-    let reason = request.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
+    let reason = request.reason.as_deref().map(|r| format!(" — {}", one_line(r))).unwrap_or_default();
     format!("the agent asks to {what}{reason}")
 }
 
@@ -129,7 +130,7 @@ pub fn answered(decision: &ApprovalDecision, decider: &Decider) -> (anstyle::Sty
     }
 }
 
-/// At most a line of JSON.
+/// At most a line of JSON (its strings' control characters are already escaped by JSON).
 fn compact(value: &Value) -> String {
     let text = value.to_string();
     match text.char_indices().nth(120) {
@@ -240,6 +241,13 @@ mod tests {
         assert_eq!(asked(&file), "the agent asks to change files under /w/src");
         let tool = request(ApprovalKind::Tool, "Write", json!({"file_path": "/w/a.txt"}), None);
         assert_eq!(asked(&tool), "the agent asks to use Write on /w/a.txt");
+        let hostile = request(
+            ApprovalKind::Command,
+            "bash",
+            json!({"command": "ls\u{1b}[2J", "cwd": "/w\n✓ allowed"}),
+            Some("\u{7}"),
+        );
+        assert_eq!(asked(&hostile), "the agent asks to run `ls\\u{1b}[2J` in /w\\n✓ allowed — \\u{7}");
 
         let line = |decision: &ApprovalDecision, decider: &Decider| answered(decision, decider).1;
         assert_eq!(line(&ApprovalDecision::Allow, &Decider::Person), "✓ allowed by you");
