@@ -124,6 +124,28 @@ fn run_line(state: &Path, cwd: &Path, env: &str, extra: &str, prompt: &str) -> S
     )
 }
 
+/// Runs a shell line under a [`clawbridge`] command's environment and directory.
+trait ShellLine {
+    fn output_of_shell(&mut self, line: &str) -> std::process::Output;
+}
+
+impl ShellLine for Command {
+    fn output_of_shell(&mut self, line: &str) -> std::process::Output {
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(line);
+        for (name, value) in self.get_envs() {
+            match value {
+                Some(value) => shell.env(name, value),
+                None => shell.env_remove(name),
+            };
+        }
+        if let Some(dir) = self.get_current_dir() {
+            shell.current_dir(dir);
+        }
+        shell.output().unwrap()
+    }
+}
+
 /// `clawbridge run` as a plain child, under [`run_line`]'s environment rules.
 fn clawbridge(state: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
@@ -254,20 +276,23 @@ fn a_native_retry_is_shown_as_it_happens() {
     let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
     let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
     let codex = stub_codex(dir.path(), &plan(vec![retry(1), retry(2), completed], json!({})), &[]);
-    let out = clawbridge(&dir.path().join("state"))
-        .args(["run", "--backend", "codex", "--deny", "--program"])
-        .arg(&codex)
-        .arg("hi")
-        .env_remove("CODEX_HOME")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    // stdout and stderr into one pipe, so the order the person reads them in is the order here.
+    let line = format!(
+        "exec {} run --backend codex --deny --program {} hi 2>&1",
+        quote(env!("CARGO_BIN_EXE_clawbridge")),
+        quote(&codex.display().to_string())
+    );
+    let out =
+        clawbridge(&dir.path().join("state")).env_remove("CODEX_HOME").current_dir(dir.path()).output_of_shell(&line);
+    let both = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{both}");
+    let lines: Vec<&str> = both.lines().collect();
+    let summary = lines.iter().position(|l| l.starts_with("— ")).unwrap_or_else(|| panic!("a summary:\n{both}"));
     for n in [1, 2] {
         let shown =
             format!("… model endpoint unreachable (HTTP 503), retrying (attempt {n} of 2) Reconnecting... {n}/2");
-        assert!(stderr.lines().any(|l| l.starts_with(&shown)), "{shown:?} in:\n{stderr}");
+        let at = lines.iter().position(|l| l.starts_with(&shown)).unwrap_or_else(|| panic!("{shown:?} in:\n{both}"));
+        assert!(at < summary, "the retry is shown as it happens, before the summary:\n{both}");
     }
 }
 
@@ -381,4 +406,35 @@ fn an_unanswered_question_is_denied_and_the_next_answer_reaches_the_next_questio
     pane.wait_for("interrupting…");
     pane.keys(&["C-c"]);
     pane.wait_for(DONE);
+}
+
+/// `--json` in a terminal: while the agent is awaited (here 1.5 s before it ends the turn), no
+/// spinner frame is ever drawn, only the JSONL events.
+#[test]
+fn with_json_in_a_terminal_no_spinner_is_drawn() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
+    let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
+    let codex = stub_codex(dir.path(), &plan(vec![json!({"sleep_ms": 1500}), completed], json!({})), &[]);
+    let line = run_line(
+        &dir.path().join("state"),
+        dir.path(),
+        "",
+        &format!("--json --deny --backend codex --program {}", quote(&codex.display().to_string())),
+        "wait a little",
+    );
+    let pane = Tmux::start(tmux, "json", &line);
+    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let mut seen = Vec::new();
+    let ended = wait_until("the run's end", || {
+        let now = pane.capture(false);
+        seen.push(now.clone());
+        now.contains(DONE).then_some(now)
+    });
+    assert!(ended.contains("\"turnStarted\""), "{ended}");
+    assert!(seen.len() > 1, "the pane was looked at while the agent was awaited");
+    for pane in &seen {
+        assert!(!pane.contains(frames) && !pane.contains("waiting for"), "a spinner with --json:\n{pane}");
+    }
 }
