@@ -23,7 +23,8 @@ struct State {
     mid_line: bool,
     /// What is awaited (the spinner's words) while nothing is shown; `None`: nothing is.
     waiting: Option<String>,
-    /// Drawn only while waiting, at the start of a line, on a terminal, never with `--json`.
+    /// Drawn only while waiting, at the start of a line, on a terminal, never with `--json`;
+    /// made the first time it is drawn, one for the whole run.
     spinner: Option<Spinner>,
     /// The spinner may be drawn at all.
     animate: bool,
@@ -193,6 +194,9 @@ impl Screen {
     pub fn wait(&self, what: &str) {
         let mut state = self.lock();
         state.waiting = Some(what.to_owned());
+        if let Some(spinner) = &state.spinner {
+            spinner.restart();
+        }
         state.show_spinner();
     }
 
@@ -238,27 +242,39 @@ impl State {
         self.mid_line = !text.ends_with('\n');
     }
 
+    /// Runs `write` with the spinner (if shown) erased and drawn again after it.
+    fn around(&mut self, write: impl FnOnce(&mut AutoStream<std::io::Stdout>, &mut AutoStream<std::io::Stderr>)) {
+        let (out, err) = (&mut self.out, &mut self.err);
+        match &self.spinner {
+            Some(spinner) => spinner.around(|| write(out, err)),
+            None => write(out, err),
+        }
+    }
+
     fn out_line(&mut self, line: &str) {
-        self.hide_spinner();
         self.end_line();
-        let _ = writeln!(self.out, "{line}");
-        let _ = self.out.flush();
+        self.around(|out, _| {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        });
         self.show_spinner();
     }
 
     fn note(&mut self, line: &str) {
-        self.hide_spinner();
         self.end_line();
-        let _ = writeln!(self.err, "{line}");
-        let _ = self.err.flush();
+        self.around(|_, err| {
+            let _ = writeln!(err, "{line}");
+            let _ = err.flush();
+        });
         self.show_spinner();
     }
 
     fn log(&mut self, text: &str) {
-        self.hide_spinner();
         self.end_line();
-        let _ = write!(self.err, "{text}");
-        let _ = self.err.flush();
+        self.around(|_, err| {
+            let _ = write!(err, "{text}");
+            let _ = err.flush();
+        });
         self.show_spinner();
     }
 
@@ -271,19 +287,20 @@ impl State {
     }
 
     fn hide_spinner(&mut self) {
-        if let Some(spinner) = self.spinner.take() {
-            spinner.clear();
+        if let Some(spinner) = &mut self.spinner {
+            spinner.hide();
         }
     }
 
     /// Draws the spinner when something is awaited and stdout's cursor is at a line start (a
     /// spinner redrawn mid-line would overwrite the streamed text).
     fn show_spinner(&mut self) {
-        if !self.animate || self.asking || self.mid_line || self.spinner.is_some() {
+        if !self.animate || self.asking || self.mid_line {
             return;
         }
         if let Some(what) = &self.waiting {
-            self.spinner = Some(Spinner::start(what, self.err_colour));
+            let colour = self.err_colour;
+            self.spinner.get_or_insert_with(|| Spinner::new(colour)).show(what);
         }
     }
 }
