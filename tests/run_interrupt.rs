@@ -39,29 +39,33 @@ fn next_line(lines: &Receiver<String>, what: &str) -> Option<String> {
     }
 }
 
-#[test]
-fn a_second_ctrl_c_stops_an_agent_that_ignores_the_interrupt_and_the_run_exits_130() {
-    let dir = tempfile::tempdir().unwrap();
-    // It starts the turn and never ends it: `turn/interrupt` is neither answered nor acted on,
-    // and SIGTERM is ignored.
+/// `clawbridge run --json` on a Codex that starts the turn and never ends it: `turn/interrupt` is
+/// neither answered nor acted on, and SIGTERM is ignored.
+fn stubborn_run(dir: &std::path::Path) -> std::process::Child {
     let stubborn = plan(vec![], json!({"turn/interrupt": [{"stderr": "stubborn: ignoring the interrupt"}]}));
-    let codex = stub_codex(dir.path(), &stubborn, &["--ignore-sigterm"]);
-    let mut run = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+    let codex = stub_codex(dir, &stubborn, &["--ignore-sigterm"]);
+    Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["run", "--backend", "codex", "--json", "--deny", "--program"])
         .arg(&codex)
         .arg("wait forever")
-        .env("CLAWBRIDGE_STATE_DIR", dir.path().join("state"))
+        .env("CLAWBRIDGE_STATE_DIR", dir.join("state"))
         .env_remove("CODEX_HOME")
         .env_remove("CLAWBRIDGE_LOG")
         .env_remove("RUST_LOG")
         .env_remove("CLAWBRIDGE_CONFIG")
-        .env("XDG_CONFIG_HOME", dir.path())
-        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn a_second_ctrl_c_stops_an_agent_that_ignores_the_interrupt_and_the_run_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = stubborn_run(dir.path());
     let bridge = Pid::from_raw(run.id() as i32);
     let stdout = lines_of(run.stdout.take().unwrap());
     let stderr_lines = lines_of(run.stderr.take().unwrap());
