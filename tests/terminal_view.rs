@@ -2,8 +2,8 @@
 //! a pseudo-terminal, so colours, the prompt and the keystroke answering it are the real thing),
 //! and the same run piped, under `NO_COLOR`, under `CLICOLOR_FORCE` and with `--json`.
 //!
-//! tmux comes from Debian (`scripts/install-peers.sh` installs it when missing and root); without
-//! it these tests skip, unless `CLAWBRIDGE_REQUIRE_PEERS=1`.
+//! tmux comes from Debian (`scripts/install-peers.sh` installs it when missing, as root or through
+//! `sudo -n`); without it these tests skip, unless `CLAWBRIDGE_REQUIRE_PEERS=1`.
 
 mod common;
 
@@ -32,7 +32,7 @@ fn tmux_or_skip() -> Option<PathBuf> {
             panic!("CLAWBRIDGE_REQUIRE_PEERS=1 but tmux is not installed (scripts/install-peers.sh)")
         }
         None => {
-            eprintln!("skipped: tmux is not installed (scripts/install-peers.sh installs it as root)");
+            eprintln!("skipped: tmux is not installed (scripts/install-peers.sh installs it as root or through sudo -n)");
             None
         }
     }
