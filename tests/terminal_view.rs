@@ -32,7 +32,9 @@ fn tmux_or_skip() -> Option<PathBuf> {
             panic!("CLAWBRIDGE_REQUIRE_PEERS=1 but tmux is not installed (scripts/install-peers.sh)")
         }
         None => {
-            eprintln!("skipped: tmux is not installed (scripts/install-peers.sh installs it as root or through sudo -n)");
+            eprintln!(
+                "skipped: tmux is not installed (scripts/install-peers.sh installs it as root or through sudo -n)"
+            );
             None
         }
     }
