@@ -193,6 +193,7 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
         session_key: place.session_name.clone(),
         registry: Some(place.registry.clone()),
         turn_idle_timeout: args.turn_idle_timeout,
+        approval_timeout: crate::view::test_approval_timeout(),
         ..OpenSettings::default()
     };
     let fingerprints = backend.fingerprints(&settings).keyed(&place.fingerprint_key);
@@ -226,13 +227,20 @@ async fn run_on(backend: &dyn Backend, args: &RunArgs, program: PathBuf, place: 
     let view = View::new(args.json, screen.clone(), facts.process);
     let pipeline = Pipeline::start(vec![Box::new(view)], Some((spec, Box::new(store))));
     let cancel = CancellationToken::new();
-    let ctrl_c = CtrlC::watch(&cancel, place.registry.clone(), screen.clone(), facts.process);
+    let ctrl_c =
+        CtrlC::watch(&cancel, place.registry.clone(), screen.clone(), facts.process).context("listening for Ctrl-C")?;
     let input = TurnInput::text(args.prompt.clone());
     let result = native.run_turn(TurnRequest { input: &input, sink: &mut pipeline.sender(), cancel: &cancel }).await;
     let interrupted = ctrl_c.finish();
     let native_id = native.native_id();
     native.shutdown().await;
-    let result = result.context("running the turn")?;
+    let result = match (result, &interrupted) {
+        (Ok(result), _) => result,
+        // A turn the person interrupted that then failed (its agent stopped mid-turn) ends as
+        // interrupted, with its exit status, the failure as the cause.
+        (Err(error), Some(interrupted)) => return Err(anyhow::Error::new(error).context(*interrupted)),
+        (Err(error), None) => return Err(anyhow::Error::new(error).context("running the turn")),
+    };
     let mirrored = pipeline.finish(&result).await;
     place.transcript.lock().await.sync().await.context("syncing the transcript")?;
     if let Some(error) = mirrored.error {

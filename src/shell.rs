@@ -43,9 +43,10 @@ fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> Lo
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_new(spec).unwrap_or_else(|_| EnvFilter::new(fallback));
+    // Through the person's view while `run` shows one, so a log line never tears its spinner.
     let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(crate::view::LogWriter)
+        .with_ansi(crate::view::log_colour())
         .with_target(false);
     let (file_layer, guard) = match state_dir.map(crate::logfile::path_in) {
         Some(path) => {

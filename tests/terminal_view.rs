@@ -2,8 +2,8 @@
 //! a pseudo-terminal, so colours, the prompt and the keystroke answering it are the real thing),
 //! and the same run piped, under `NO_COLOR`, under `CLICOLOR_FORCE` and with `--json`.
 //!
-//! tmux comes from Debian (`scripts/install-peers.sh` installs it when missing and root); without
-//! it these tests skip, unless `CLAWBRIDGE_REQUIRE_PEERS=1`.
+//! tmux comes from Debian (`scripts/install-peers.sh` installs it when missing, as root or through
+//! `sudo -n`); without it these tests skip, unless `CLAWBRIDGE_REQUIRE_PEERS=1`.
 
 mod common;
 
@@ -32,7 +32,9 @@ fn tmux_or_skip() -> Option<PathBuf> {
             panic!("CLAWBRIDGE_REQUIRE_PEERS=1 but tmux is not installed (scripts/install-peers.sh)")
         }
         None => {
-            eprintln!("skipped: tmux is not installed (scripts/install-peers.sh installs it as root)");
+            eprintln!(
+                "skipped: tmux is not installed (scripts/install-peers.sh installs it as root or through sudo -n)"
+            );
             None
         }
     }
@@ -106,15 +108,54 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The shell line that runs `clawbridge run` on the demo in `cwd` with `env` set and `prompt`.
+/// What of the caller's environment would change the view (a debug log interleaved, colours
+/// chosen by hand, a config file's settings): every run here starts without it.
+const CALLER_ENV: &[&str] =
+    &["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR", "CLAWBRIDGE_LOG", "RUST_LOG", "CLAWBRIDGE_CONFIG", "XDG_CONFIG_HOME"];
+
+/// The shell line that runs `clawbridge run` on the demo in `cwd` with `env` set and `prompt`;
+/// its config home is `state` (empty, so no config file applies).
 fn run_line(state: &Path, cwd: &Path, env: &str, extra: &str, prompt: &str) -> String {
+    let unset: String = CALLER_ENV.iter().map(|name| format!("-u {name} ")).collect();
     format!(
-        "cd {} && env -u NO_COLOR -u CLICOLOR_FORCE -u CLICOLOR TERM=xterm-256color CLAWBRIDGE_STATE_DIR={} {env} {} run {extra} {}",
+        "cd {} && env {unset}TERM=xterm-256color CLAWBRIDGE_STATE_DIR={state} XDG_CONFIG_HOME={state} {env} {} run {extra} {}",
         quote(&cwd.display().to_string()),
-        quote(&state.display().to_string()),
         quote(env!("CARGO_BIN_EXE_clawbridge")),
-        quote(prompt)
+        quote(prompt),
+        state = quote(&state.display().to_string()),
     )
+}
+
+/// Runs a shell line under a [`clawbridge`] command's environment and directory.
+trait ShellLine {
+    fn output_of_shell(&mut self, line: &str) -> std::process::Output;
+}
+
+impl ShellLine for Command {
+    fn output_of_shell(&mut self, line: &str) -> std::process::Output {
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(line);
+        for (name, value) in self.get_envs() {
+            match value {
+                Some(value) => shell.env(name, value),
+                None => shell.env_remove(name),
+            };
+        }
+        if let Some(dir) = self.get_current_dir() {
+            shell.current_dir(dir);
+        }
+        shell.output().unwrap()
+    }
+}
+
+/// `clawbridge run` as a plain child, under [`run_line`]'s environment rules.
+fn clawbridge(state: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    for name in CALLER_ENV {
+        command.env_remove(name);
+    }
+    command.env("CLAWBRIDGE_STATE_DIR", state).env("XDG_CONFIG_HOME", state);
+    command
 }
 
 const ESC: char = '\u{1b}';
@@ -204,9 +245,8 @@ fn piped_or_under_no_color_the_view_has_no_escapes_and_clicolor_force_keeps_them
 #[test]
 fn with_json_stdout_holds_only_the_events_and_the_result() {
     let (state, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+    let out = clawbridge(state.path())
         .args(["run", "--json", "--approve", "run echo json-mode"])
-        .env("CLAWBRIDGE_STATE_DIR", state.path())
         .env("CLICOLOR_FORCE", "1")
         .current_dir(cwd.path())
         .output()
@@ -238,21 +278,23 @@ fn a_native_retry_is_shown_as_it_happens() {
     let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
     let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
     let codex = stub_codex(dir.path(), &plan(vec![retry(1), retry(2), completed], json!({})), &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
-        .args(["run", "--backend", "codex", "--deny", "--program"])
-        .arg(&codex)
-        .arg("hi")
-        .env("CLAWBRIDGE_STATE_DIR", dir.path().join("state"))
-        .env_remove("CODEX_HOME")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    // stdout and stderr into one pipe, so the order the person reads them in is the order here.
+    let line = format!(
+        "exec {} run --backend codex --deny --program {} hi 2>&1",
+        quote(env!("CARGO_BIN_EXE_clawbridge")),
+        quote(&codex.display().to_string())
+    );
+    let out =
+        clawbridge(&dir.path().join("state")).env_remove("CODEX_HOME").current_dir(dir.path()).output_of_shell(&line);
+    let both = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{both}");
+    let lines: Vec<&str> = both.lines().collect();
+    let summary = lines.iter().position(|l| l.starts_with("— ")).unwrap_or_else(|| panic!("a summary:\n{both}"));
     for n in [1, 2] {
         let shown =
             format!("… model endpoint unreachable (HTTP 503), retrying (attempt {n} of 2) Reconnecting... {n}/2");
-        assert!(stderr.lines().any(|l| l.starts_with(&shown)), "{shown:?} in:\n{stderr}");
+        let at = lines.iter().position(|l| l.starts_with(&shown)).unwrap_or_else(|| panic!("{shown:?} in:\n{both}"));
+        assert!(at < summary, "the retry is shown as it happens, before the summary:\n{both}");
     }
 }
 
@@ -307,4 +349,94 @@ fn ctrl_c_at_the_approval_prompt_interrupts_at_once() {
     );
     assert!(done.lines().any(|l| l.trim_end() == format!("{DONE}130")), "{done}");
     assert!(!done.contains("I ran `ls`"), "{done}");
+}
+
+/// A debug log on a terminal: its lines follow `NO_COLOR` like the view's, and each is a line of
+/// its own (written through the view, which clears the spinner first), never glued to the
+/// spinner or to a line of the view.
+#[test]
+fn the_log_on_a_terminal_follows_no_color_and_keeps_to_lines_of_its_own() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let (state, cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let line = run_line(state.path(), cwd.path(), "NO_COLOR=1 CLAWBRIDGE_LOG=debug", "--approve", "run echo logged");
+    let pane = Tmux::start(tmux, "log", &line);
+    let done = pane.wait_for(DONE);
+    let logged: Vec<&str> = done.lines().filter(|l| l.contains(" DEBUG ")).collect();
+    assert!(!logged.is_empty(), "the debug log is on the terminal:\n{done}");
+    for line in &logged {
+        assert!(line.starts_with(|c: char| c.is_ascii_digit()), "a log line starts its own line: {line:?}\n{done}");
+    }
+    assert!(done.lines().any(|l| l.trim_end() == "logged"), "{done}");
+    assert!(!done.lines().any(|l| l.contains("waiting for") && l.contains(" DEBUG ")), "{done}");
+    assert!(!has_colour(&pane.capture(true)), "NO_COLOR, log included: {}", pane.capture(true).escape_debug());
+}
+
+/// Two questions, the first left unanswered past a short approval deadline (test-only
+/// `CLAWBRIDGE_TEST_APPROVAL_TIMEOUT_MS`): it is denied with its line, and the key typed for the
+/// second answers the second (no reader left behind by the first swallows it).
+#[test]
+fn an_unanswered_question_is_denied_and_the_next_answer_reaches_the_next_question() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let ask = |id: u64, command: &str| {
+        json!({"send": {"id": id, "method": "item/commandExecution/requestApproval", "params": {
+            "threadId": THREAD, "turnId": TURN, "itemId": format!("call-{id}"), "command": command,
+            "cwd": dir.path(), "availableDecisions": ["accept", "decline"]}}})
+    };
+    // The second question comes well after the first one's deadline; the turn then waits for the
+    // test to stop it.
+    let steps =
+        vec![ask(100, "echo first"), json!({"sleep_ms": 3000}), ask(101, "echo second"), json!({"sleep_ms": 120_000})];
+    let codex = stub_codex(dir.path(), &plan(steps, json!({})), &[]);
+    let line = run_line(
+        &dir.path().join("state"),
+        dir.path(),
+        "CLAWBRIDGE_TEST_APPROVAL_TIMEOUT_MS=1000",
+        &format!("--backend codex --program {}", quote(&codex.display().to_string())),
+        "two questions",
+    );
+    let pane = Tmux::start(tmux, "unanswered", &line);
+    let first = pane.wait_for("✗ not answered (the approval timed out or the turn ended): denied");
+    assert!(first.contains("asks to run `echo first`"), "{first}");
+    pane.wait_for("asks to run `echo second`");
+    pane.keys(&["y", "Enter"]);
+    let answered = pane.wait_for("✓ allowed by you");
+    let lines: Vec<&str> = answered.lines().map(str::trim_end).collect();
+    let second = lines.iter().position(|l| l.contains("asks to run `echo second`")).unwrap();
+    assert!(lines[second..].contains(&"✓ allowed by you"), "the second question got the answer:\n{answered}");
+    pane.keys(&["C-c"]);
+    pane.wait_for("interrupting…");
+    pane.keys(&["C-c"]);
+    pane.wait_for(DONE);
+}
+
+/// `--json` in a terminal: while the agent is awaited (here 1.5 s before it ends the turn), no
+/// spinner frame is ever drawn, only the JSONL events.
+#[test]
+fn with_json_in_a_terminal_no_spinner_is_drawn() {
+    let Some(tmux) = tmux_or_skip() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let done = json!({"id": TURN, "items": [], "status": "completed", "error": null});
+    let completed = json!({"send": {"method": "turn/completed", "params": {"threadId": THREAD, "turn": done}}});
+    let codex = stub_codex(dir.path(), &plan(vec![json!({"sleep_ms": 1500}), completed], json!({})), &[]);
+    let line = run_line(
+        &dir.path().join("state"),
+        dir.path(),
+        "",
+        &format!("--json --deny --backend codex --program {}", quote(&codex.display().to_string())),
+        "wait a little",
+    );
+    let pane = Tmux::start(tmux, "json", &line);
+    let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    let mut seen = Vec::new();
+    let ended = wait_until("the run's end", || {
+        let now = pane.capture(false);
+        seen.push(now.clone());
+        now.contains(DONE).then_some(now)
+    });
+    assert!(ended.contains("\"turnStarted\""), "{ended}");
+    assert!(seen.len() > 1, "the pane was looked at while the agent was awaited");
+    for pane in &seen {
+        assert!(!pane.contains(frames) && !pane.contains("waiting for"), "a spinner with --json:\n{pane}");
+    }
 }

@@ -5,12 +5,15 @@
 //! is involved; every word of its answer comes from the prompt and the command's real output.
 
 use std::io::{BufRead, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::command::{Named, harmless_programs, named_in};
+use super::command::{Harmless, Named, harmless_programs, named_in};
 
 /// The model the demo says it is (its `thread/start` answer), so transcript rows name it.
 const DEMO_MODEL: &str = "clawbridge-demo-script";
@@ -18,6 +21,8 @@ const DEMO_MODEL: &str = "clawbridge-demo-script";
 const MAX_OUTPUT: u64 = 16 * 1024;
 /// The longest line the demo reads from its client; longer lines are skipped whole.
 const MAX_LINE: u64 = 8 * 1024 * 1024;
+/// How long a command may run before the demo stops it (`wc -c /dev/zero` never ends).
+const COMMAND_LIMIT: Duration = Duration::from_secs(20);
 /// The id of the demo's one server request (the approval).
 const APPROVAL_ID: u64 = 0;
 
@@ -67,9 +72,7 @@ fn read_lines(mut input: impl BufRead, tx: &mpsc::Sender<Input>) {
         match (&mut input).take(MAX_LINE).read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == MAX_LINE => {
-                // Skip the rest of the oversized line.
-                let mut rest = Vec::new();
-                if input.read_until(b'\n', &mut rest).is_err() {
+                if !skip_line(&mut input) {
                     break;
                 }
             }
@@ -83,12 +86,32 @@ fn read_lines(mut input: impl BufRead, tx: &mpsc::Sender<Input>) {
     let _ = tx.send(Input::Closed);
 }
 
+/// Drops the rest of an oversized line without holding it (buffer by buffer); `false` when the
+/// input ended or failed.
+fn skip_line(input: &mut impl BufRead) -> bool {
+    loop {
+        let (used, ended) = match input.fill_buf() {
+            Ok([]) | Err(_) => return false,
+            Ok(buffer) => match buffer.iter().position(|&b| b == b'\n') {
+                Some(at) => (at + 1, true),
+                None => (buffer.len(), false),
+            },
+        };
+        input.consume(used);
+        if ended {
+            return true;
+        }
+    }
+}
+
 /// The turn in progress.
 struct Turn {
     id: String,
     prompt: String,
     /// The command it asked to run, while asked or running.
-    command: Option<String>,
+    command: Option<Harmless>,
+    /// The running command's process group, to stop it when the turn is interrupted.
+    running: Option<Stopper>,
 }
 
 struct Agent<W: Write> {
@@ -130,6 +153,9 @@ impl<W: Write> Agent<W> {
             }
             (Some("turn/start"), Some(id)) => self.start_turn(id, &params)?,
             (Some("turn/interrupt"), Some(id)) => {
+                if let Some(stopper) = self.turn.as_ref().and_then(|turn| turn.running.as_ref()) {
+                    stopper.stop();
+                }
                 self.send(&json!({"id": id, "result": {}}))?;
                 self.complete("interrupted", None)?;
             }
@@ -149,8 +175,8 @@ impl<W: Write> Agent<W> {
         let turn = json!({"id": turn_id, "items": [], "status": "inProgress", "error": null});
         self.send(&json!({"id": id, "result": {"turn": turn}}))?;
         self.notify("turn/started", json!({"threadId": THREAD_ID, "turn": turn}))?;
-        self.turn = Some(Turn { id: turn_id.clone(), prompt: prompt.clone(), command: None });
-        match named_in(&prompt) {
+        self.turn = Some(Turn { id: turn_id.clone(), prompt: prompt.clone(), command: None, running: None });
+        match named_in(&prompt, self.cwd.as_deref().map(Path::new)) {
             Some(Named::Harmless(command)) => self.ask(&turn_id, command)?,
             Some(Named::Refused(command)) => {
                 let text = format!(
@@ -177,7 +203,8 @@ impl<W: Write> Agent<W> {
             "aggregatedOutput": ran.map(|r| r.output.clone()), "exitCode": ran.and_then(|r| r.exit_code)})
     }
 
-    fn ask(&mut self, turn_id: &str, command: String) -> Result<(), DemoAgentError> {
+    fn ask(&mut self, turn_id: &str, harmless: Harmless) -> Result<(), DemoAgentError> {
+        let command = harmless.shown.clone();
         let item = self.command_item(turn_id, &command, "inProgress", None);
         self.notify("item/started", json!({"threadId": THREAD_ID, "turnId": turn_id, "item": item}))?;
         self.send(&json!({"id": APPROVAL_ID, "method": "item/commandExecution/requestApproval", "params": {
@@ -185,22 +212,33 @@ impl<W: Write> Agent<W> {
             "commandActions": [{"command": command, "type": "unknown"}],
             "reason": "The prompt names this command; run it?", "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"]}}))?;
         if let Some(turn) = &mut self.turn {
-            turn.command = Some(command);
+            turn.command = Some(harmless);
         }
         Ok(())
     }
 
     fn on_decision(&mut self, answer: &Value) -> Result<(), DemoAgentError> {
         let Some(turn) = &self.turn else { return Ok(()) };
-        let Some(command) = turn.command.clone() else { return Ok(()) };
+        let Some(Harmless { shown: command, quoted }) = turn.command.clone() else { return Ok(()) };
         let (turn_id, prompt) = (turn.id.clone(), turn.prompt.clone());
         self.notify("serverRequest/resolved", json!({"threadId": THREAD_ID, "requestId": APPROVAL_ID}))?;
         let decision = answer.pointer("/result/decision").and_then(Value::as_str).unwrap_or("decline");
         if matches!(decision, "accept" | "acceptForSession") {
             let (tx, cwd) = (self.tx.clone(), self.cwd.clone());
-            std::thread::spawn(move || {
-                let _ = tx.send(Input::Ran(run_command(&command, cwd.as_deref())));
-            });
+            match start_command(&quoted, cwd.as_deref()) {
+                Ok(started) => {
+                    if let Some(turn) = &mut self.turn {
+                        turn.running = Some(started.stopper.clone());
+                    }
+                    std::thread::spawn(move || {
+                        let _ = tx.send(Input::Ran(started.finish(COMMAND_LIMIT)));
+                    });
+                }
+                Err(error) => {
+                    let _ =
+                        tx.send(Input::Ran(Ran { output: format!("could not start sh: {error}"), exit_code: None }));
+                }
+            }
             return Ok(());
         }
         let item = self.command_item(&turn_id, &command, "declined", None);
@@ -216,7 +254,7 @@ impl<W: Write> Agent<W> {
     fn on_ran(&mut self, ran: Ran) -> Result<(), DemoAgentError> {
         // A turn interrupted while its command ran has already ended.
         let Some(turn) = &self.turn else { return Ok(()) };
-        let Some(command) = turn.command.clone() else { return Ok(()) };
+        let Some(command) = turn.command.as_ref().map(|harmless| harmless.shown.clone()) else { return Ok(()) };
         let (turn_id, prompt) = (turn.id.clone(), turn.prompt.clone());
         let item = self.command_item(
             &turn_id,
@@ -269,34 +307,83 @@ fn prompt_text(params: &Value) -> String {
     parts.filter_map(|part| part.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
 }
 
-/// Runs `command` through `sh -c` in `cwd`, stdout and stderr together, capped at [`MAX_OUTPUT`].
-fn run_command(command: &str, cwd: Option<&str>) -> Ran {
+/// A running command's process group, stopped at most once (after it is reaped its id may be
+/// another's, so [`Started::finish`] takes it away before reaping).
+#[derive(Clone)]
+struct Stopper(Arc<Mutex<Option<nix::unistd::Pid>>>);
+
+impl Stopper {
+    /// Kills the command and whatever it started, if it has not been reaped yet.
+    fn stop(&self) {
+        if let Some(group) = *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// No longer stoppable: the command is about to be reaped.
+    fn disarm(&self) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    }
+}
+
+/// A command started by [`start_command`].
+struct Started {
+    child: std::process::Child,
+    output: mpsc::Receiver<Vec<u8>>,
+    stopper: Stopper,
+}
+
+/// Starts `command` (words already quoted for `sh`) through `sh -c` in `cwd`, in a process group
+/// of its own, stdout and stderr together.
+fn start_command(command: &str, cwd: Option<&str>) -> std::io::Result<Started> {
     let mut shell = Command::new("sh");
     shell.arg("-c").arg(format!("exec 2>&1; {command}")).stdin(Stdio::null()).stdout(Stdio::piped());
+    shell.process_group(0);
     if let Some(cwd) = cwd {
         shell.current_dir(cwd);
     }
-    let mut child = match shell.spawn() {
-        Ok(child) => child,
-        Err(error) => return Ran { output: format!("could not start sh: {error}"), exit_code: None },
-    };
-    let mut output = Vec::new();
+    let mut child = shell.spawn()?;
+    let group = i32::try_from(child.id()).ok().map(nix::unistd::Pid::from_raw);
+    let (tx, output) = mpsc::channel();
     if let Some(stdout) = child.stdout.take() {
-        // One byte past the cap tells a command that had more to say from one that said exactly that.
-        let _ = stdout.take(MAX_OUTPUT + 1).read_to_end(&mut output);
+        std::thread::spawn(move || {
+            // One byte past the cap tells a command that had more to say from one that said exactly that.
+            let mut bytes = Vec::new();
+            let _ = stdout.take(MAX_OUTPUT + 1).read_to_end(&mut bytes);
+            let _ = tx.send(bytes);
+        });
     }
-    let cut = output.len() as u64 > MAX_OUTPUT;
-    if cut {
-        // More than the demo shows (`cat` of an endless file): stop it rather than read it all.
-        output.truncate(MAX_OUTPUT as usize);
-        let _ = child.kill();
+    Ok(Started { child, output, stopper: Stopper(Arc::new(Mutex::new(group))) })
+}
+
+impl Started {
+    /// Its output, capped at [`MAX_OUTPUT`], and exit code; stopped after `limit`.
+    fn finish(mut self, limit: Duration) -> Ran {
+        let (mut output, late) = match self.output.recv_timeout(limit) {
+            Ok(bytes) => (bytes, false),
+            Err(_) => {
+                self.stopper.stop();
+                // Killed, its pipe closes; what it printed so far still comes.
+                (self.output.recv_timeout(Duration::from_secs(5)).unwrap_or_default(), true)
+            }
+        };
+        let cut = output.len() as u64 > MAX_OUTPUT;
+        if cut {
+            // More than the demo shows (`cat` of an endless file): stop it rather than read it all.
+            output.truncate(MAX_OUTPUT as usize);
+            self.stopper.stop();
+        }
+        self.stopper.disarm();
+        let exit_code = self.child.wait().ok().and_then(|status| status.code());
+        let mut output = String::from_utf8_lossy(&output).into_owned();
+        if cut {
+            output.push_str(&format!("\n… (cut at {} KiB; the command was stopped)", MAX_OUTPUT / 1024));
+        }
+        if late {
+            output.push_str(&format!("\n… (stopped after {} s)", limit.as_secs()));
+        }
+        Ran { output, exit_code }
     }
-    let exit_code = child.wait().ok().and_then(|status| status.code());
-    let mut output = String::from_utf8_lossy(&output).into_owned();
-    if cut {
-        output.push_str(&format!("\n… (cut at {} KiB; the command was stopped)", MAX_OUTPUT / 1024));
-    }
-    Ran { output, exit_code }
 }
 
 #[cfg(test)]
@@ -306,12 +393,36 @@ mod tests {
     #[test]
     fn a_command_runs_in_its_cwd_and_its_output_is_capped() {
         let dir = tempfile::tempdir().unwrap();
-        let ran = run_command("pwd", dir.path().to_str());
+        let ran = start_command("pwd", dir.path().to_str()).unwrap().finish(COMMAND_LIMIT);
         assert_eq!(ran.exit_code, Some(0));
         assert_eq!(ran.output.trim_end(), dir.path().canonicalize().unwrap().display().to_string());
 
-        let endless = run_command("yes", None);
+        let endless = start_command("yes", None).unwrap().finish(COMMAND_LIMIT);
         assert!(endless.output.len() < MAX_OUTPUT as usize + 100, "{}", endless.output.len());
         assert!(endless.output.ends_with("(cut at 16 KiB; the command was stopped)"));
+    }
+
+    #[test]
+    fn a_command_past_its_limit_or_stopped_ends_with_all_it_started() {
+        let silent = start_command("sleep 600 & echo started; wait", None).unwrap().finish(Duration::from_secs(1));
+        assert_eq!(silent.exit_code, None, "killed: {}", silent.output);
+        assert!(silent.output.starts_with("started\n"), "{}", silent.output);
+        assert!(silent.output.ends_with("(stopped after 1 s)"), "{}", silent.output);
+
+        let started = start_command("sleep 600", None).unwrap();
+        let stopper = started.stopper.clone();
+        let finishing = std::thread::spawn(move || started.finish(COMMAND_LIMIT));
+        stopper.stop();
+        assert_eq!(finishing.join().unwrap().exit_code, None, "stopped by the interrupt, not the limit");
+    }
+
+    #[test]
+    fn an_oversized_line_is_skipped_and_the_next_one_read() {
+        let long = format!("{}\nnext\n", "x".repeat(100));
+        let mut input = std::io::BufReader::with_capacity(16, long.as_bytes());
+        assert!(skip_line(&mut input));
+        let mut next = String::new();
+        input.read_line(&mut next).unwrap();
+        assert_eq!(next, "next\n");
     }
 }

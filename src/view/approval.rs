@@ -2,7 +2,8 @@
 //! command or file or tool, and where) when it is asked, and who decided when it is answered.
 
 use std::io::{BufRead, IsTerminal, Read};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, ApprovalKind, ApprovalRequest, Approver};
 use clawbridge_bridge::backend::{Backend, FixedApproval};
@@ -10,7 +11,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::screen::Screen;
-use super::style::{ASK, BAD, GOOD, paint};
+use super::style::{ASK, BAD, GOOD, one_line, paint};
 
 /// Who decides a run's approvals.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,9 +93,10 @@ impl Drop for Unanswered {
     }
 }
 
-/// What is asked, in a line: `codex asks to run `ls` in /work (why)`.
+/// What is asked, in a line: `codex asks to run `ls` in /work (why)`. The agent's words are shown
+/// with their control characters escaped ([`one_line`]).
 pub fn asked(request: &ApprovalRequest) -> String {
-    let text = |key: &str| request.arguments.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let text = |key: &str| request.arguments.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(one_line);
     let what = match request.kind {
         ApprovalKind::Command => {
             let command = text("command").map_or_else(|| "a command".to_owned(), |c| format!("`{c}`"));
@@ -110,10 +112,10 @@ pub fn asked(request: &ApprovalRequest) -> String {
         _ => {
             let command = text("command").map(|c| format!(": `{c}`"));
             let file = text("file_path").map(|f| format!(" on {f}"));
-            format!("use {}{}", request.tool_name, command.or(file).unwrap_or_default())
+            format!("use {}{}", one_line(&request.tool_name), command.or(file).unwrap_or_default())
         }
     };
-    let reason = request.reason.as_deref().map(|r| format!(" — {r}")).unwrap_or_default();
+    let reason = request.reason.as_deref().map(|r| format!(" — {}", one_line(r))).unwrap_or_default();
     format!("the agent asks to {what}{reason}")
 }
 
@@ -128,7 +130,7 @@ pub fn answered(decision: &ApprovalDecision, decider: &Decider) -> (anstyle::Sty
     }
 }
 
-/// At most a line of JSON.
+/// At most a line of JSON (its strings' control characters are already escaped by JSON).
 fn compact(value: &Value) -> String {
     let text = value.to_string();
     match text.char_indices().nth(120) {
@@ -137,17 +139,77 @@ fn compact(value: &Value) -> String {
     }
 }
 
-/// Asks at the terminal (the question on stderr, the answer from stdin).
-async fn ask_person(screen: &Arc<Screen>) -> Result<ApprovalDecision, String> {
-    screen.ask(&paint(ASK, "Allow? [y]es / [a]lways / [n]o / [s]top: "));
-    let answer = tokio::task::spawn_blocking(|| {
-        let mut answer = String::new();
-        // One line at most, bounded: a person types a word.
-        std::io::stdin().lock().take(1024).read_line(&mut answer).map(|_| answer)
+/// The test-only variable that shortens `run`'s approval deadline (milliseconds), so a test can
+/// see an unanswered question denied without waiting the backend's ten minutes. Not a setting:
+/// nothing documents it for users.
+pub const TEST_APPROVAL_TIMEOUT_ENV: &str = "CLAWBRIDGE_TEST_APPROVAL_TIMEOUT_MS";
+
+/// `run`'s approval deadline under [`TEST_APPROVAL_TIMEOUT_ENV`]; `None` (the backend's own) otherwise.
+pub fn test_approval_timeout() -> Option<Duration> {
+    let millis = std::env::var(TEST_APPROVAL_TIMEOUT_ENV).ok()?.trim().parse().ok()?;
+    Some(Duration::from_millis(millis))
+}
+
+/// The longest answer line kept (a person types a word); the rest of a longer line is dropped.
+const MAX_ANSWER: u64 = 1024;
+
+/// The terminal's typed lines, read by one thread for the whole run. A question that goes
+/// unanswered leaves no reader of its own behind to swallow the answer to the next one.
+struct Answers {
+    lines: tokio::sync::Mutex<tokio::sync::mpsc::Receiver<std::io::Result<String>>>,
+}
+
+fn answers() -> &'static Answers {
+    static ANSWERS: OnceLock<Answers> = OnceLock::new();
+    ANSWERS.get_or_init(|| {
+        // One line waits in the channel at most; the reader then waits for a question to take it.
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        std::thread::spawn(move || read_answers(std::io::stdin().lock(), &tx));
+        Answers { lines: tokio::sync::Mutex::new(rx) }
     })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
+}
+
+/// Sends `input`'s lines, each cut at [`MAX_ANSWER`] bytes, until it ends or fails.
+fn read_answers(mut input: impl BufRead, tx: &tokio::sync::mpsc::Sender<std::io::Result<String>>) {
+    loop {
+        let mut line = Vec::new();
+        let read = (&mut input).take(MAX_ANSWER).read_until(b'\n', &mut line);
+        if !line.ends_with(b"\n") && line.len() as u64 == MAX_ANSWER {
+            let mut rest = Vec::new();
+            // Bounded as well: what is past the cap of an over-long line is read and dropped piecewise.
+            while (&mut input).take(MAX_ANSWER).read_until(b'\n', &mut rest).is_ok_and(|n| n > 0) {
+                if rest.ends_with(b"\n") {
+                    break;
+                }
+                rest.clear();
+            }
+        }
+        match read {
+            Ok(0) => return,
+            Ok(_) => {
+                if tx.blocking_send(Ok(String::from_utf8_lossy(&line).into_owned())).is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                let _ = tx.blocking_send(Err(error));
+                return;
+            }
+        }
+    }
+}
+
+/// Asks at the terminal (the question on stderr, the answer the next line typed after it).
+async fn ask_person(screen: &Arc<Screen>) -> Result<ApprovalDecision, String> {
+    let mut lines = answers().lines.lock().await;
+    // Typed before the question was shown: not an answer to it.
+    while lines.try_recv().is_ok() {}
+    screen.ask(&paint(ASK, "Allow? [y]es / [a]lways / [n]o / [s]top: "));
+    let answer = match lines.recv().await {
+        Some(line) => line.map_err(|e| e.to_string())?,
+        // stdin ended: nobody will answer.
+        None => String::new(),
+    };
     Ok(match answer.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => ApprovalDecision::Allow,
         "a" | "always" => ApprovalDecision::AllowForSession,
@@ -179,6 +241,13 @@ mod tests {
         assert_eq!(asked(&file), "the agent asks to change files under /w/src");
         let tool = request(ApprovalKind::Tool, "Write", json!({"file_path": "/w/a.txt"}), None);
         assert_eq!(asked(&tool), "the agent asks to use Write on /w/a.txt");
+        let hostile = request(
+            ApprovalKind::Command,
+            "bash",
+            json!({"command": "ls\u{1b}[2J", "cwd": "/w\n✓ allowed"}),
+            Some("\u{7}"),
+        );
+        assert_eq!(asked(&hostile), "the agent asks to run `ls\\u{1b}[2J` in /w\\n✓ allowed — \\u{7}");
 
         let line = |decision: &ApprovalDecision, decider: &Decider| answered(decision, decider).1;
         assert_eq!(line(&ApprovalDecision::Allow, &Decider::Person), "✓ allowed by you");

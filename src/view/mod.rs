@@ -7,6 +7,6 @@ mod render;
 mod screen;
 mod style;
 
-pub use approval::approver;
+pub use approval::{approver, test_approval_timeout};
 pub use render::View;
-pub use screen::Screen;
+pub use screen::{LogWriter, Screen, log_colour};

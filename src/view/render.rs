@@ -10,7 +10,7 @@ use clawbridge_bridge::sink::EventStage;
 use futures::future::BoxFuture;
 
 use super::screen::Screen;
-use super::style::{BAD, DIM, GOOD, TOOL, WARN, paint};
+use super::style::{BAD, DIM, GOOD, TOOL, WARN, lines, one_line, paint};
 
 impl EventStage for View {
     fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
@@ -49,25 +49,30 @@ impl View {
             Event::TurnStarted { .. } => screen.wait(&format!("waiting for {}", self.process)),
             Event::AssistantDelta { item_id, delta } => {
                 self.streamed.insert(item_id.clone());
-                screen.text(delta);
+                screen.text(&lines(delta));
             }
-            Event::AssistantFinal { item_id, text } if !self.streamed.contains(item_id) => screen.text(text),
+            Event::AssistantFinal { item_id, text } if !self.streamed.contains(item_id) => screen.text(&lines(text)),
             Event::ToolStarted(call) => {
-                let what = call.arguments.get("command").and_then(|c| c.as_str()).unwrap_or_default();
-                screen.out_line(&format!("{} {what}", paint(TOOL, format!("→ {}", call.tool_name))));
-                screen.wait(&format!("{} running", call.tool_name));
+                let what = one_line(call.arguments.get("command").and_then(|c| c.as_str()).unwrap_or_default());
+                let tool = one_line(&call.tool_name);
+                screen.out_line(&format!("{} {what}", paint(TOOL, format!("→ {tool}"))));
+                screen.wait(&format!("{tool} running"));
             }
             Event::ToolFinished(finish) => {
                 let (mark, style) =
                     if matches!(finish.outcome, ToolOutcome::Success) { ("✓", GOOD) } else { ("✗", BAD) };
                 let exit = finish.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default();
-                let line = format!("{mark} {} {}{exit}", finish.call.tool_name, finish.outcome.describe());
+                let line = format!(
+                    "{mark} {} {}{exit}",
+                    one_line(&finish.call.tool_name),
+                    one_line(&finish.outcome.describe())
+                );
                 screen.out_line(&paint(style, line));
                 screen.wait(&format!("waiting for {}", self.process));
             }
             Event::ModelRetry { message, attempt, max_attempts, retry_in_ms, http_status } => {
                 let line = retry_line(*attempt, *max_attempts, *retry_in_ms, *http_status);
-                screen.note(&format!("{} {}", paint(WARN, format!("… {line}")), paint(DIM, message)));
+                screen.note(&format!("{} {}", paint(WARN, format!("… {line}")), paint(DIM, one_line(message))));
             }
             Event::TurnTerminal(_) => screen.done(),
             _ => {}
@@ -86,7 +91,7 @@ impl View {
             .usage
             .map(|u| format!(" · {} in / {} out tokens", u.input_tokens, u.output_tokens))
             .unwrap_or_default();
-        let message = result.terminal.message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+        let message = result.terminal.message.as_deref().map(|m| format!(": {}", one_line(m))).unwrap_or_default();
         let kind = result.terminal.kind;
         let kind = paint(if kind == TerminalKind::Ok { GOOD } else { BAD }, format!("— {kind}{message}"));
         let rest = format!(
@@ -105,7 +110,10 @@ pub fn retry_line(attempt: Option<u32>, max: Option<u32>, retry_in_ms: Option<u6
     let what = match status {
         Some(429) => "model endpoint is rate-limiting (HTTP 429)".to_owned(),
         Some(status @ (401 | 403)) => format!("model endpoint refused the credentials (HTTP {status})"),
-        Some(status) => format!("model endpoint unreachable (HTTP {status})"),
+        // A server error: the endpoint is there but cannot serve (an outage, an overloaded proxy).
+        Some(status @ 500..=599) => format!("model endpoint unreachable (HTTP {status})"),
+        // Any other answer (a 400 or 404: a wrong model name or path) reached the endpoint.
+        Some(status) => format!("model endpoint answered HTTP {status}"),
         None => "model endpoint unreachable (no response)".to_owned(),
     };
     let when = retry_in_ms.map(|ms| format!(" in {}", seconds(ms))).unwrap_or_default();
@@ -148,6 +156,11 @@ mod tests {
             retry_line(None, None, Some(300), None),
             "model endpoint unreachable (no response), retrying in 300 ms"
         );
+        assert_eq!(
+            retry_line(Some(1), Some(3), None, Some(404)),
+            "model endpoint answered HTTP 404, retrying (attempt 1 of 3)"
+        );
+        assert!(retry_line(None, None, None, Some(400)).starts_with("model endpoint answered HTTP 400"));
         assert!(
             retry_line(Some(1), Some(10), None, Some(401))
                 .starts_with("model endpoint refused the credentials (HTTP 401)")

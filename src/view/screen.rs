@@ -3,7 +3,7 @@
 //! and the spinner is always cleared before anything is written.
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use anstream::{AutoStream, ColorChoice};
 
@@ -23,7 +23,8 @@ struct State {
     mid_line: bool,
     /// What is awaited (the spinner's words) while nothing is shown; `None`: nothing is.
     waiting: Option<String>,
-    /// Drawn only while waiting, at the start of a line, on a terminal, never with `--json`.
+    /// Drawn only while waiting, at the start of a line, on a terminal, never with `--json`;
+    /// made the first time it is drawn, one for the whole run.
     spinner: Option<Spinner>,
     /// The spinner may be drawn at all.
     animate: bool,
@@ -43,6 +44,48 @@ enum Held {
     Text(String),
     OutLine(String),
     Note(String),
+    Log(String),
+}
+
+/// The screen of the run in progress, which the stderr log writes through ([`LogWriter`]).
+static LOG_SCREEN: Mutex<Option<Weak<Screen>>> = Mutex::new(None);
+
+/// The stderr log's writer: through the run's [`Screen`] while one is shown (so a log line
+/// clears the spinner first and never lands inside another line), else straight to stderr.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogWriter;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogWriter;
+
+    fn make_writer(&'a self) -> LogWriter {
+        LogWriter
+    }
+}
+
+impl Write for LogWriter {
+    // The fmt layer writes each event whole, in one `write_all`.
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let screen =
+            LOG_SCREEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().and_then(Weak::upgrade);
+        match screen {
+            Some(screen) => {
+                screen.log(&String::from_utf8_lossy(bytes));
+                Ok(bytes.len())
+            }
+            None => std::io::stderr().write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Whether the stderr log may colour its lines: as [`anstream`] decides for stderr (a terminal,
+/// `NO_COLOR`, `CLICOLOR_FORCE`), the same choice the view's own lines follow.
+pub fn log_colour() -> bool {
+    !matches!(anstream::stderr().current_choice(), ColorChoice::Never)
 }
 
 /// The most output held back while a question is on screen; beyond it, output is written anyway
@@ -67,7 +110,9 @@ impl Screen {
             held: Vec::new(),
             held_bytes: 0,
         };
-        Arc::new(Screen { state: Mutex::new(state) })
+        let screen = Arc::new(Screen { state: Mutex::new(state) });
+        *LOG_SCREEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::downgrade(&screen));
+        screen
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -106,6 +151,15 @@ impl Screen {
         }
     }
 
+    /// A log line (ending in its newline) on stderr, as [`Screen::note`] places a line. Nothing in
+    /// the screen logs while it holds its lock, so this never waits on itself.
+    fn log(&self, text: &str) {
+        let mut state = self.lock();
+        if !state.hold(|| Held::Log(text.to_owned()), text.len()) {
+            state.log(text);
+        }
+    }
+
     /// A question on stderr, the cursor left after it for the answer; until [`Screen::answered`],
     /// nothing else is drawn (output is held back, the spinner stays hidden).
     pub fn ask(&self, question: &str) {
@@ -140,6 +194,9 @@ impl Screen {
     pub fn wait(&self, what: &str) {
         let mut state = self.lock();
         state.waiting = Some(what.to_owned());
+        if let Some(spinner) = &state.spinner {
+            spinner.restart();
+        }
         state.show_spinner();
     }
 
@@ -170,6 +227,7 @@ impl State {
                 Held::Text(text) => self.text(&text),
                 Held::OutLine(line) => self.out_line(&line),
                 Held::Note(line) => self.note(&line),
+                Held::Log(text) => self.log(&text),
             }
         }
     }
@@ -184,19 +242,39 @@ impl State {
         self.mid_line = !text.ends_with('\n');
     }
 
+    /// Runs `write` with the spinner (if shown) erased and drawn again after it.
+    fn around(&mut self, write: impl FnOnce(&mut AutoStream<std::io::Stdout>, &mut AutoStream<std::io::Stderr>)) {
+        let (out, err) = (&mut self.out, &mut self.err);
+        match &self.spinner {
+            Some(spinner) => spinner.around(|| write(out, err)),
+            None => write(out, err),
+        }
+    }
+
     fn out_line(&mut self, line: &str) {
-        self.hide_spinner();
         self.end_line();
-        let _ = writeln!(self.out, "{line}");
-        let _ = self.out.flush();
+        self.around(|out, _| {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        });
         self.show_spinner();
     }
 
     fn note(&mut self, line: &str) {
-        self.hide_spinner();
         self.end_line();
-        let _ = writeln!(self.err, "{line}");
-        let _ = self.err.flush();
+        self.around(|_, err| {
+            let _ = writeln!(err, "{line}");
+            let _ = err.flush();
+        });
+        self.show_spinner();
+    }
+
+    fn log(&mut self, text: &str) {
+        self.end_line();
+        self.around(|_, err| {
+            let _ = write!(err, "{text}");
+            let _ = err.flush();
+        });
         self.show_spinner();
     }
 
@@ -209,19 +287,20 @@ impl State {
     }
 
     fn hide_spinner(&mut self) {
-        if let Some(spinner) = self.spinner.take() {
-            spinner.clear();
+        if let Some(spinner) = &mut self.spinner {
+            spinner.hide();
         }
     }
 
     /// Draws the spinner when something is awaited and stdout's cursor is at a line start (a
     /// spinner redrawn mid-line would overwrite the streamed text).
     fn show_spinner(&mut self) {
-        if !self.animate || self.asking || self.mid_line || self.spinner.is_some() {
+        if !self.animate || self.asking || self.mid_line {
             return;
         }
         if let Some(what) = &self.waiting {
-            self.spinner = Some(Spinner::start(what, self.err_colour));
+            let colour = self.err_colour;
+            self.spinner.get_or_insert_with(|| Spinner::new(colour)).show(what);
         }
     }
 }

@@ -647,8 +647,6 @@ fn plan_step_status(status: Option<&WirePlanStepStatus>) -> PlanStepStatus {
     }
 }
 
-/// A turn error for people: its message, the machine class in brackets (it tells a rate limit from an
-/// outage when the message is generic), and any extra detail.
 /// `(n, m)` of a retry message ending in `n/m` (`Reconnecting... 2/5`).
 fn retry_numbers(message: &str) -> Option<(u32, u32)> {
     let last = message.split_whitespace().next_back()?;
@@ -667,6 +665,8 @@ fn http_status(info: &CodexErrorInfo) -> Option<u16> {
     }
 }
 
+/// A turn error for people: its message, the machine class in brackets (it tells a rate limit from an
+/// outage when the message is generic), and any extra detail.
 fn describe_error(error: &TurnError) -> String {
     let mut text = error.message.trim().to_owned();
     if let Some(info) = &error.codex_error_info {

@@ -543,6 +543,44 @@ mod tests {
         assert!(!path.exists(), "the record is removed");
     }
 
+    /// Ctrl-C's hard stop kills only what this bridge recorded and still runs as recorded: a
+    /// record of another owner (another bridge's agent, or a pid-reused owner) and one whose
+    /// start time no longer matches (the pid now names another process) are left alone.
+    #[test]
+    fn kill_own_groups_now_spares_other_owners_and_reused_pids() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = PidRegistry::open(dir.path()).unwrap();
+        let me = std::process::id() as i32;
+        let my_ticks = start_ticks(me).unwrap();
+        let sleeper = || std::process::Command::new("sleep").arg("300").process_group(0).spawn().unwrap();
+        let (mut mine, mut others, mut reused) = (sleeper(), sleeper(), sleeper());
+        let record = |child: &std::process::Child, owner_pid: i32, owner_start_ticks: u64, stale: bool| {
+            let pid = child.id() as i32;
+            let ticks = start_ticks(pid).unwrap();
+            Record {
+                pid: Some(pid),
+                start_ticks: Some(if stale { ticks + 1 } else { ticks }),
+                token: None,
+                cgroup: None,
+                command_hash: "0".into(),
+                owner_pid,
+                owner_start_ticks,
+            }
+        };
+        write_record(&dir.path().join("mine.json"), &record(&mine, me, my_ticks, false)).unwrap();
+        write_record(&dir.path().join("other-owner.json"), &record(&others, i32::MAX - 5, 1, false)).unwrap();
+        write_record(&dir.path().join("my-pid-reused.json"), &record(&others, me, my_ticks + 1, false)).unwrap();
+        write_record(&dir.path().join("stale-ticks.json"), &record(&reused, me, my_ticks, true)).unwrap();
+
+        assert_eq!(registry.kill_own_groups_now(), 1);
+        assert!(mine.wait().unwrap().code().is_none(), "my recorded agent was killed");
+        for (name, child) in [("another owner's", &mut others), ("a stale start time's", &mut reused)] {
+            assert!(child.try_wait().unwrap().is_none(), "{name} process was left alone");
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
     fn orphan_record(pid: Option<i32>, start_ticks: Option<u64>, cgroup: Option<PathBuf>) -> Record {
         Record {
             pid,
