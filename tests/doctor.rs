@@ -1,6 +1,7 @@
 //! `clawbridge doctor` over the real binary: each situation a person meets (nothing installed, a
 //! too-old codex, a codex that hangs, a codex whose model endpoint is down, a claude whose endpoint
-//! refuses the key, everything fine) with the one-line verdict it must print, and the `--json` shape.
+//! refuses the key, a claude endpoint over https, everything fine) with the one-line verdict it
+//! must print, and the `--json` shape.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -244,6 +245,52 @@ async fn a_claude_whose_endpoint_refuses_the_key_fails_the_endpoint_check() {
     assert_eq!(endpoint.fix.as_deref(), Some("check the credential in ANTHROPIC_API_KEY"));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-a-wrong-key"), "no secret is printed");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("sk-a-wrong-key"), "nor logged to stderr");
+}
+
+/// Claude's endpoint over `https://`: a loopback TLS server whose throw-away CA is trusted through
+/// `SSL_CERT_FILE` answers; with another CA in that file the check fails on the certificate, with
+/// the fix that names the variable, not "start the model server".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_endpoint_over_https_is_probed_with_the_ca_ssl_cert_file_names() {
+    use clawbridge_fixtures::tls::{TestCa, start_tls_server};
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let ca = TestCa::new("clawbridge doctor test CA").unwrap();
+    let server = start_tls_server(&ca, 200, r#"{"input_tokens":1}"#).await.unwrap();
+    let base = server.base_url();
+    let run = |ca_file: &Path| {
+        doctor(
+            &sandbox.home(),
+            &[
+                ("PATH", std::ffi::OsStr::new("/usr/bin:/bin")),
+                ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str()),
+                ("ANTHROPIC_BASE_URL", std::ffi::OsStr::new(&base)),
+                ("ANTHROPIC_API_KEY", std::ffi::OsStr::new("sk-tls-test")),
+                ("SSL_CERT_FILE", ca_file.as_os_str()),
+            ],
+            &["--backend", "claude"],
+        )
+    };
+
+    let out = run(&ca.write_pem(&sandbox.home(), "ca.pem").unwrap());
+    let endpoint = check(&out, "claude", "endpoint");
+    assert_eq!(endpoint.verdict, "ok", "{}", text(&out));
+    assert_eq!(endpoint.summary, format!("model endpoint {base} answered (HTTP 200)"));
+
+    let other = TestCa::new("another CA").unwrap();
+    let out = run(&other.write_pem(&sandbox.home(), "other.pem").unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let endpoint = check(&out, "claude", "endpoint");
+    assert_eq!(endpoint.verdict, "FAIL", "{}", text(&out));
+    assert_eq!(
+        endpoint.summary,
+        format!(
+            "model endpoint {base}: the certificate of 127.0.0.1 is not trusted: it is signed by a CA the trust store does not hold"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(endpoint.fix.as_deref().is_some_and(|fix| fix.contains("SSL_CERT_FILE")), "{}", text(&out));
 }
 
 /// Both real peers against the mock model, as one `--json` report: the documented shape, every

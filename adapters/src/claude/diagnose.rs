@@ -216,6 +216,11 @@ async fn endpoint_check(limits: Limits) -> Check {
             Check::warn("endpoint", format!("model endpoint {shown} answered HTTP {}{message}", answer.status), None)
         }
         Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
+        // Reached but not trusted (or not TLS): "start the model server" would send the person the
+        // wrong way, so the error's own fix.
+        Err(error) if error.fix().is_some() => {
+            Check::fail("endpoint", format!("model endpoint {shown}: {error}"), error.fix().unwrap_or_default())
+        }
         Err(error) => Check::fail(
             "endpoint",
             format!("model endpoint {shown} unreachable: {error}"),

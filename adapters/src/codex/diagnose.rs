@@ -304,6 +304,11 @@ async fn endpoint_check(provider: &Provider, limits: Limits, env: &SessionEnv, h
         // `GET /models` is not every server's route: any other answer proves it is there.
         Ok(answer) => Check::ok("endpoint", format!("model endpoint {shown} answered (HTTP {})", answer.status)),
         Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
+        // Reached but not trusted (or not TLS): "start the model server" would send the person the
+        // wrong way, so the error's own fix.
+        Err(error) if error.fix().is_some() => {
+            Check::fail("endpoint", format!("model endpoint {shown}: {error}"), error.fix().unwrap_or_default())
+        }
         Err(error) => Check::fail(
             "endpoint",
             format!("model endpoint {shown} unreachable: {error}"),
