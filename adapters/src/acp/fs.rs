@@ -111,6 +111,18 @@ impl FsRoot {
         if full.starts_with(&self.root) { Ok(full) } else { Err(self.outside(path)) }
     }
 
+    /// Whether the agent may touch `path` (a permission request's location or tool input): refused
+    /// like a file request if it resolves outside the root. A relative path counts from the root,
+    /// as the agent's tools resolve it against the session's cwd.
+    pub fn check(&self, path: &str) -> Result<(), FsError> {
+        if Path::new(path).is_absolute() {
+            self.confine(path).map(drop)
+        } else {
+            let joined = self.root.join(path);
+            self.confine(&joined.to_string_lossy()).map(drop).map_err(|_| self.outside(path))
+        }
+    }
+
     /// The text of `path` from line `line` (1-based) for `limit` lines, refused over `max_bytes`.
     pub fn read(&self, path: &str, line: Option<u32>, limit: Option<u32>, max_bytes: u64) -> Result<String, FsError> {
         let file = self.confine(path)?;

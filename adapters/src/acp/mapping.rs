@@ -33,9 +33,12 @@ const TOOL_DELTA_BYTES: usize = 1024 * 1024;
 const MUTATING: NativeMutation = NativeMutation { mutating_action: true, replay_safe: false };
 const READ_ONLY: NativeMutation = NativeMutation { mutating_action: false, replay_safe: true };
 
-/// Tool call ids whose permission the host refused, shared by the request handler (which writes)
-/// and the turn's mapper (which reads when the call ends).
-pub type Declined = Arc<Mutex<HashSet<String>>>;
+/// Tool call ids whose permission the host refused, each with why, shared by the request handler
+/// (which writes) and the turn's mapper (which reads when the call ends).
+pub type Declined = Arc<Mutex<HashMap<String, String>>>;
+
+/// Why a call was declined when the host (the approver) said no.
+pub const HOST_DECLINED: &str = "the host declined the permission request";
 
 /// The calls the agent asked the host about this turn, in order, shared like [`Declined`]. Two real
 /// agents need it: codex-acp announces a call that needs approval only inside its permission
@@ -373,10 +376,9 @@ impl TurnMapper {
             Some(ToolCallStatus::InProgress) => tool.ran = true,
             Some(ToolCallStatus::Completed) => self.finish_tool(&id, ToolOutcome::Success, true, out),
             Some(ToolCallStatus::Failed) => {
-                let declined = self.declined.lock().is_ok_and(|d| d.contains(&id));
-                if declined {
-                    let reason = Some("the host declined the permission request".to_owned());
-                    self.finish_tool(&id, ToolOutcome::Declined { reason }, false, out);
+                let declined = self.declined_reason(&id);
+                if let Some(reason) = declined {
+                    self.finish_tool(&id, ToolOutcome::Declined { reason: Some(reason) }, false, out);
                 } else {
                     let error =
                         Some(self.tools.get(&id).and_then(|t| t.content.clone()).unwrap_or_else(|| "failed".into()));
@@ -392,13 +394,18 @@ impl TurnMapper {
         }
     }
 
+    /// Why the host refused `id`, if it did.
+    fn declined_reason(&self, id: &str) -> Option<String> {
+        self.declined.lock().ok().and_then(|d| d.get(id).cloned())
+    }
+
     fn finish_tool(&mut self, id: &str, outcome: ToolOutcome, ran: bool, out: &mut Vec<Event>) {
         let Some(tool) = self.tools.remove(id) else { return };
         self.order.retain(|open| open != id);
         self.finished.insert(id.to_owned());
-        let declined = self.declined.lock().is_ok_and(|d| d.contains(id));
-        let (outcome, execution_started) = if declined && !matches!(outcome, ToolOutcome::Success) {
-            (ToolOutcome::Declined { reason: Some("the host declined the permission request".to_owned()) }, false)
+        let declined = self.declined_reason(id).filter(|_| !matches!(outcome, ToolOutcome::Success));
+        let (outcome, execution_started) = if let Some(reason) = declined {
+            (ToolOutcome::Declined { reason: Some(reason) }, false)
         } else {
             (outcome, ran || tool.ran || self.approved(id))
         };

@@ -78,7 +78,7 @@ fn a_declined_tool_never_started_and_stop_reasons_name_their_terminal() {
     events.extend(mapper.on_update(update(
         json!({"sessionUpdate": "tool_call", "toolCallId": "w", "kind": "edit", "status": "pending"}),
     )));
-    declined.lock().unwrap().insert("w".into());
+    declined.lock().unwrap().insert("w".into(), super::mapping::HOST_DECLINED.into());
     events.extend(
         mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "failed"}))),
     );
