@@ -62,6 +62,7 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
     let reports = observed.reports();
     let mut ids: Vec<&str> = reports.iter().map(|r| r.tool_call_id.as_str()).collect();
     let all = ids.len();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), all, "{scenario}: each tool call reported once: {reports:?}");
     let outcome = session.shutdown().await.expect("the agent was running");

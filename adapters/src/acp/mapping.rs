@@ -37,6 +37,10 @@ const READ_ONLY: NativeMutation = NativeMutation { mutating_action: false, repla
 /// (which writes) and the turn's mapper (which reads when the call ends).
 pub type Declined = Arc<Mutex<HashMap<String, String>>>;
 
+/// The failure of a turn the agent ended `cancelled` on its own after the host declined a call.
+pub const STOPPED_AFTER_DECLINE: &str =
+    "the agent stopped after a declined permission request (stopReason cancelled, no cancel from the host)";
+
 /// Why a call was declined when the host (the approver) said no.
 pub const HOST_DECLINED: &str = "the host declined the permission request";
 
@@ -152,6 +156,8 @@ pub struct TurnMapper {
     turn_id: String,
     announced: bool,
     terminated: bool,
+    /// The host cancelled the turn (a `cancelled` stop reason then answers it).
+    host_cancelled: bool,
     text: Option<OpenText>,
     items: u32,
     tools: HashMap<String, OpenTool>,
@@ -172,6 +178,7 @@ impl TurnMapper {
             turn_id: turn_id.into(),
             announced: false,
             terminated: false,
+            host_cancelled: false,
             text: None,
             items: 0,
             tools: HashMap::new(),
@@ -394,6 +401,15 @@ impl TurnMapper {
         }
     }
 
+    /// The host cancelled this turn (so a `cancelled` stop reason is the answer to that).
+    pub fn note_host_cancel(&mut self) {
+        self.host_cancelled = true;
+    }
+
+    fn any_declined(&self) -> bool {
+        self.declined.lock().is_ok_and(|d| !d.is_empty())
+    }
+
     /// Why the host refused `id`, if it did.
     fn declined_reason(&self, id: &str) -> Option<String> {
         self.declined.lock().ok().and_then(|d| d.get(id).cloned())
@@ -444,7 +460,14 @@ impl TurnMapper {
         }
         self.announce(&mut out);
         self.close_text(&mut out);
-        let (kind, message) = terminal_of(&answer.stop_reason);
+        let (kind, message) =
+            if answer.stop_reason == StopReason::Cancelled && !self.host_cancelled && self.any_declined() {
+                // codex-acp ends a turn itself (`cancelled`) once the host refuses a call: not an abort
+                // the host asked for, and not a finished answer either.
+                (TerminalKind::Failed, Some(STOPPED_AFTER_DECLINE.to_owned()))
+            } else {
+                terminal_of(&answer.stop_reason)
+            };
         self.open_unannounced(&mut out);
         let open: Vec<String> = std::mem::take(&mut self.order);
         for id in open {

@@ -568,6 +568,7 @@ impl NativeTurn for AcpTurn<'_> {
     fn on_cancel(&mut self) {
         // Pending permission questions of this turn now answer `cancelled`.
         self.handler.cancel_turn();
+        self.mapper.note_host_cancel();
     }
 
     async fn interrupt(&mut self) -> Result<bool, String> {
@@ -576,6 +577,7 @@ impl NativeTurn for AcpTurn<'_> {
     }
 
     fn on_idle_timeout(&mut self) {
+        self.mapper.note_host_cancel();
         let peer = self.peer.clone();
         let params = CancelNotification { session_id: self.session_id.into() };
         tokio::spawn(async move { peer.notify(methods::SESSION_CANCEL, Some(&params)).await });
