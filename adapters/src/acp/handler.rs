@@ -319,6 +319,102 @@ impl RequestHandler for AcpRequestHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clawbridge_bridge::attempt::hooks::FixedApprover;
+    use clawbridge_protocol::jsonrpc::RequestId;
+    use serde_json::json;
+
+    /// A handler over a fresh directory, deciding with `approver`.
+    fn handler(approver: Arc<dyn Approver>) -> (Arc<AcpRequestHandler>, Declined, Asked, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FsAccess {
+            root: FsRoot::new(dir.path()).unwrap(),
+            edits_allowed: true,
+            max_read_bytes: 1024,
+            max_write_bytes: 1024,
+        };
+        let (declined, asked) = (Declined::default(), Asked::default());
+        let h = AcpRequestHandler::new(
+            approver,
+            Arc::new(TurnActivity::default()),
+            Duration::from_secs(5),
+            fs,
+            declined.clone(),
+            asked.clone(),
+        );
+        h.begin_turn();
+        (h, declined, asked, dir)
+    }
+
+    fn ask(params: Value) -> Request {
+        Request::with_value(RequestId::from(1), methods::REQUEST_PERMISSION, Some(params))
+    }
+
+    fn write_request(id: &str, path: &str) -> Value {
+        json!({"sessionId": "s", "toolCall": {"toolCallId": id, "kind": "edit", "title": "Write",
+               "locations": [{"path": path}], "rawInput": {"file_path": path, "content": "x"}},
+               "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                           {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
+    }
+
+    #[tokio::test]
+    async fn a_request_naming_a_path_outside_the_root_is_refused_even_when_the_host_allows() {
+        let (h, declined, asked, dir) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let answer = h.handle(ask(write_request("out", "/etc/clawbridge-outside.txt"))).await.unwrap();
+        assert_eq!(answer["outcome"], json!({"outcome": "selected", "optionId": "no"}));
+        let why = declined.lock().unwrap().get("out").cloned().unwrap();
+        assert!(why.contains("outside the session's directory"), "{why}");
+        // Relative and `rawInput`-only paths count too; inside the root the host decides.
+        let mut only_input = write_request("rel", "../x.txt");
+        only_input["toolCall"]["locations"] = json!([]);
+        let answer = h.handle(ask(only_input)).await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "no");
+        let inside = dir.path().canonicalize().unwrap().join("in.txt");
+        let answer = h.handle(ask(write_request("in", inside.to_str().unwrap()))).await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "yes");
+        assert_eq!(asked.lock().unwrap().iter().map(|a| a.allowed).collect::<Vec<_>>(), [false, false, true]);
+    }
+
+    #[tokio::test]
+    async fn an_undecodable_request_is_withdrawn_and_its_call_still_recorded() {
+        let (h, declined, asked, _dir) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let broken = json!({"sessionId": "s", "toolCall": {"toolCallId": "c", "kind": 7}, "options": "none"});
+        let answer = h.handle(ask(broken)).await.unwrap();
+        assert_eq!(answer, json!({"outcome": {"outcome": "cancelled"}}));
+        assert!(declined.lock().unwrap().contains_key("c"));
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        let answer = h.handle(ask(json!({"nothing": true}))).await.unwrap();
+        assert_eq!(answer, json!({"outcome": {"outcome": "cancelled"}}));
+    }
+
+    /// Decides only when told to.
+    struct Gate(tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>);
+
+    impl Approver for Gate {
+        fn decide(&self, _r: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            let open = self.0.try_lock().ok().and_then(|mut r| r.take());
+            Box::pin(async move {
+                if let Some(open) = open {
+                    let _ = open.await;
+                }
+                Ok(ApprovalDecision::Allow)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_late_answer_of_an_ended_turn_is_not_recorded_into_the_next() {
+        let (open, gate) = tokio::sync::oneshot::channel();
+        let (h, declined, asked, dir) = handler(Arc::new(Gate(tokio::sync::Mutex::new(Some(gate)))));
+        let inside = dir.path().canonicalize().unwrap().join("in.txt");
+        let pending = h.handle(ask(write_request("old", inside.to_str().unwrap())));
+        // The turn ends (without a cancel reaching this request) and the next begins.
+        h.begin_turn();
+        open.send(()).unwrap();
+        let answer = pending.await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "yes", "the agent still gets its answer");
+        assert!(asked.lock().unwrap().is_empty(), "no phantom call in the new turn");
+        assert!(declined.lock().unwrap().is_empty());
+    }
 
     fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
         PermissionOption { option_id: id.into(), name: id.into(), kind }
