@@ -285,6 +285,28 @@ fn an_agent_of_another_protocol_version_is_refused_naming_both_and_stopped() {
 }
 
 #[test]
+fn an_initialize_answer_of_an_unknown_shape_is_refused_for_its_version_or_its_shape() {
+    // Another version in a shape this decoder does not know: refused for the version it names.
+    let place = Place::new();
+    let pid = place.root.join("agent.pid");
+    let agent = place.agent(json!({"protocolVersion": 2, "authMethods": "a string", "pidFile": pid}));
+    let out = place.run(&agent, &[], "hi");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("protocol version 2") && stderr.contains("speaks version 1"), "{stderr}");
+    assert!(!alive(pid_in(&pid)), "the refused agent was stopped");
+    // Version 1 that does not decode: a handshake error with the decoder's reason.
+    let place = Place::new();
+    let pid = place.root.join("agent.pid");
+    let agent = place.agent(json!({"authMethods": "a string", "pidFile": pid}));
+    let out = place.run(&agent, &[], "hi");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("initialize answer does not decode") && stderr.contains("invalid type"), "{stderr}");
+    assert!(!alive(pid_in(&pid)), "the agent was stopped");
+}
+
+#[test]
 fn an_agent_that_needs_a_login_names_its_methods_and_one_can_be_chosen() {
     let place = Place::new();
     let methods = json!([{"id": "api-key", "name": "API key"}, {"id": "chatgpt", "name": "ChatGPT"}]);
