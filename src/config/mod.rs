@@ -29,6 +29,7 @@ declare::settings_root! {
     logs => LogSettings, LogFile, LogFlags;
     codex => CodexSettings, CodexFile, CodexFlags;
     claude => ClaudeSettings, ClaudeFile, ClaudeFlags;
+    acp => AcpSettings, AcpFile, AcpFlags;
     agents => AgentSettings, AgentFile, AgentFlags;
     serve => ServeSettings, ServeFile, ServeFlags;
     containment => ContainmentSettings, ContainmentFile, ContainmentFlags;

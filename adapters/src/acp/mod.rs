@@ -15,8 +15,8 @@ pub mod handler;
 pub mod mapping;
 pub mod session;
 
-pub use backend::AcpBackend;
-pub use config::{AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError};
+pub use backend::{AcpBackend, AcpOptions};
+pub use config::{AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError, env_names};
 pub use mapping::TurnMapper;
 pub use session::{AcpError, AcpSession, SessionReady};
 
