@@ -166,7 +166,7 @@ impl FsRoot {
         let mut out = Vec::new();
         let mut index = 0usize;
         let too_large = || FsError::TooLarge { path: path.to_owned(), bytes, limit: max_bytes };
-        while !take.is_some_and(|t| index >= skip + t) {
+        while take.is_none_or(|t| index < skip + t) {
             let room =
                 if index >= skip { Some(usize::try_from(max_bytes).unwrap_or(usize::MAX) - out.len()) } else { None };
             match next_line(&mut reader, &mut out, room).map_err(io)? {
