@@ -143,6 +143,11 @@ impl AcpBackend {
         config
     }
 
+    /// The launch config of `program` in `cwd` (for the doctor's checks).
+    pub(super) fn config_for(&self, program: PathBuf, cwd: PathBuf) -> AcpConfig {
+        self.config(program, cwd)
+    }
+
     async fn open_session(&self, settings: OpenSettings, hooks: SessionHooks) -> Result<AcpNative, BackendError> {
         // The agent's own tools live in its process and ACP has no way to take one away.
         if let Some(denied) = settings.native_tools.denied().first().copied() {
@@ -233,6 +238,10 @@ impl Backend for AcpBackend {
                 Err(error) => ProbeReport::unavailable(program, None, error.to_string()),
             }
         })
+    }
+
+    fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
+        Some(self)
     }
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {

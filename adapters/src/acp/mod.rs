@@ -10,6 +10,7 @@
 
 pub mod backend;
 pub mod config;
+mod diagnose;
 pub mod fs;
 pub mod handler;
 pub mod mapping;

@@ -423,6 +423,11 @@ impl AcpSession {
         driven.finish(Some(session_id.into()))
     }
 
+    /// The `authMethods[].id`s the agent offered in `initialize`.
+    pub fn auth_methods(&self) -> &[String] {
+        &self.auth_methods
+    }
+
     /// Whether the agent was stopped because it did not end a turn.
     pub fn is_stopped(&self) -> bool {
         self.stopped
