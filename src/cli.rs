@@ -159,7 +159,10 @@ impl Cli {
         flags.bridge.state_dir.clone_from(&self.state_dir);
         flags.bridge.pass_env.clone_from(&self.pass_env);
         match &self.command {
-            Command::Run { backend, .. } => flags.run.backend.clone_from(backend),
+            Command::Run { backend, agent, .. } => {
+                flags.run.backend.clone_from(backend);
+                flags.acp.agent.clone_from(agent);
+            }
             Command::Reap { grace_ms } => flags.reap.grace_ms = *grace_ms,
             _ => {}
         }
@@ -207,7 +210,8 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             let registry = crate::acp_cli::with_agent(
                 crate::demo::run_registry_configured(&settings),
                 &backend,
-                agent.as_deref(),
+                agent.is_some(),
+                &settings.backend_options(),
                 agent_env,
             )?;
             let args =

@@ -285,6 +285,28 @@ fn an_agent_of_another_protocol_version_is_refused_naming_both_and_stopped() {
 }
 
 #[test]
+fn an_initialize_answer_of_an_unknown_shape_is_refused_for_its_version_or_its_shape() {
+    // Another version in a shape this decoder does not know: refused for the version it names.
+    let place = Place::new();
+    let pid = place.root.join("agent.pid");
+    let agent = place.agent(json!({"protocolVersion": 2, "authMethods": "a string", "pidFile": pid}));
+    let out = place.run(&agent, &[], "hi");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("protocol version 2") && stderr.contains("speaks version 1"), "{stderr}");
+    assert!(!alive(pid_in(&pid)), "the refused agent was stopped");
+    // Version 1 that does not decode: a handshake error with the decoder's reason.
+    let place = Place::new();
+    let pid = place.root.join("agent.pid");
+    let agent = place.agent(json!({"authMethods": "a string", "pidFile": pid}));
+    let out = place.run(&agent, &[], "hi");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("initialize answer does not decode") && stderr.contains("invalid type"), "{stderr}");
+    assert!(!alive(pid_in(&pid)), "the agent was stopped");
+}
+
+#[test]
 fn an_agent_that_needs_a_login_names_its_methods_and_one_can_be_chosen() {
     let place = Place::new();
     let methods = json!([{"id": "api-key", "name": "API key"}, {"id": "chatgpt", "name": "ChatGPT"}]);
@@ -376,4 +398,46 @@ fn the_agent_sees_the_variables_agent_env_names_and_no_others() {
     assert!(lines.contains(&"ACP_TEST_LISTED=by-list"), "{env}");
     assert!(!env.contains("ACP_TEST_HIDDEN"), "only named variables pass: {env}");
     assert!(!env.contains("ACP_TEST_ABSENT"), "{env}");
+}
+
+/// The `[acp]` area of the config file names the agent, the variables it sees and the auth method;
+/// `--agent` wins over `CLAWBRIDGE_ACP_AGENT`, which wins over the file.
+#[test]
+fn the_config_files_acp_area_names_the_agent_and_the_variables_and_flags_win() {
+    let place = Place::new();
+    let env_file = place.root.join("agent.env");
+    let agent = place.agent(json!({"envFile": env_file, "turns": [[{"say": "from the file"}]]}));
+    let config = place.root.join("config.toml");
+    let toml_string = |s: &str| serde_json::to_string(s).unwrap();
+    let text = format!("[acp]\nagent = {}\nagent-env = \"ACP_TEST_FROM_FILE\"\n", toml_string(&agent));
+    std::fs::write(&config, text).unwrap();
+    let run = |extra: &[&str], env_agent: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+        command
+            .args(["--config", config.to_str().unwrap(), "run", "--json", "--backend", "acp"])
+            .args(extra)
+            .arg("hi")
+            .current_dir(&place.cwd)
+            .env("CLAWBRIDGE_STATE_DIR", &place.state)
+            .env("ACP_TEST_FROM_FILE", "seen")
+            .env_remove("CLAWBRIDGE_ACP_AGENT")
+            .env_remove("CLAWBRIDGE_ACP_AGENT_ENV")
+            .env_remove("CLAWBRIDGE_ACP_AUTH_METHOD");
+        if let Some(line) = env_agent {
+            command.env("CLAWBRIDGE_ACP_AGENT", line);
+        }
+        command.output().expect("clawbridge runs")
+    };
+    let out = run(&[], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(assistant_text(&parse(&out).0), "from the file");
+    let env = std::fs::read_to_string(&env_file).unwrap();
+    assert!(env.lines().any(|l| l == "ACP_TEST_FROM_FILE=seen"), "the file's agent-env: {env}");
+
+    let missing = place.root.join("no-such-agent");
+    let out = run(&[], Some(missing.to_str().unwrap()));
+    assert!(!out.status.success(), "the variable wins over the file");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-agent"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["--agent", &agent], Some(missing.to_str().unwrap()));
+    assert!(out.status.success(), "--agent wins: {}", String::from_utf8_lossy(&out.stderr));
 }

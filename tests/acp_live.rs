@@ -15,7 +15,8 @@ use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use clawbridge_fixtures::peers::acp::{
-    AcpAgent, AcpSandbox, MARKER, command_mock, long_command, marker_command, text_mock, write_outside_mock,
+    AcpAgent, AcpSandbox, MARKER, SECOND_REPLY, command_mock, long_command, marker_command, two_replies_mock,
+    write_outside_mock,
 };
 use clawbridge_fixtures::peers::{describe_requests, peers_required, strings};
 use serde_json::Value;
@@ -128,7 +129,7 @@ per_agent!(
     /// agent's stored sessions deleted, a third process names why it could not resume.
     a_text_turn_and_a_new_process_resuming_it);
 async fn a_text_turn_and_a_new_process_resuming_it(agent: AcpAgent) {
-    let acp = AcpSandbox::new(agent, &text_mock()).await.unwrap();
+    let acp = AcpSandbox::new(agent, &two_replies_mock()).await.unwrap();
     let state = tempfile::tempdir().unwrap();
     let first = run(&acp, state.path(), &["--session", "s1", "Say hello."]).await;
     assert!(first.status.success(), "{}", describe(&first));
@@ -142,8 +143,23 @@ async fn a_text_turn_and_a_new_process_resuming_it(agent: AcpAgent) {
     assert!(second.status.success(), "{}", describe(&second));
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(!stderr.contains("could not resume"), "{}: the session loads: {stderr}", agent.name());
-    let (_, result) = events_and_result(&second);
+    let (events, result) = events_and_result(&second);
     assert_eq!(result["nativeSessionId"], session.as_str(), "the same session: {}", describe(&second));
+    // The load replays the first turn; none of it is mirrored as this turn's.
+    // Only this turn's reply (codex-acp puts Codex's warning about the mock's model name before
+    // it, docs/peers/acp.md).
+    let text = assistant_text(&result);
+    let before = text.strip_suffix(SECOND_REPLY).unwrap_or_else(|| panic!("{}: {}", agent.name(), describe(&second)));
+    assert!(
+        before.is_empty() || (agent == AcpAgent::CodexAcp && before.starts_with("Model metadata for `mock-model`")),
+        "{}: only this turn's text: {}",
+        agent.name(),
+        describe(&second)
+    );
+    for replayed in ["Say hello.", "Hello from the mock model."] {
+        let mirrored: Vec<&Value> = events.iter().filter(|e| strings(e).iter().any(|s| s.contains(replayed))).collect();
+        assert!(mirrored.is_empty(), "{}: the replayed {replayed:?} was mirrored: {mirrored:#?}", agent.name());
+    }
     let requests = acp.mock.model_requests();
     let last = requests.last().expect("model requests");
     let texts = strings(&last.body);
@@ -208,6 +224,15 @@ async fn a_tool_call_denied(agent: AcpAgent) {
     assert_eq!(terminals[0]["outcome"]["kind"], "declined", "{}", describe(&out));
     assert!(!assistant_text(&result).contains(MARKER), "the command did not run: {}", describe(&out));
     assert!(!acp.work().join("out.txt").exists(), "the command did not run");
+    // codex-acp ends the turn itself (`cancelled`) after a refusal: a failure naming why, not an
+    // abort nobody asked for; Claude Code tells the model and finishes its answer.
+    let (kind, message) = match agent {
+        AcpAgent::CodexAcp => ("failed", "declined permission"),
+        AcpAgent::ClaudeAgentAcp => ("ok", ""),
+    };
+    assert_eq!(result["terminal"]["kind"], kind, "{}: {}", agent.name(), describe(&out));
+    let said = result["terminal"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains(message), "{}: {}", agent.name(), describe(&out));
 }
 
 per_agent!(
@@ -237,9 +262,18 @@ async fn a_cancel_in_the_middle_of_a_tool(agent: AcpAgent) {
     })
     .await;
     assert_eq!(started, Ok(true), "{}: the tool never started: {seen:#?}", agent.name());
-    // The tool was announced running; give its process a moment to exist, so the cancel stops a
-    // running command rather than racing its spawn (the assertions below hold either way).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The tool was announced running; wait (bounded) until its process exists, so the cancel
+    // provably stops a running command rather than racing its spawn.
+    let tool = tokio::time::timeout(RUN_LIMIT, async {
+        loop {
+            if let Some(pid) = acp.processes().into_iter().find(|pid| is_the_long_tool(*pid)) {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{}: the tool's process never ran: {seen:#?}", agent.name()));
     let pid = child.id().expect("the bridge runs") as i32;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
     let rest = tokio::time::timeout(RUN_LIMIT, async {
@@ -264,13 +298,24 @@ async fn a_cancel_in_the_middle_of_a_tool(agent: AcpAgent) {
     assert_eq!(terminals[0]["executionStarted"], true, "{}: {seen:#?}", agent.name());
     assert_one_terminal_per_call(agent, &events[..events.len() - 1]);
     let left = acp.processes();
+    assert!(!left.contains(&tool), "{}: the tool's process {tool} survived the cancel", agent.name());
     assert!(left.is_empty(), "{}: processes of the sandbox are left: {left:?}", agent.name());
 }
 
+/// Whether `pid` is the long command's `tail` (by its argv in /proc; a vanished process is not).
+fn is_the_long_tool(pid: i32) -> bool {
+    let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut words = argv.split(|b| *b == 0);
+    words.next().is_some_and(|program| program.ends_with(b"tail")) && words.next() == Some(b"-f".as_slice())
+}
+
 per_agent!(
-    /// The model writes a file outside the working directory with the agent's own tool; the bridge
-    /// refuses the permission request, nothing is written, and the tool's one terminal says it never
-    /// ran.
+    /// The model writes a file outside the working directory with the agent's own tool; nothing is
+    /// written, and the tool's one terminal says it never ran. claude-agent-acp runs with the host
+    /// approving everything: its `Write` request names the path (`locations`, `rawInput.file_path`),
+    /// and the bridge's confinement refuses it without asking the host. codex-acp's escalated shell
+    /// command names no path the bridge can check (a command line), so there only the host's refusal
+    /// (and Codex's own sandbox) stand in the way (docs/peers/acp.md).
     a_write_outside_the_cwd_is_refused);
 async fn a_write_outside_the_cwd_is_refused(agent: AcpAgent) {
     // A directory of its own, so the path is outside the sandbox's cwd whatever the agent.
@@ -278,13 +323,22 @@ async fn a_write_outside_the_cwd_is_refused(agent: AcpAgent) {
     let target = outside.path().join(format!("{}.txt", agent.name()));
     let acp = AcpSandbox::new(agent, &write_outside_mock(agent, &target)).await.unwrap();
     let state = tempfile::tempdir().unwrap();
-    let out = run(&acp, state.path(), &["--deny", "Please write the file."]).await;
+    let decision = match agent {
+        AcpAgent::ClaudeAgentAcp => "--approve",
+        AcpAgent::CodexAcp => "--deny",
+    };
+    let out = run(&acp, state.path(), &[decision, "Please write the file."]).await;
     let (events, _) = events_and_result(&out);
     assert!(!target.exists(), "{}: the file outside the cwd was written: {}", agent.name(), describe(&out));
     assert_one_terminal_per_call(agent, &events);
     let terminals = tool_terminals(&events);
     assert_eq!(terminals.len(), 1, "{}", describe(&out));
     assert_eq!(terminals[0]["executionStarted"], false, "{}", describe(&out));
+    assert_eq!(terminals[0]["outcome"]["kind"], "declined", "{}", describe(&out));
+    if agent == AcpAgent::ClaudeAgentAcp {
+        let reason = terminals[0]["outcome"]["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("outside the session's directory"), "refused by confinement: {}", describe(&out));
+    }
     let requests = acp.mock.model_requests();
     assert!(!requests.is_empty(), "the model asked for the write:\n{}", describe_requests(&requests));
 }

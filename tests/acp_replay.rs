@@ -62,6 +62,7 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
     let reports = observed.reports();
     let mut ids: Vec<&str> = reports.iter().map(|r| r.tool_call_id.as_str()).collect();
     let all = ids.len();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), all, "{scenario}: each tool call reported once: {reports:?}");
     let outcome = session.shutdown().await.expect("the agent was running");
@@ -305,4 +306,41 @@ async fn an_agent_silent_mid_answer_ends_the_turn_as_a_timeout() {
     assert_eq!(streamed, recorded, "what arrived before the silence was streamed");
     session.shutdown().await;
     assert!(!clawbridge_bridge::supervisor::group_alive(pid), "the agent is gone");
+}
+
+/// Conformance guard: every `session/update` the real agents sent decodes into a known variant (or
+/// an unknown kind, which the spec allows), never into a decode failure of a kind the protocol
+/// crate types; and every `session/request_permission` decodes into its typed params. A peer
+/// upgrade that changes a shape fails here, before a turn quietly loses the update.
+#[test]
+fn every_update_and_permission_request_in_the_real_recordings_decodes() {
+    use clawbridge_protocol::acp::{RequestPermissionParams, SessionNotification, SessionUpdate, methods};
+    let mut checked = 0;
+    for agent in AcpAgent::ALL {
+        for (scenario, ..) in scenarios(agent) {
+            for line in recorded_lines(agent, scenario).iter().skip(1) {
+                let line: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{scenario}: {e}: {line}"));
+                if line["dir"] != "from_agent" {
+                    continue;
+                }
+                let message = &line["json"];
+                match message["method"].as_str() {
+                    Some(methods::SESSION_UPDATE) => {
+                        let note = SessionNotification::decode(Some(message["params"].clone()));
+                        if let SessionUpdate::Unknown { kind, decode_error: Some(error), .. } = note.update {
+                            panic!("{}/{scenario}: a `{kind}` update does not decode: {error}", agent.name());
+                        }
+                        checked += 1;
+                    }
+                    Some(methods::REQUEST_PERMISSION) => {
+                        serde_json::from_value::<RequestPermissionParams>(message["params"].clone())
+                            .unwrap_or_else(|e| panic!("{}/{scenario}: a permission request: {e}", agent.name()));
+                        checked += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(checked > 10, "the recordings hold updates: {checked}");
 }

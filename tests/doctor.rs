@@ -463,3 +463,35 @@ fn a_symlink_at_the_log_file_fails_the_log_file_check() {
         format!("FAIL  {}: a symlink, which the bridge refuses to log through", logs.join("clawbridge.log").display());
     assert!(line.ends_with(&expected), "{}", text(&out));
 }
+
+/// The ACP backend's checks against the scripted fake ACP agent: one that needs no login passes;
+/// one offering auth methods with none configured warns naming them, and one configured passes.
+#[test]
+fn an_acp_agent_is_found_from_its_command_line_and_its_handshake_and_auth_are_checked() {
+    let home = tempfile::tempdir().unwrap();
+    let agent = |name: &str, script: Value| {
+        let path = home.path().join(format!("{name}.json"));
+        std::fs::write(&path, script.to_string()).unwrap();
+        format!("{} --script {}", clawbridge_fixtures::fixture_bin("fake-acp-agent").display(), path.display())
+    };
+    let fine = agent("fine", json!({}));
+    let out = doctor(home.path(), &[("CLAWBRIDGE_ACP_AGENT", fine.as_ref())], &[]);
+    let found = check(&out, "acp", "found");
+    assert_eq!(found.verdict, "ok", "{}", text(&out));
+    assert!(found.summary.contains("from the configured command line"), "{}", text(&out));
+    let handshake = check(&out, "acp", "handshake");
+    assert_eq!(handshake.verdict, "ok", "{}", text(&out));
+    assert!(handshake.summary.contains("fake-acp-agent 0.1.0") && handshake.summary.contains("protocol version 1"));
+    assert_eq!(check(&out, "acp", "auth").verdict, "ok", "{}", text(&out));
+
+    let login = agent("login", json!({"authMethods": [{"id": "api-key", "name": "API key"}]}));
+    let out = doctor(home.path(), &[("CLAWBRIDGE_ACP_AGENT", login.as_ref())], &[]);
+    let auth = check(&out, "acp", "auth");
+    assert_eq!(auth.verdict, "warn", "{}", text(&out));
+    assert!(auth.summary.contains("[api-key]"), "{}", text(&out));
+    assert!(auth.fix.as_deref().is_some_and(|f| f.contains("CLAWBRIDGE_ACP_AUTH_METHOD")), "{}", text(&out));
+    let env = [("CLAWBRIDGE_ACP_AGENT", login.as_ref()), ("CLAWBRIDGE_ACP_AUTH_METHOD", "api-key".as_ref())];
+    assert_eq!(check(&doctor(home.path(), &env, &[]), "acp", "auth").verdict, "ok");
+    let env = [("CLAWBRIDGE_ACP_AGENT", login.as_ref()), ("CLAWBRIDGE_ACP_AUTH_METHOD", "oauth".as_ref())];
+    assert_eq!(check(&doctor(home.path(), &env, &[]), "acp", "auth").verdict, "FAIL");
+}

@@ -57,7 +57,7 @@ pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registr
         }))
         .with(Arc::new(codex::CodexBackend::native().configured(options.codex.clone(), options.codex_home.clone())))
         .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())));
-    let acp = acp::AcpBackend::from_env();
+    let acp = options.acp.as_ref().map_or_else(acp::AcpBackend::from_env, acp::AcpBackend::from_options);
     if acp.is_configured() { registry.with(Arc::new(acp)) } else { registry }
 }
 
@@ -75,6 +75,8 @@ pub struct BackendOptions {
     pub claude: AgentOptions,
     /// How many Claude CLIs stay warm, and for how long.
     pub claude_pool: Option<claude::pool::PoolConfig>,
+    /// The ACP agent; `None`: its variables (`CLAWBRIDGE_ACP_AGENT`, …).
+    pub acp: Option<acp::AcpOptions>,
 }
 
 /// What the operator configured for one native backend's processes.

@@ -26,7 +26,8 @@ export const ACP_AGENT_ENV = "CLAWBRIDGE_ACP_AGENT";
  *   login and config (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, the bridge's env); nothing is forwarded.
  */
 export const AUTH_MODES = Object.freeze(["host", "harness"]);
-/** Every harness's auth when the config names none for it: OpenClaw owns credentials. */
+/** Every harness's auth when the config names none for it: OpenClaw owns credentials. (Not
+ * `clawbridge-acp`'s: always "harness", since ACP agents authenticate themselves.) */
 export const DEFAULT_AUTH_MODE = "host";
 
 /**
@@ -137,6 +138,14 @@ export function resolveConfig(raw, logger) {
   if (cfg.auth !== undefined && authConfig !== cfg.auth) warn("auth must map harness ids to \"host\" or \"harness\"; ignored");
   for (const harness of harnesses) {
     const mode = authConfig[harness];
+    // The bridge never hands an ACP agent the route's endpoint or key (ACP has no way to), so the
+    // agent always authenticates itself: "host" would claim what does not happen.
+    if (harness === ACP_HARNESS) {
+      if (mode === "host") warn(`auth.${ACP_HARNESS} cannot be "host": the bridge passes no route auth to ACP agents; using "harness"`);
+      else if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "harness"`);
+      auth[harness] = "harness";
+      continue;
+    }
     if (mode !== undefined && !AUTH_MODES.includes(mode)) warn(`auth.${harness} must be "host" or "harness"; using "${DEFAULT_AUTH_MODE}"`);
     auth[harness] = AUTH_MODES.includes(mode) ? mode : DEFAULT_AUTH_MODE;
   }

@@ -26,6 +26,8 @@ test("clawbridge-acp is registered, labelled, only when an ACP agent is configur
     const acp = withAgent.find((h) => h.id === "clawbridge-acp");
     assert.ok(acp, "registered with an agent");
     assert.equal(acp.label, "ACP agent (clawbridge)");
+    // The bridge passes no route auth to ACP agents: the agent authenticates itself.
+    assert.equal(acp.authBootstrap, "harness");
 
     const cfg = resolveConfig({ acpAgent: "agent --acp", env: { CODEX_HOME: "/c" } });
     assert.equal(cfg.env.CLAWBRIDGE_ACP_AGENT, "agent --acp", "the bridge gets the command line");
@@ -39,6 +41,13 @@ test("clawbridge-acp is registered, labelled, only when an ACP agent is configur
     assert.deepEqual(asked.harnesses, ["clawbridge-codex"], "listed without an agent: left out");
     assert.match(log.lines.join("\n"), /acpAgent must be a non-empty command line/);
     assert.match(log.lines.join("\n"), /clawbridge-acp needs an agent command/);
+
+    assert.equal(cfg.auth["clawbridge-acp"], "harness", "ACP's default auth is the agent's own");
+    assert.equal(cfg.auth["clawbridge-codex"], "host", "the others keep theirs");
+    const hostLog = logger();
+    const host = resolveConfig({ acpAgent: "agent", auth: { "clawbridge-acp": "host" } }, hostLog);
+    assert.equal(host.auth["clawbridge-acp"], "harness");
+    assert.match(hostLog.lines.join("\n"), /cannot be "host": the bridge passes no route auth to ACP agents/);
   } finally {
     if (saved === undefined) delete process.env.CLAWBRIDGE_ACP_AGENT;
     else process.env.CLAWBRIDGE_ACP_AGENT = saved;

@@ -122,6 +122,30 @@ settings_area! {
 }
 
 settings_area! {
+    /// The ACP backend: any Agent Client Protocol agent.
+    "acp" => AcpSettings, AcpFile, AcpFlags {
+        /// The ACP agent's command line, split as a shell would (e.g. `npx -y some-agent --acp`).
+        agent: String,
+        flag Some("--agent"),
+        env ["CLAWBRIDGE_ACP_AGENT"],
+        default None,
+        shown "none (no acp backend)";
+        /// Variables of the bridge's environment the ACP agent also sees, comma-separated (`run --agent-env NAME` adds to them).
+        agent_env: String,
+        flag None,
+        env ["CLAWBRIDGE_ACP_AGENT_ENV"],
+        default None,
+        shown "none";
+        /// The auth method id to `authenticate` with when the ACP agent requires a login.
+        auth_method: String,
+        flag None,
+        env ["CLAWBRIDGE_ACP_AUTH_METHOD"],
+        default None,
+        shown "none (never authenticates)";
+    }
+}
+
+settings_area! {
     /// `clawbridge run`.
     "run" => RunSettings, RunFile, RunFlags {
         /// The backend `run` uses: demo, codex or claude.

@@ -29,6 +29,7 @@ declare::settings_root! {
     logs => LogSettings;
     codex => CodexSettings;
     claude => ClaudeSettings;
+    acp => AcpSettings;
     agents => AgentSettings;
     serve => ServeSettings;
     containment => ContainmentSettings;

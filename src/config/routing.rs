@@ -36,6 +36,17 @@ impl Settings {
             codex_home: self.codex.home.value.clone(),
             claude: agent(&self.claude.bin, "claude.bin"),
             claude_pool: Some(claude_pool),
+            acp: Some(clawbridge_adapters::acp::AcpOptions {
+                agent: self.acp.agent.value.clone(),
+                agent_env: self
+                    .acp
+                    .agent_env
+                    .value
+                    .as_deref()
+                    .map(clawbridge_adapters::acp::env_names)
+                    .unwrap_or_default(),
+                auth_method: self.acp.auth_method.value.clone(),
+            }),
         }
     }
 }

@@ -33,7 +33,7 @@ fn a_call_only_asked_about_gets_its_start_and_one_terminal_at_the_turns_end() {
     let mut mapper = TurnMapper::new("t", declined.clone()).with_asked(asked_calls.clone());
     let mut events = mapper.start();
     // What the handler records when the host refuses a call the agent announced nowhere else.
-    declined.lock().unwrap().insert("refused".into());
+    declined.lock().unwrap().insert("refused".into(), super::mapping::HOST_DECLINED.into());
     asked_calls.lock().unwrap().push(asked("refused", false));
     events.extend(mapper.finish(&PromptResponse { stop_reason: StopReason::Cancelled, usage: None }));
     let started: Vec<&str> = events

@@ -69,6 +69,17 @@ impl Default for AcpBackend {
     }
 }
 
+/// What the operator configured for the ACP backend (each as its variable means it).
+#[derive(Clone, Debug, Default)]
+pub struct AcpOptions {
+    /// The agent's command line (`CLAWBRIDGE_ACP_AGENT`).
+    pub agent: Option<String>,
+    /// Variables the agent also sees (`CLAWBRIDGE_ACP_AGENT_ENV`).
+    pub agent_env: Vec<String>,
+    /// The auth method to authenticate with (`CLAWBRIDGE_ACP_AUTH_METHOD`).
+    pub auth_method: Option<String>,
+}
+
 impl AcpBackend {
     /// The agent `CLAWBRIDGE_ACP_AGENT` names (none when unset), seeing the variables
     /// `CLAWBRIDGE_ACP_AGENT_ENV` lists, authenticating with `CLAWBRIDGE_ACP_AUTH_METHOD` if asked.
@@ -78,6 +89,17 @@ impl AcpBackend {
             agent: var(AGENT_ENV).map(|line| AgentCommand::parse(&line)),
             pass_env: var(AGENT_ENV_PASS).map(|list| env_names(&list)).unwrap_or_default(),
             auth_method: var(AUTH_METHOD_ENV),
+            ..AcpBackend::default()
+        }
+    }
+
+    /// The agent the operator's settings name (the `[acp]` area: file, variables, `--agent`).
+    pub fn from_options(options: &AcpOptions) -> Self {
+        let set = |value: &Option<String>| value.clone().filter(|v| !v.trim().is_empty());
+        AcpBackend {
+            agent: set(&options.agent).map(|line| AgentCommand::parse(&line)),
+            pass_env: options.agent_env.clone(),
+            auth_method: set(&options.auth_method),
             ..AcpBackend::default()
         }
     }
@@ -119,6 +141,11 @@ impl AcpBackend {
         config.env.inherit.extend(self.pass_env.iter().cloned());
         config.auth_method.clone_from(&self.auth_method);
         config
+    }
+
+    /// The launch config of `program` in `cwd` (for the doctor's checks).
+    pub(super) fn config_for(&self, program: PathBuf, cwd: PathBuf) -> AcpConfig {
+        self.config(program, cwd)
     }
 
     async fn open_session(&self, settings: OpenSettings, hooks: SessionHooks) -> Result<AcpNative, BackendError> {
@@ -211,6 +238,10 @@ impl Backend for AcpBackend {
                 Err(error) => ProbeReport::unavailable(program, None, error.to_string()),
             }
         })
+    }
+
+    fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
+        Some(self)
     }
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {

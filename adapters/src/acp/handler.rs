@@ -3,6 +3,7 @@
 //! request is answered; a failure, a timeout or a cancelled turn gets the safe answer (reject,
 //! `cancelled`, an error), and any other method `-32601`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use clawbridge_bridge::attempt::hooks::{ApprovalDecision, ApprovalKind, Approval
 use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, RequestHandler};
 use clawbridge_protocol::acp::{
     PermissionOption, PermissionOptionKind, PermissionOutcome, ReadTextFileParams, ReadTextFileResponse,
-    RequestPermissionParams, RequestPermissionResponse, ToolKind, WriteTextFileParams, codes as acp_codes, methods,
+    RequestPermissionParams, RequestPermissionResponse, ToolCallUpdate, ToolKind, WriteTextFileParams,
+    codes as acp_codes, methods,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
@@ -20,7 +22,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::fs::{FsError, FsRoot};
-use super::mapping::{Asked, AskedCall, Declined, MAX_ASKED, tool_call};
+use super::mapping::{Asked, AskedCall, Declined, HOST_DECLINED, MAX_ASKED, tool_call};
 
 /// What the handler needs to answer file requests.
 #[derive(Clone, Debug)]
@@ -47,6 +49,9 @@ pub struct AcpRequestHandler {
     asked: Asked,
     /// Cancelled when the running turn is cancelled: pending permission requests answer `cancelled`.
     turn_cancel: Mutex<CancellationToken>,
+    /// The running turn's number: a permission answered after its turn ended (a cancelled turn's
+    /// late future) must not record its call into the next turn.
+    turn: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for AcpRequestHandler {
@@ -73,11 +78,13 @@ impl AcpRequestHandler {
             declined,
             asked,
             turn_cancel: Mutex::new(CancellationToken::new()),
+            turn: Arc::new(AtomicU64::new(0)),
         })
     }
 
     /// A new turn begins: permission requests are decided again (not `cancelled`).
     pub fn begin_turn(&self) {
+        self.turn.fetch_add(1, Ordering::SeqCst);
         if let Ok(mut token) = self.turn_cancel.lock() {
             *token = CancellationToken::new();
         }
@@ -100,7 +107,52 @@ impl AcpRequestHandler {
         self.turn_cancel.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
+    /// Why the bridge itself refuses a permission request, without asking the approver: a path it
+    /// names resolves outside the session's directory (the agents write with their own tools, so
+    /// this is where confinement holds), or it edits files while the host's policy forbids edits.
+    fn refusal(&self, call: &ToolCallUpdate) -> Option<String> {
+        let edits = matches!(call.kind, Some(ToolKind::Edit | ToolKind::Delete | ToolKind::Move));
+        if edits && !self.fs.edits_allowed {
+            return Some(FsError::EditsDisabled.to_string());
+        }
+        named_paths(call).into_iter().find_map(|path| self.fs.root.check(&path).err().map(|e| e.to_string()))
+    }
+
+    /// Records the turn's answer to `asked_about` unless that turn has ended.
+    fn recorder(&self, asked_about: ToolCallUpdate) -> impl FnOnce(bool, Option<String>) + Send + 'static {
+        let (declined, asked, turn) = (self.declined.clone(), self.asked.clone(), self.turn.clone());
+        let generation = turn.load(Ordering::SeqCst);
+        move |allowed, reason| {
+            if turn.load(Ordering::SeqCst) != generation {
+                tracing::debug!(call = %asked_about.tool_call_id, "a permission answer arrived after its turn ended");
+                return;
+            }
+            if !allowed {
+                if let Ok(mut declined) = declined.lock() {
+                    if declined.len() < MAX_ASKED {
+                        let why = reason.unwrap_or_else(|| HOST_DECLINED.to_owned());
+                        declined.insert(asked_about.tool_call_id.clone(), why);
+                    }
+                }
+            }
+            if let Ok(mut asked) = asked.lock() {
+                if asked.len() < MAX_ASKED {
+                    asked.push(AskedCall { update: asked_about, allowed });
+                }
+            }
+        }
+    }
+
     fn permission(&self, params: RequestPermissionParams) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let record = self.recorder(params.tool_call.clone());
+        if let Some(why) = self.refusal(&params.tool_call) {
+            tracing::info!(call = %params.tool_call.tool_call_id, %why, "refused a permission request without asking the host");
+            let outcome = choose(&params.options, &ApprovalDecision::Deny { message: None });
+            record(false, Some(why));
+            return Box::pin(async move {
+                Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
+            });
+        }
         let call = tool_call(&params.tool_call);
         let kind = match params.tool_call.kind {
             Some(ToolKind::Execute) => ApprovalKind::Command,
@@ -115,9 +167,8 @@ impl AcpRequestHandler {
             reason: params.tool_call.title.clone(),
         };
         let (approver, activity, limit) = (self.approver.clone(), self.activity.clone(), self.approval_timeout);
-        let (cancel, declined, asked) = (self.turn_token(), self.declined.clone(), self.asked.clone());
+        let cancel = self.turn_token();
         let options = params.options;
-        let asked_about = params.tool_call;
         Box::pin(async move {
             let outcome = if cancel.is_cancelled() {
                 PermissionOutcome::Cancelled
@@ -132,18 +183,29 @@ impl AcpRequestHandler {
             let allowed = matches!(&outcome, PermissionOutcome::Selected { option_id }
                 if options.iter().any(|o| &o.option_id == option_id
                     && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)));
-            if !allowed {
-                if let Ok(mut declined) = declined.lock() {
-                    declined.insert(call.call_id);
-                }
-            }
-            if let Ok(mut asked) = asked.lock() {
-                if asked.len() < MAX_ASKED {
-                    asked.push(AskedCall { update: asked_about, allowed });
-                }
-            }
+            record(allowed, None);
             Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
         })
+    }
+
+    /// A permission request that does not decode: withdrawn (`cancelled` needs no options), and
+    /// the call it names, if any, still recorded as declined so it gets its terminal.
+    fn undecodable_permission(
+        &self,
+        request: &Request,
+        error: &HandlerError,
+    ) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        tracing::warn!(%error, "answering an undecodable permission request `cancelled`");
+        let raw: Value =
+            request.params.as_deref().and_then(|r| serde_json::from_str(r.get()).ok()).unwrap_or(Value::Null);
+        let call = &raw["toolCall"];
+        if let Some(id) = call["toolCallId"].as_str() {
+            let update = serde_json::from_value::<ToolCallUpdate>(call.clone())
+                .unwrap_or_else(|_| ToolCallUpdate { tool_call_id: id.to_owned(), ..ToolCallUpdate::default() });
+            self.recorder(update)(false, Some(format!("the permission request could not be read: {error}")));
+        }
+        let outcome = PermissionOutcome::Cancelled;
+        Box::pin(async move { Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null)) })
     }
 
     fn read(&self, params: ReadTextFileParams) -> BoxFuture<'static, Result<Value, HandlerError>> {
@@ -179,6 +241,15 @@ impl AcpRequestHandler {
     }
 }
 
+/// The paths a tool call names: its `locations` and the usual path fields of its input.
+fn named_paths(call: &ToolCallUpdate) -> Vec<String> {
+    let located = call.locations.iter().flatten().filter_map(|l| l["path"].as_str());
+    let input = call.raw_input.as_ref();
+    let fields = ["file_path", "path", "notebook_path"];
+    let inputs = fields.iter().filter_map(|f| input.and_then(|i| i[*f].as_str()));
+    located.chain(inputs).filter(|p| !p.is_empty()).map(ToOwned::to_owned).collect()
+}
+
 /// The JSON-RPC error a refused file request gets.
 fn fs_error(error: &FsError) -> ErrorObject {
     let code = if error.is_not_found() { acp_codes::RESOURCE_NOT_FOUND } else { codes::INVALID_PARAMS };
@@ -186,12 +257,13 @@ fn fs_error(error: &FsError) -> ErrorObject {
 }
 
 /// The option a decision picks, by the options' kinds (their ids are the agent's own): allow →
-/// `allow_once` (`allow_always` only for an allow-for-the-session, or when once is not offered),
-/// anything else → `reject_once` (else `reject_always`); nothing fitting → `cancelled`.
+/// `allow_once` only (a one-time allow never becomes `allow_always`; not offered → refused),
+/// allow-for-the-session → `allow_always` (else `allow_once`), anything else → `reject_once`
+/// (else `reject_always`); nothing fitting → `cancelled`.
 pub fn choose(options: &[PermissionOption], decision: &ApprovalDecision) -> PermissionOutcome {
     use PermissionOptionKind::{AllowAlways, AllowOnce, RejectAlways, RejectOnce};
     let preference: &[PermissionOptionKind] = match decision {
-        ApprovalDecision::Allow => &[AllowOnce, AllowAlways],
+        ApprovalDecision::Allow => &[AllowOnce, RejectOnce, RejectAlways],
         ApprovalDecision::AllowForSession => &[AllowAlways, AllowOnce],
         _ => &[RejectOnce, RejectAlways],
     };
@@ -211,7 +283,10 @@ impl RequestHandler for AcpRequestHandler {
     fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
         self.activity.request_seen();
         let answer = match request.method.as_str() {
-            methods::REQUEST_PERMISSION => decode(&request).map(|p| self.permission(p)),
+            methods::REQUEST_PERMISSION => match decode(&request) {
+                Ok(params) => Ok(self.permission(params)),
+                Err(error) => Ok(self.undecodable_permission(&request, &error)),
+            },
             methods::FS_READ_TEXT_FILE => decode(&request).map(|p| self.read(p)),
             methods::FS_WRITE_TEXT_FILE => decode(&request).map(|p| self.write(p)),
             other => {
@@ -244,6 +319,102 @@ impl RequestHandler for AcpRequestHandler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clawbridge_bridge::attempt::hooks::FixedApprover;
+    use clawbridge_protocol::jsonrpc::RequestId;
+    use serde_json::json;
+
+    /// A handler over a fresh directory, deciding with `approver`.
+    fn handler(approver: Arc<dyn Approver>) -> (Arc<AcpRequestHandler>, Declined, Asked, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FsAccess {
+            root: FsRoot::new(dir.path()).unwrap(),
+            edits_allowed: true,
+            max_read_bytes: 1024,
+            max_write_bytes: 1024,
+        };
+        let (declined, asked) = (Declined::default(), Asked::default());
+        let h = AcpRequestHandler::new(
+            approver,
+            Arc::new(TurnActivity::default()),
+            Duration::from_secs(5),
+            fs,
+            declined.clone(),
+            asked.clone(),
+        );
+        h.begin_turn();
+        (h, declined, asked, dir)
+    }
+
+    fn ask(params: Value) -> Request {
+        Request::with_value(RequestId::from(1), methods::REQUEST_PERMISSION, Some(params))
+    }
+
+    fn write_request(id: &str, path: &str) -> Value {
+        json!({"sessionId": "s", "toolCall": {"toolCallId": id, "kind": "edit", "title": "Write",
+               "locations": [{"path": path}], "rawInput": {"file_path": path, "content": "x"}},
+               "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                           {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
+    }
+
+    #[tokio::test]
+    async fn a_request_naming_a_path_outside_the_root_is_refused_even_when_the_host_allows() {
+        let (h, declined, asked, dir) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let answer = h.handle(ask(write_request("out", "/etc/clawbridge-outside.txt"))).await.unwrap();
+        assert_eq!(answer["outcome"], json!({"outcome": "selected", "optionId": "no"}));
+        let why = declined.lock().unwrap().get("out").cloned().unwrap();
+        assert!(why.contains("outside the session's directory"), "{why}");
+        // Relative and `rawInput`-only paths count too; inside the root the host decides.
+        let mut only_input = write_request("rel", "../x.txt");
+        only_input["toolCall"]["locations"] = json!([]);
+        let answer = h.handle(ask(only_input)).await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "no");
+        let inside = dir.path().canonicalize().unwrap().join("in.txt");
+        let answer = h.handle(ask(write_request("in", inside.to_str().unwrap()))).await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "yes");
+        assert_eq!(asked.lock().unwrap().iter().map(|a| a.allowed).collect::<Vec<_>>(), [false, false, true]);
+    }
+
+    #[tokio::test]
+    async fn an_undecodable_request_is_withdrawn_and_its_call_still_recorded() {
+        let (h, declined, asked, _dir) = handler(Arc::new(FixedApprover(ApprovalDecision::Allow)));
+        let broken = json!({"sessionId": "s", "toolCall": {"toolCallId": "c", "kind": 7}, "options": "none"});
+        let answer = h.handle(ask(broken)).await.unwrap();
+        assert_eq!(answer, json!({"outcome": {"outcome": "cancelled"}}));
+        assert!(declined.lock().unwrap().contains_key("c"));
+        assert_eq!(asked.lock().unwrap().len(), 1);
+        let answer = h.handle(ask(json!({"nothing": true}))).await.unwrap();
+        assert_eq!(answer, json!({"outcome": {"outcome": "cancelled"}}));
+    }
+
+    /// Decides only when told to.
+    struct Gate(tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>);
+
+    impl Approver for Gate {
+        fn decide(&self, _r: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            let open = self.0.try_lock().ok().and_then(|mut r| r.take());
+            Box::pin(async move {
+                if let Some(open) = open {
+                    let _ = open.await;
+                }
+                Ok(ApprovalDecision::Allow)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_late_answer_of_an_ended_turn_is_not_recorded_into_the_next() {
+        let (open, gate) = tokio::sync::oneshot::channel();
+        let (h, declined, asked, dir) = handler(Arc::new(Gate(tokio::sync::Mutex::new(Some(gate)))));
+        let inside = dir.path().canonicalize().unwrap().join("in.txt");
+        let pending = h.handle(ask(write_request("old", inside.to_str().unwrap())));
+        // The turn ends (without a cancel reaching this request) and the next begins.
+        h.begin_turn();
+        open.send(()).unwrap();
+        let answer = pending.await.unwrap();
+        assert_eq!(answer["outcome"]["optionId"], "yes", "the agent still gets its answer");
+        assert!(asked.lock().unwrap().is_empty(), "no phantom call in the new turn");
+        assert!(declined.lock().unwrap().is_empty());
+    }
 
     fn option(id: &str, kind: PermissionOptionKind) -> PermissionOption {
         PermissionOption { option_id: id.into(), name: id.into(), kind }
@@ -263,5 +434,8 @@ mod tests {
         assert_eq!(choose(&options, &ApprovalDecision::Abort), selected("r"));
         assert_eq!(choose(&options[..2], &ApprovalDecision::Unknown), PermissionOutcome::Cancelled);
         assert_eq!(choose(&[], &ApprovalDecision::Allow), PermissionOutcome::Cancelled);
+        // A one-time allow never grants for the session: without `allow_once` it refuses.
+        assert_eq!(choose(&[options[0].clone(), options[2].clone()], &ApprovalDecision::Allow), selected("r"));
+        assert_eq!(choose(&options[..1], &ApprovalDecision::Allow), PermissionOutcome::Cancelled);
     }
 }

@@ -10,7 +10,7 @@
 //!   terminal of their own (cancelled after a cancel, else failed), so the host sees every call end.
 //! - The `session/prompt` answer's `stopReason` is the turn's terminal.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use clawbridge_bridge::events::{
@@ -33,9 +33,16 @@ const TOOL_DELTA_BYTES: usize = 1024 * 1024;
 const MUTATING: NativeMutation = NativeMutation { mutating_action: true, replay_safe: false };
 const READ_ONLY: NativeMutation = NativeMutation { mutating_action: false, replay_safe: true };
 
-/// Tool call ids whose permission the host refused, shared by the request handler (which writes)
-/// and the turn's mapper (which reads when the call ends).
-pub type Declined = Arc<Mutex<HashSet<String>>>;
+/// Tool call ids whose permission the host refused, each with why, shared by the request handler
+/// (which writes) and the turn's mapper (which reads when the call ends).
+pub type Declined = Arc<Mutex<HashMap<String, String>>>;
+
+/// The failure of a turn the agent ended `cancelled` on its own after the host declined a call.
+pub const STOPPED_AFTER_DECLINE: &str =
+    "the agent stopped after a declined permission request (stopReason cancelled, no cancel from the host)";
+
+/// Why a call was declined when the host (the approver) said no.
+pub const HOST_DECLINED: &str = "the host declined the permission request";
 
 /// The calls the agent asked the host about this turn, in order, shared like [`Declined`]. Two real
 /// agents need it: codex-acp announces a call that needs approval only inside its permission
@@ -46,6 +53,10 @@ pub type Asked = Arc<Mutex<Vec<AskedCall>>>;
 /// Most calls one turn remembers in [`Asked`]; later ones still get the host's answer (and
 /// [`Declined`]), only not a terminal of their own if the agent never reports them.
 pub const MAX_ASKED: usize = 4096;
+
+/// Most tool calls one turn tracks (open and finished together); a call beyond it is logged once
+/// and not reported, so an agent announcing calls without end cannot grow the bridge's memory.
+pub const MAX_TOOLS_PER_TURN: usize = 4096;
 
 /// One permission request of the turn.
 #[derive(Clone, Debug)]
@@ -128,6 +139,8 @@ struct OpenTool {
     content: Option<String>,
     /// Whether the agent said it runs (`in_progress`), or it ended: for `executionStarted`.
     ran: bool,
+    /// Its place in the turn's start order (its key in `TurnMapper::order`).
+    seq: u64,
 }
 
 impl OpenTool {
@@ -149,11 +162,17 @@ pub struct TurnMapper {
     turn_id: String,
     announced: bool,
     terminated: bool,
+    /// The host cancelled the turn (a `cancelled` stop reason then answers it).
+    host_cancelled: bool,
     text: Option<OpenText>,
     items: u32,
     tools: HashMap<String, OpenTool>,
-    /// Open tool ids in the order they started (their closing order at the turn's end).
-    order: Vec<String>,
+    /// Open tool ids by start order (their closing order at the turn's end), removable by key.
+    order: BTreeMap<u64, String>,
+    /// The next call's start-order key.
+    next_seq: u64,
+    /// A call beyond [`MAX_TOOLS_PER_TURN`] was dropped (logged once).
+    dropped_tools: bool,
     finished: HashSet<String>,
     declined: Declined,
     /// The turn's permission requests (empty unless [`with_asked`](Self::with_asked) shares them).
@@ -169,10 +188,13 @@ impl TurnMapper {
             turn_id: turn_id.into(),
             announced: false,
             terminated: false,
+            host_cancelled: false,
             text: None,
             items: 0,
             tools: HashMap::new(),
-            order: Vec::new(),
+            order: BTreeMap::new(),
+            next_seq: 0,
+            dropped_tools: false,
             finished: HashSet::new(),
             declined,
             asked: Asked::default(),
@@ -202,19 +224,20 @@ impl TurnMapper {
             if self.tools.contains_key(&id) || self.finished.contains(&id) {
                 continue;
             }
+            if !self.make_room() {
+                break;
+            }
             out.push(Event::ToolStarted(tool_call(&call.update)));
-            self.order.push(id.clone());
-            self.tools.insert(
-                id,
-                OpenTool {
-                    kind: call.update.kind,
-                    title: call.update.title,
-                    raw_input: call.update.raw_input,
-                    raw_output: None,
-                    content: None,
-                    ran: call.allowed,
-                },
-            );
+            let tool = OpenTool {
+                kind: call.update.kind,
+                title: call.update.title,
+                raw_input: call.update.raw_input,
+                raw_output: None,
+                content: None,
+                ran: call.allowed,
+                seq: 0,
+            };
+            self.open_tool(id, tool);
         }
     }
 
@@ -333,6 +356,26 @@ impl TurnMapper {
         }
     }
 
+    /// Whether one more call fits the turn's bound (logs once when it does not).
+    fn make_room(&mut self) -> bool {
+        let fits = self.tools.len() + self.finished.len() < MAX_TOOLS_PER_TURN;
+        if !fits && !self.dropped_tools {
+            self.dropped_tools = true;
+            tracing::warn!(
+                limit = MAX_TOOLS_PER_TURN,
+                "the ACP agent reported more tool calls than one turn tracks; later ones are not reported"
+            );
+        }
+        fits
+    }
+
+    fn open_tool(&mut self, id: String, mut tool: OpenTool) {
+        tool.seq = self.next_seq;
+        self.next_seq += 1;
+        self.order.insert(tool.seq, id.clone());
+        self.tools.insert(id, tool);
+    }
+
     fn on_tool(&mut self, update: ToolCallUpdate, out: &mut Vec<Event>) {
         let id = update.tool_call_id.clone();
         if self.finished.contains(&id) {
@@ -340,12 +383,20 @@ impl TurnMapper {
         }
         self.close_text(out);
         if !self.tools.contains_key(&id) {
+            if !self.make_room() {
+                return;
+            }
             out.push(Event::ToolStarted(tool_call(&update)));
-            self.order.push(id.clone());
-            self.tools.insert(
-                id.clone(),
-                OpenTool { kind: None, title: None, raw_input: None, raw_output: None, content: None, ran: false },
-            );
+            let tool = OpenTool {
+                kind: None,
+                title: None,
+                raw_input: None,
+                raw_output: None,
+                content: None,
+                ran: false,
+                seq: 0,
+            };
+            self.open_tool(id.clone(), tool);
         }
         let Some(tool) = self.tools.get_mut(&id) else { return };
         if let Some(kind) = update.kind {
@@ -373,10 +424,9 @@ impl TurnMapper {
             Some(ToolCallStatus::InProgress) => tool.ran = true,
             Some(ToolCallStatus::Completed) => self.finish_tool(&id, ToolOutcome::Success, true, out),
             Some(ToolCallStatus::Failed) => {
-                let declined = self.declined.lock().is_ok_and(|d| d.contains(&id));
-                if declined {
-                    let reason = Some("the host declined the permission request".to_owned());
-                    self.finish_tool(&id, ToolOutcome::Declined { reason }, false, out);
+                let declined = self.declined_reason(&id);
+                if let Some(reason) = declined {
+                    self.finish_tool(&id, ToolOutcome::Declined { reason: Some(reason) }, false, out);
                 } else {
                     let error =
                         Some(self.tools.get(&id).and_then(|t| t.content.clone()).unwrap_or_else(|| "failed".into()));
@@ -392,13 +442,27 @@ impl TurnMapper {
         }
     }
 
+    /// The host cancelled this turn (so a `cancelled` stop reason is the answer to that).
+    pub fn note_host_cancel(&mut self) {
+        self.host_cancelled = true;
+    }
+
+    fn any_declined(&self) -> bool {
+        self.declined.lock().is_ok_and(|d| !d.is_empty())
+    }
+
+    /// Why the host refused `id`, if it did.
+    fn declined_reason(&self, id: &str) -> Option<String> {
+        self.declined.lock().ok().and_then(|d| d.get(id).cloned())
+    }
+
     fn finish_tool(&mut self, id: &str, outcome: ToolOutcome, ran: bool, out: &mut Vec<Event>) {
         let Some(tool) = self.tools.remove(id) else { return };
-        self.order.retain(|open| open != id);
+        self.order.remove(&tool.seq);
         self.finished.insert(id.to_owned());
-        let declined = self.declined.lock().is_ok_and(|d| d.contains(id));
-        let (outcome, execution_started) = if declined && !matches!(outcome, ToolOutcome::Success) {
-            (ToolOutcome::Declined { reason: Some("the host declined the permission request".to_owned()) }, false)
+        let declined = self.declined_reason(id).filter(|_| !matches!(outcome, ToolOutcome::Success));
+        let (outcome, execution_started) = if let Some(reason) = declined {
+            (ToolOutcome::Declined { reason: Some(reason) }, false)
         } else {
             (outcome, ran || tool.ran || self.approved(id))
         };
@@ -437,10 +501,17 @@ impl TurnMapper {
         }
         self.announce(&mut out);
         self.close_text(&mut out);
-        let (kind, message) = terminal_of(&answer.stop_reason);
+        let (kind, message) =
+            if answer.stop_reason == StopReason::Cancelled && !self.host_cancelled && self.any_declined() {
+                // codex-acp ends a turn itself (`cancelled`) once the host refuses a call: not an abort
+                // the host asked for, and not a finished answer either.
+                (TerminalKind::Failed, Some(STOPPED_AFTER_DECLINE.to_owned()))
+            } else {
+                terminal_of(&answer.stop_reason)
+            };
         self.open_unannounced(&mut out);
-        let open: Vec<String> = std::mem::take(&mut self.order);
-        for id in open {
+        let open = std::mem::take(&mut self.order);
+        for id in open.into_values() {
             let outcome = ToolOutcome::left_open(kind);
             let ran = self.tools.get(&id).is_some_and(|t| t.ran);
             self.finish_tool(&id, outcome, ran, &mut out);
@@ -469,7 +540,7 @@ impl TurnMapper {
         self.close_text(&mut out);
         let outcome = ToolOutcome::abandoned(kind, &message);
         self.open_unannounced(&mut out);
-        for id in std::mem::take(&mut self.order) {
+        for id in std::mem::take(&mut self.order).into_values() {
             // Unknown whether a call still open ran: say it may have.
             self.finish_tool(&id, outcome.clone(), true, &mut out);
         }

@@ -10,13 +10,14 @@
 
 pub mod backend;
 pub mod config;
+mod diagnose;
 pub mod fs;
 pub mod handler;
 pub mod mapping;
 pub mod session;
 
-pub use backend::AcpBackend;
-pub use config::{AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError};
+pub use backend::{AcpBackend, AcpOptions};
+pub use config::{AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError, env_names};
 pub use mapping::TurnMapper;
 pub use session::{AcpError, AcpSession, SessionReady};
 

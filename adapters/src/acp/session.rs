@@ -64,6 +64,9 @@ pub enum AcpError {
     /// `initialize` failed or timed out; the child was stopped.
     #[error("the ACP agent's handshake failed")]
     Handshake(#[source] RpcError),
+    /// The agent's `initialize` answer (of the right version) does not decode; the child was stopped.
+    #[error("the ACP agent's initialize answer does not decode: {0}")]
+    HandshakeAnswer(#[source] serde_json::Error),
     /// The agent needs a login the bridge was not told to use; the child was stopped.
     #[error(
         "the ACP agent requires authentication; it offers the methods [{}]; set CLAWBRIDGE_ACP_AUTH_METHOD to one of them, or configure the agent's own credentials (its environment, passed with --agent-env)",
@@ -91,7 +94,10 @@ impl AcpError {
     pub fn is_retryable(&self) -> bool {
         !matches!(
             self,
-            AcpError::VersionRejected { .. } | AcpError::AuthRequired { .. } | AcpError::UnknownAuthMethod { .. }
+            AcpError::VersionRejected { .. }
+                | AcpError::HandshakeAnswer(_)
+                | AcpError::AuthRequired { .. }
+                | AcpError::UnknownAuthMethod { .. }
         )
     }
 }
@@ -207,12 +213,22 @@ impl AcpSession {
                 return Err(AcpError::Handshake(error));
             }
         };
-        let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
-        if let Err(refused) = negotiated_version(&response.protocol_version) {
+        // The version first, from the raw answer: an agent of another version may answer in a shape
+        // this decoder does not know, and must be refused for its version, not for the shape.
+        let version = answer.get("protocolVersion").cloned().unwrap_or(Value::Null);
+        if let Err(refused) = negotiated_version(&version) {
             let stop = conn.shutdown(config.stop).await;
             tracing::debug!(?stop, "stopped an ACP agent of a refused protocol version");
-            return Err(AcpError::VersionRejected { refused, agent: describe_agent(response.agent_info.as_ref()) });
+            let info = answer.get("agentInfo").and_then(|i| serde_json::from_value(i.clone()).ok());
+            return Err(AcpError::VersionRejected { refused, agent: describe_agent(info.as_ref()) });
         }
+        let response: InitializeResponse = match serde_json::from_value(answer) {
+            Ok(response) => response,
+            Err(error) => {
+                conn.shutdown(config.stop).await;
+                return Err(AcpError::HandshakeAnswer(error));
+            }
+        };
         tracing::info!(agent = %describe_agent(response.agent_info.as_ref()), "ACP agent initialized");
         Ok(AcpSession {
             conn: Some(conn),
@@ -407,6 +423,11 @@ impl AcpSession {
         driven.finish(Some(session_id.into()))
     }
 
+    /// The `authMethods[].id`s the agent offered in `initialize`.
+    pub fn auth_methods(&self) -> &[String] {
+        &self.auth_methods
+    }
+
     /// Whether the agent was stopped because it did not end a turn.
     pub fn is_stopped(&self) -> bool {
         self.stopped
@@ -552,6 +573,7 @@ impl NativeTurn for AcpTurn<'_> {
     fn on_cancel(&mut self) {
         // Pending permission questions of this turn now answer `cancelled`.
         self.handler.cancel_turn();
+        self.mapper.note_host_cancel();
     }
 
     async fn interrupt(&mut self) -> Result<bool, String> {
@@ -560,6 +582,7 @@ impl NativeTurn for AcpTurn<'_> {
     }
 
     fn on_idle_timeout(&mut self) {
+        self.mapper.note_host_cancel();
         let peer = self.peer.clone();
         let params = CancelNotification { session_id: self.session_id.into() };
         tokio::spawn(async move { peer.notify(methods::SESSION_CANCEL, Some(&params)).await });

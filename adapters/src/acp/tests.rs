@@ -78,7 +78,7 @@ fn a_declined_tool_never_started_and_stop_reasons_name_their_terminal() {
     events.extend(mapper.on_update(update(
         json!({"sessionUpdate": "tool_call", "toolCallId": "w", "kind": "edit", "status": "pending"}),
     )));
-    declined.lock().unwrap().insert("w".into());
+    declined.lock().unwrap().insert("w".into(), super::mapping::HOST_DECLINED.into());
     events.extend(
         mapper.on_update(update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "failed"}))),
     );
@@ -104,4 +104,36 @@ fn a_declined_tool_never_started_and_stop_reasons_name_their_terminal() {
     assert!(matches!(finish.outcome, ToolOutcome::Cancelled { .. }));
     assert!(finish.execution_started, "it was running");
     assert!(matches!(events.last(), Some(Event::TurnTerminal(t)) if t.kind == TerminalKind::Aborted));
+}
+
+#[test]
+fn a_turn_tracks_a_bounded_number_of_tool_calls_and_each_reported_one_ends_once() {
+    use super::mapping::MAX_TOOLS_PER_TURN;
+    let mut mapper = TurnMapper::new("t", Declined::default());
+    let mut events = mapper.start();
+    for n in 0..MAX_TOOLS_PER_TURN + 10 {
+        let id = format!("c{n}");
+        events
+            .extend(mapper.on_update(update(json!({"sessionUpdate": "tool_call", "toolCallId": id, "kind": "read"}))));
+        // Every other call ends at once; the rest stay open until the turn's end.
+        if n % 2 == 0 {
+            events.extend(mapper.on_update(update(
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed"}),
+            )));
+        }
+    }
+    events.extend(mapper.finish(&answer(StopReason::EndTurn)));
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::ToolStarted(c) = e { Some(c.call_id.as_str()) } else { None })
+        .collect();
+    let finished: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::ToolFinished(f) = e { Some(f.call.call_id.as_str()) } else { None })
+        .collect();
+    assert_eq!(started.len(), MAX_TOOLS_PER_TURN);
+    let (mut started, mut finished) = (started, finished);
+    started.sort_unstable();
+    finished.sort_unstable();
+    assert_eq!(started, finished, "each reported call ends exactly once");
 }
