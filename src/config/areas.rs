@@ -148,7 +148,7 @@ settings_area! {
 settings_area! {
     /// `clawbridge run`.
     "run" => RunSettings, RunFile, RunFlags {
-        /// The backend `run` uses: demo, codex or claude.
+        /// The backend `run` uses: demo, codex, claude or acp.
         backend: String,
         flag Some("--backend"),
         env [],
