@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
-use clawbridge_bridge::diagnose::endpoint::{self, EndpointError, EndpointRequest, Method};
+use clawbridge_bridge::diagnose::endpoint::{self, EndpointRequest, Method};
 use clawbridge_bridge::diagnose::{Check, Diagnostics, Limits};
 use clawbridge_bridge::supervisor::PassEnvGroup;
 use futures::future::BoxFuture;
@@ -215,17 +215,7 @@ async fn endpoint_check(limits: Limits) -> Check {
             let message = answer.error_message().map(|m| format!(": {m}")).unwrap_or_default();
             Check::warn("endpoint", format!("model endpoint {shown} answered HTTP {}{message}", answer.status), None)
         }
-        Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
-        // Reached but not trusted (or not TLS): "start the model server" would send the person the
-        // wrong way, so the error's own fix.
-        Err(error) if error.fix().is_some() => {
-            Check::fail("endpoint", format!("model endpoint {shown}: {error}"), error.fix().unwrap_or_default())
-        }
-        Err(error) => Check::fail(
-            "endpoint",
-            format!("model endpoint {shown} unreachable: {error}"),
-            "start the model server, or fix ANTHROPIC_BASE_URL",
-        ),
+        Err(error) => Check::endpoint_error(&shown, &error, "start the model server, or fix ANTHROPIC_BASE_URL"),
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
-use clawbridge_bridge::diagnose::endpoint::{self, EndpointError, EndpointRequest};
+use clawbridge_bridge::diagnose::endpoint::{self, EndpointRequest};
 use clawbridge_bridge::diagnose::{Check, Diagnostics, Limits};
 use clawbridge_bridge::rpc::RpcError;
 use clawbridge_protocol::codex::methods;
@@ -303,15 +303,9 @@ async fn endpoint_check(provider: &Provider, limits: Limits, env: &SessionEnv, h
         }
         // `GET /models` is not every server's route: any other answer proves it is there.
         Ok(answer) => Check::ok("endpoint", format!("model endpoint {shown} answered (HTTP {})", answer.status)),
-        Err(error @ EndpointError::Unsupported { .. }) => Check::skipped("endpoint", error.to_string()),
-        // Reached but not trusted (or not TLS): "start the model server" would send the person the
-        // wrong way, so the error's own fix.
-        Err(error) if error.fix().is_some() => {
-            Check::fail("endpoint", format!("model endpoint {shown}: {error}"), error.fix().unwrap_or_default())
-        }
-        Err(error) => Check::fail(
-            "endpoint",
-            format!("model endpoint {shown} unreachable: {error}"),
+        Err(error) => Check::endpoint_error(
+            &shown,
+            &error,
             format!("start the model server, or fix base_url of [model_providers.{id}] in {}", config_file.display()),
         ),
     }

@@ -61,6 +61,20 @@ impl Check {
     pub fn skipped(name: &'static str, why: impl Into<String>) -> Check {
         Check { name, verdict: Verdict::Skipped, summary: one_line(why.into()), fix: None }
     }
+
+    /// The `endpoint` check of a request to `shown` that got no answer: not probed (a scheme the
+    /// probe does not speak), reached but refused at the TLS layer (the error's own fix, since
+    /// "start the model server" would send the person the wrong way), or unreachable
+    /// (`unreachable_fix`, which names the backend's own setting).
+    pub fn endpoint_error(shown: &str, error: &endpoint::EndpointError, unreachable_fix: impl Into<String>) -> Check {
+        match (error, error.fix()) {
+            (endpoint::EndpointError::Unsupported { .. }, _) => Check::skipped("endpoint", error.to_string()),
+            (_, Some(fix)) => Check::fail("endpoint", format!("model endpoint {shown}: {error}"), fix),
+            (_, None) => {
+                Check::fail("endpoint", format!("model endpoint {shown} unreachable: {error}"), unreachable_fix)
+            }
+        }
+    }
 }
 
 /// The most of a peer's text one verdict line quotes: a line a person reads, not a log.
