@@ -96,10 +96,13 @@ pack() { # dir → prints the tarball's absolute path; fails when npm made none
 plugin_tgz="$(pack "$stage/plugin")"
 platform_tgz="$(pack "$stage/platform")"
 
-# What ships is what `files` names: no tests, no type-check config.
-if tar -tzf "$plugin_tgz" | grep -E '^package/(test|types|node_modules)/|^package/tsconfig\.json$' >&2; then
+# What ships is what `files` names: no tests, no type-check config. The listing is read once into a
+# variable: `tar | grep -q` under pipefail fails whenever grep stops reading before tar is done
+# writing (tar then dies of SIGPIPE), which made this check flaky.
+listing="$(tar -tzf "$plugin_tgz")"
+if grep -E '^package/(test|types|node_modules)/|^package/tsconfig\.json$' <<<"$listing" >&2; then
   echo "pack-plugin: $plugin_tgz carries development files (above)" >&2; exit 1
 fi
-tar -tzf "$plugin_tgz" | grep -qx 'package/binaries.json' || { echo "pack-plugin: $plugin_tgz lacks binaries.json" >&2; exit 1; }
+grep -qx 'package/binaries.json' <<<"$listing" || { echo "pack-plugin: $plugin_tgz lacks binaries.json" >&2; exit 1; }
 echo "$plugin_tgz"
 echo "$platform_tgz"
