@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         }
         // A permission the host refused, named by the line (so declined calls are exercised too).
         if let Some(id) = value.get("declined").and_then(Value::as_str) {
-            declined.lock().unwrap().insert(id.to_owned());
+            declined.lock().unwrap().insert(id.to_owned(), "the fuzz input declined it".to_owned());
         }
         events.extend(mapper.on_update(SessionNotification::decode(Some(value)).update));
     }
