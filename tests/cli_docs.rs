@@ -21,7 +21,8 @@ fn visible_subcommands() -> Vec<String> {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let output = Command::new(BIN).envs(clawbridge_fixtures::no_user_config()).args(args).output().expect("clawbridge runs");
+    let output =
+        Command::new(BIN).envs(clawbridge_fixtures::no_user_config()).args(args).output().expect("clawbridge runs");
     assert!(
         output.status.success(),
         "clawbridge {args:?}: {}\n{}",
