@@ -62,14 +62,15 @@ enum Command {
         #[arg(long)]
         deny: bool,
         /// The backend's executable, instead of the one it finds itself (each backend also reads its
-        /// own variable: CLAWBRIDGE_CODEX_BIN, CLAWBRIDGE_CLAUDE_BIN).
+        /// own variable and config key: CLAWBRIDGE_CODEX_BIN or codex.bin, CLAWBRIDGE_CLAUDE_BIN or
+        /// claude.bin).
         #[arg(long)]
         program: Option<PathBuf>,
         /// The model to ask the backend for.
         #[arg(long)]
         model: Option<String>,
         /// The ACP agent's command line, split as a shell would (`--agent "npx -y some-agent --acp"`);
-        /// without it, CLAWBRIDGE_ACP_AGENT. Only with `--backend acp`.
+        /// without it, CLAWBRIDGE_ACP_AGENT, else acp.agent in the config file. Only with `--backend acp`.
         #[arg(long, value_name = "COMMAND")]
         agent: Option<String>,
         /// A variable of this environment the ACP agent also sees (repeatable), besides the default
@@ -164,6 +165,8 @@ impl Cli {
                 flags.acp.agent.clone_from(agent);
             }
             Command::Reap { grace_ms } => flags.reap.grace_ms = *grace_ms,
+            // The agent the gateway's environment names is not in the user's shell: the doctor takes it too.
+            Command::Doctor(args) => flags.acp.agent = args.agent().cloned(),
             _ => {}
         }
         flags

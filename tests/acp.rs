@@ -44,6 +44,7 @@ impl Place {
     fn command(&self, agent: &str, extra: &[&str], prompt: &str) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
         command
+            .envs(clawbridge_fixtures::no_user_config())
             .args(["run", "--json", "--backend", "acp", "--agent", agent])
             .args(extra)
             .arg(prompt)
@@ -414,6 +415,7 @@ fn the_config_files_acp_area_names_the_agent_and_the_variables_and_flags_win() {
     let run = |extra: &[&str], env_agent: Option<&str>| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
         command
+            .envs(clawbridge_fixtures::no_user_config())
             .args(["--config", config.to_str().unwrap(), "run", "--json", "--backend", "acp"])
             .args(extra)
             .arg("hi")

@@ -58,6 +58,7 @@ fn the_demo_backend_answers_the_prompt_and_runs_the_command_it_names() {
 
     // A command the demo does not offer is named and not run.
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "demo", "--approve", "try `touch made-by-demo`"])
         .env("CLAWBRIDGE_STATE_DIR", state.path())
         .current_dir(cwd.path())

@@ -21,7 +21,8 @@ fn visible_subcommands() -> Vec<String> {
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let output = Command::new(BIN).args(args).output().expect("clawbridge runs");
+    let output =
+        Command::new(BIN).envs(clawbridge_fixtures::no_user_config()).args(args).output().expect("clawbridge runs");
     assert!(
         output.status.success(),
         "clawbridge {args:?}: {}\n{}",
@@ -117,6 +118,7 @@ fn a_reader_that_closed_the_pipe_ends_completions_and_man_quietly() {
         let (reader, writer) = nix::unistd::pipe().expect("a pipe");
         drop(reader);
         let output = Command::new(BIN)
+            .envs(clawbridge_fixtures::no_user_config())
             .args(args)
             .stdout(std::process::Stdio::from(writer))
             .stderr(std::process::Stdio::piped())

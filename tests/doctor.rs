@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 fn doctor(home: &Path, env: &[(&str, &std::ffi::OsStr)], args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
-        .envs(clawbridge_fixtures::no_user_config())
         .arg("doctor")
         .args(args)
         .env_clear()
+        // After the clear, so it holds: the user's own config file stays out of the test.
+        .envs(clawbridge_fixtures::no_user_config())
         .env("HOME", home)
         .env("CLAWBRIDGE_STATE_DIR", home.join("state"))
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
@@ -478,7 +479,13 @@ fn an_acp_agent_is_found_from_its_command_line_and_its_handshake_and_auth_are_ch
     let out = doctor(home.path(), &[("CLAWBRIDGE_ACP_AGENT", fine.as_ref())], &[]);
     let found = check(&out, "acp", "found");
     assert_eq!(found.verdict, "ok", "{}", text(&out));
-    assert!(found.summary.contains("from the configured command line"), "{}", text(&out));
+    assert!(found.summary.contains("from the configured command line in CLAWBRIDGE_ACP_AGENT"), "{}", text(&out));
+    // The agent the gateway's environment names can be given from any shell with --agent.
+    let out = doctor(home.path(), &[], &["--backend", "acp", "--agent", &fine]);
+    let found = check(&out, "acp", "found");
+    assert_eq!(found.verdict, "ok", "{}", text(&out));
+    assert!(found.summary.contains("flag --agent"), "{}", text(&out));
+    assert_eq!(check(&out, "acp", "handshake").verdict, "ok", "{}", text(&out));
     let handshake = check(&out, "acp", "handshake");
     assert_eq!(handshake.verdict, "ok", "{}", text(&out));
     assert!(handshake.summary.contains("fake-acp-agent 0.1.0") && handshake.summary.contains("protocol version 1"));

@@ -45,6 +45,7 @@ fn stubborn_run(dir: &std::path::Path) -> std::process::Child {
     let stubborn = plan(vec![], json!({"turn/interrupt": [{"stderr": "stubborn: ignoring the interrupt"}]}));
     let codex = stub_codex(dir, &stubborn, &["--ignore-sigterm"]);
     Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", "codex", "--json", "--deny", "--program"])
         .arg(&codex)
         .arg("wait forever")

@@ -20,6 +20,7 @@ fn rows_after_run(backend: &str, recording: &str, prompt: &str) -> Vec<(String, 
     std::fs::write(&agent, script).unwrap();
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
         .args(["run", "--backend", backend, "--approve", "--session", "s", "--program"])
         .arg(&agent)
         .arg(prompt)

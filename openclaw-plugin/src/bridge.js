@@ -86,7 +86,19 @@ export class BridgeSupervisor {
 
   /** Availability of harness `id` from the last handshake, or undefined before one. */
   harnessInfo(id) {
-    return this.lastInit?.harnesses?.find((h) => h?.id === id);
+    const harnesses = this.lastInit?.harnesses;
+    if (!Array.isArray(harnesses)) return undefined;
+    // A harness the plugin registered on the bridge's word (clawbridge-acp with a configFile) that
+    // the bridge does not offer: unavailable, saying why, rather than left to fail at attempt/run.
+    return (
+      harnesses.find((h) => h?.id === id) ?? {
+        id,
+        available: false,
+        unavailableReason: `the bridge offers no ${id}: its backend is not configured${
+          id === "clawbridge-acp" ? " (acp.agent in the bridge's config file, acpAgent, or CLAWBRIDGE_ACP_AGENT)" : ""
+        }`,
+      }
+    );
   }
 
   /**

@@ -109,10 +109,14 @@ export function resolveConfig(raw, logger) {
   }
   // The bridge reads the agent from its environment: the plugin's `env`, else the gateway's own.
   const acpAgent = env[ACP_AGENT_ENV] ?? (process.env[ACP_AGENT_ENV]?.trim() ? process.env[ACP_AGENT_ENV] : undefined);
+  // The bridge's config file may name the agent (`[acp] agent = …`): only the bridge knows, so with
+  // one the harness stays registered and the bridge's `initialize` decides whether it is available.
+  const bridgeConfig = args.some((arg) => arg === "--config" || arg.startsWith("--config="));
   const listed = strings(cfg.harnesses, "harnesses");
-  let harnesses = [...new Set(listed ?? (acpAgent ? [...DEFAULT_HARNESSES, ACP_HARNESS] : DEFAULT_HARNESSES))];
-  if (!acpAgent && harnesses.includes(ACP_HARNESS)) {
-    warn(`${ACP_HARNESS} needs an agent command (acpAgent, or ${ACP_AGENT_ENV}); not registered`);
+  const offerAcp = Boolean(acpAgent) || bridgeConfig;
+  let harnesses = [...new Set(listed ?? (offerAcp ? [...DEFAULT_HARNESSES, ACP_HARNESS] : DEFAULT_HARNESSES))];
+  if (!offerAcp && harnesses.includes(ACP_HARNESS)) {
+    warn(`${ACP_HARNESS} needs an agent command (acpAgent, ${ACP_AGENT_ENV}, or acp.agent in configFile); not registered`);
     harnesses = harnesses.filter((id) => id !== ACP_HARNESS);
   }
 

@@ -4,6 +4,8 @@
 
 import { BridgeGoneError, RpcRemoteError } from "./bridge.js";
 
+/** The bridge's `unknownHarness` error code: it offers no such harness (its backend is not configured). */
+const UNKNOWN_HARNESS = -32020;
 /** The bridge's `harnessUnavailable` error code (docs/host-protocol.md, error codes). */
 const HARNESS_UNAVAILABLE = -32021;
 /** The bridge's `preflightFailed` error code; with `data.phase: "open"` the backend failed to open. */
@@ -12,19 +14,39 @@ const PREFLIGHT_FAILED = -32034;
 const HARNESS_PREFIX = "clawbridge-";
 
 /**
+ * What of the plugin's config the doctor command must repeat to check what the gateway's bridge
+ * runs: its `--config` file, and the ACP agent the gateway's environment names (absent from the
+ * user's shell, so `--backend acp` alone would find no agent).
+ * @typedef {{configFile?: string, acpAgent?: string}} DoctorContext
+ */
+
+/**
+ * `word` quoted for a POSIX shell: single quotes, each `'` closed, escaped and reopened.
+ * @param {string} word
+ */
+export function shellQuote(word) {
+  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/**
  * The doctor command for harness `harnessId`: its backend as the bridge named it in `initialize`
- * (`known.backend`), else as the harness id spells it (the bridge never started).
+ * (`known.backend`), else as the harness id spells it (the bridge never started), with the
+ * plugin's config file and (for ACP) its agent from `context`.
  * @param {string} harnessId
  * @param {{backend?: unknown} | undefined} known
+ * @param {DoctorContext} [context]
  */
-export function doctorCommand(harnessId, known) {
+export function doctorCommand(harnessId, known, context) {
   const backend =
     typeof known?.backend === "string" && known.backend
       ? known.backend
       : harnessId.startsWith(HARNESS_PREFIX)
         ? harnessId.slice(HARNESS_PREFIX.length)
         : harnessId;
-  return `clawbridge doctor --backend ${backend}`;
+  // `--config` is a global flag of the bridge: it goes before the subcommand.
+  const config = context?.configFile ? `--config ${shellQuote(context.configFile)} ` : "";
+  const agent = backend === "acp" && context?.acpAgent ? ` --agent ${shellQuote(context.acpAgent)}` : "";
+  return `clawbridge ${config}doctor --backend ${backend}${agent}`;
 }
 
 /**
@@ -32,9 +54,10 @@ export function doctorCommand(harnessId, known) {
  * @param {string} message
  * @param {string} harnessId
  * @param {{backend?: unknown} | undefined} known
+ * @param {DoctorContext} [context]
  */
-export function withDoctorHint(message, harnessId, known) {
-  return `${message}; run \`${doctorCommand(harnessId, known)}\` for details`;
+export function withDoctorHint(message, harnessId, known, context) {
+  return `${message}; run \`${doctorCommand(harnessId, known, context)}\` for details`;
 }
 
 /**
@@ -53,7 +76,7 @@ export function isOpenFailure(error) {
 export function isUnusable(error) {
   return (
     error instanceof BridgeGoneError ||
-    (error instanceof RpcRemoteError && error.code === HARNESS_UNAVAILABLE) ||
+    (error instanceof RpcRemoteError && (error.code === HARNESS_UNAVAILABLE || error.code === UNKNOWN_HARNESS)) ||
     isOpenFailure(error)
   );
 }
@@ -78,11 +101,12 @@ export function backendOf(error, known) {
  * @param {E} error
  * @param {string} harnessId
  * @param {{backend?: unknown} | undefined} known
+ * @param {DoctorContext} [context]
  * @returns {E}
  */
-export function explainUnusable(error, harnessId, known) {
+export function explainUnusable(error, harnessId, known, context) {
   if (isUnusable(error) && error instanceof Error) {
-    error.message = withDoctorHint(error.message, harnessId, backendOf(error, known));
+    error.message = withDoctorHint(error.message, harnessId, backendOf(error, known), context);
   }
   return error;
 }

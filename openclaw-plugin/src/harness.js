@@ -123,10 +123,10 @@ export const REPRODUCED_RUNTIME_IDS = Object.freeze({
 });
 
 /** The pure, cheap `supports(ctx)` rule; mirrors `Catalog::supports` in src/serve/harness.rs. */
-export function supportsRoute(id, providerIds, ctx, known) {
+export function supportsRoute(id, providerIds, ctx, known, doctor) {
   if (known && known.available === false) {
     const reason = `${id} is unavailable: ${known.unavailableReason ?? "its backend cannot run"}`;
-    return { supported: false, reason: withDoctorHint(reason, id, known) };
+    return { supported: false, reason: withDoctorHint(reason, id, known, doctor) };
   }
   const provider = ctx?.modelProvider;
   if (provider?.requestTransportOverrides === "present") {
@@ -175,7 +175,8 @@ export function createHarness(runtime, id) {
     ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { executionEnvironment: /** @type {"host-only"} */ ("host-only") }),
     // The native shell and file tools come as one surface OpenClaw's tool profiles must allow.
     ...nativeToolSurface(id),
-    supports: (ctx) => supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id)),
+    supports: (ctx) =>
+      supportsRoute(id, providerIds, ctx, runtime.supervisor.harnessInfo(id), runtime.options.config),
     runAttempt: (params) =>
       runWithHostEffects(runtime, id, params, (run, harnessId, attemptParams) =>
         runAttempt(run, harnessId, attemptParams, authMode),
@@ -224,7 +225,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       if (error instanceof BridgeNotFoundError) {
         throw preflightRefusal(runtime.options.PreflightError, harnessId, error.message, "clawbridge is not installed on this host.");
       }
-      throw explainUnusable(error, harnessId, supervisor.harnessInfo(harnessId));
+      throw explainUnusable(error, harnessId, supervisor.harnessInfo(harnessId), runtime.options.config);
     });
     const hostTools = bindTools(runtime, attempt, params);
     attempts.set(attemptId, attempt);
@@ -436,7 +437,7 @@ async function cancelUntilSeen(conn, attemptId, reason, settled, logger) {
 function toAttemptError(runtime, harnessId, attemptId, error) {
   const known = backendOf(error, runtime.supervisor.harnessInfo(harnessId));
   const failure = attemptErrorOf(runtime, harnessId, attemptId, error, known);
-  if (isUnusable(error)) failure.message = withDoctorHint(failure.message, harnessId, known);
+  if (isUnusable(error)) failure.message = withDoctorHint(failure.message, harnessId, known, runtime.options.config);
   return failure;
 }
 
@@ -445,7 +446,7 @@ function attemptErrorOf(runtime, harnessId, attemptId, error, known) {
     if (error.code === PREFLIGHT_FAILED && runtime.options.PreflightError) {
       const shown = error.data?.userMessage ?? error.remoteMessage;
       // The person reads `userMessage`: a backend that failed to open points them at the doctor too.
-      const userMessage = isOpenFailure(error) ? withDoctorHint(shown, harnessId, known) : shown;
+      const userMessage = isOpenFailure(error) ? withDoctorHint(shown, harnessId, known, runtime.options.config) : shown;
       return new runtime.options.PreflightError(`clawbridge ${harnessId}: ${error.remoteMessage}`, {
         scope: "harness",
         userMessage,

@@ -66,3 +66,41 @@ test("a configFile the bridge refuses fails the attempt with the bridge's file:l
     return true;
   });
 });
+
+test("config: with a configFile clawbridge-acp stays registered, an explicit one too; the bridge decides", () => {
+  const saved = process.env.CLAWBRIDGE_ACP_AGENT;
+  delete process.env.CLAWBRIDGE_ACP_AGENT;
+  try {
+    const logger = recordingLogger();
+    const cfg = resolveConfig({ configFile: "/etc/clawbridge.toml" }, logger);
+    assert.ok(cfg.harnesses.includes("clawbridge-acp"), "the file may name the agent");
+    const listed = resolveConfig({ configFile: "/etc/clawbridge.toml", harnesses: ["clawbridge-acp"] }, logger);
+    assert.deepEqual(listed.harnesses, ["clawbridge-acp"], "an explicit entry is kept");
+    const viaArgs = resolveConfig({ args: ["--config=/etc/clawbridge.toml"] }, logger);
+    assert.ok(viaArgs.harnesses.includes("clawbridge-acp"), "--config in args counts too");
+    assert.ok(!logger.lines.some((line) => /needs an agent command/.test(line)), logger.lines.join("\n"));
+    assert.ok(!resolveConfig({}, logger).harnesses.includes("clawbridge-acp"), "no file, no agent: not registered");
+  } finally {
+    if (saved !== undefined) process.env.CLAWBRIDGE_ACP_AGENT = saved;
+  }
+});
+
+test("clawbridge-acp on a bridge whose configFile names no agent is refused clearly, with the doctor command", async (t) => {
+  const saved = process.env.CLAWBRIDGE_ACP_AGENT;
+  delete process.env.CLAWBRIDGE_ACP_AGENT;
+  t.after(() => {
+    if (saved !== undefined) process.env.CLAWBRIDGE_ACP_AGENT = saved;
+  });
+  const { file } = configDir(t, "[run]\nbackend = \"demo\"\n");
+  const env = pluginUnderTest({ config: { configFile: file } });
+  t.after(env.cleanup);
+  const acp = env.harness("clawbridge-acp");
+  assert.ok(acp, "registered on the bridge's word");
+  // The bridge answers `initialize` during this attempt; it offers no ACP harness.
+  await env.harness(DEMO).runAttempt(attemptParams().params);
+  const verdict = acp.supports({ requestedRuntime: "clawbridge-acp" });
+  assert.equal(verdict.supported, false);
+  assert.match(verdict.reason, /clawbridge-acp is unavailable: the bridge offers no clawbridge-acp/);
+  assert.match(verdict.reason, /acp\.agent in the bridge's config file/);
+  assert.ok(verdict.reason.includes(`run \`clawbridge --config ${file} doctor --backend acp\``), verdict.reason);
+});

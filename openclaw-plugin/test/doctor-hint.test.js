@@ -54,3 +54,16 @@ test("a backend that exits during its handshake is refused with the doctor comma
     return true;
   });
 });
+
+test("the doctor command repeats the plugin's config file and, for ACP, its agent, quoted for a shell", async () => {
+  const { doctorCommand } = await import("../src/doctor-hint.js");
+  assert.equal(doctorCommand(CODEX, undefined), "clawbridge doctor --backend codex");
+  assert.equal(
+    doctorCommand(CODEX, { backend: "codex" }, { configFile: "/etc/my clawbridge.toml", acpAgent: "ignored" }),
+    "clawbridge --config '/etc/my clawbridge.toml' doctor --backend codex",
+  );
+  assert.equal(
+    doctorCommand("clawbridge-acp", undefined, { acpAgent: "npx -y it's-acp --flag='a b'" }),
+    `clawbridge doctor --backend acp --agent 'npx -y it'\\''s-acp --flag='\\''a b'\\'''`,
+  );
+});

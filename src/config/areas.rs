@@ -1,5 +1,5 @@
 //! Every setting clawbridge reads, one area (one file section) each. A key's flag, environment
-//! variables and default live here and nowhere else; a later area (e.g. `[acp]`) is one more
+//! variables and default live here and nowhere else; a later area (e.g. `[telemetry]`) is one more
 //! `settings_area!` plus a line in `settings_root!` (mod.rs).
 
 use std::path::PathBuf;

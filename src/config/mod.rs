@@ -22,7 +22,7 @@ pub const CONFIG_ENV: &str = "CLAWBRIDGE_CONFIG";
 /// The log filter when none is set.
 pub const DEFAULT_LOG_FILTER: &str = "warn,clawbridge=info,clawbridge_bridge=info";
 
-// The areas, in the order `config show` and the docs list them. A new area (`[acp]`, say) is a
+// The areas, in the order `config show` and the docs list them. A new area (`[telemetry]`, say) is a
 // `settings_area!` in areas.rs and one line here.
 declare::settings_root! {
     bridge => BridgeSettings;

@@ -12,14 +12,19 @@ use super::{Setting, Settings, Source};
 impl Settings {
     /// What the backends are built with.
     pub fn backend_options(&self) -> BackendOptions {
-        let agent = |bin: &Setting<super::value::Program>, key: &str| AgentOptions {
-            program: configured_program(bin, key),
+        // What every agent process gets; each native backend adds its executable.
+        let process = AgentOptions {
+            program: None,
             // 0 means "the default", as the variable always did.
             write_timeout: self.agents.write_timeout_ms.value.filter(|ms| *ms > 0).map(Duration::from_millis),
             containment: self.containment.cgroups.value.map(|cgroups| match cgroups {
                 CgroupsSetting::Auto => Containment::CgroupWhereAvailable,
                 CgroupsSetting::Off => Containment::TokenOnly,
             }),
+        };
+        let agent = |bin: &Setting<super::value::Program>, key: &str| AgentOptions {
+            program: configured_program(bin, key),
+            ..process.clone()
         };
         let default_pool = clawbridge_adapters::claude::pool::PoolConfig::default();
         let claude_pool = clawbridge_adapters::claude::pool::PoolConfig {
@@ -46,6 +51,8 @@ impl Settings {
                     .map(clawbridge_adapters::acp::env_names)
                     .unwrap_or_default(),
                 auth_method: self.acp.auth_method.value.clone(),
+                agent_named_by: self.acp.agent.value.as_ref().map(|_| named_by(&self.acp.agent.source, "acp.agent")),
+                process,
             }),
         }
     }
@@ -54,9 +61,13 @@ impl Settings {
 /// A backend's configured executable, named as the user gave it: the variable, or the key and its place.
 fn configured_program(bin: &Setting<super::value::Program>, key: &str) -> Option<ConfiguredProgram> {
     let path = bin.value.clone()?.0;
-    let named_by = match &bin.source {
+    Some(ConfiguredProgram { path, named_by: named_by(&bin.source, key) })
+}
+
+/// A setting named as the user gave it: the variable, or the key and its place.
+fn named_by(source: &Source, key: &str) -> String {
+    match source {
         Source::Env(name) => (*name).to_string(),
         source => format!("{key} ({source})"),
-    };
-    Some(ConfiguredProgram { path, named_by })
+    }
 }

@@ -263,3 +263,14 @@ fn every_declared_flag_is_a_flag_of_the_command_line() {
         }
     }
 }
+
+#[test]
+fn the_acp_agent_gets_the_process_settings_and_its_lines_place() {
+    let text =
+        "[agents]\nwrite-timeout-ms = 4321\n[containment]\ncgroups = \"off\"\n[acp]\nagent = \"my-agent --acp\"\n";
+    let settings = Settings::resolve(Some(&file(text)), Flags::default(), &no_env).unwrap();
+    let acp = settings.backend_options().acp.unwrap();
+    assert_eq!(acp.process.write_timeout, Some(std::time::Duration::from_millis(4321)));
+    assert_eq!(acp.process.containment, Some(clawbridge_bridge::supervisor::Containment::TokenOnly));
+    assert_eq!(acp.agent_named_by.as_deref(), Some("acp.agent (file:/cfg/config.toml:6)"));
+}

@@ -33,6 +33,17 @@ pub struct DoctorArgs {
     /// model endpoint, in seconds.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     timeout: u64,
+    /// The ACP agent's command line to check, split as a shell would (`--agent "npx -y some-agent
+    /// --acp"`), over CLAWBRIDGE_ACP_AGENT and acp.agent in the config file, as `run --agent` is.
+    #[arg(long, value_name = "COMMAND")]
+    agent: Option<String>,
+}
+
+impl DoctorArgs {
+    /// The ACP agent `--agent` names, if given (a setting like `run --agent`'s).
+    pub fn agent(&self) -> Option<&String> {
+        self.agent.as_ref()
+    }
 }
 
 /// Why the doctor could not run, or what it found.
@@ -125,7 +136,10 @@ async fn diagnose(
     let program = match backend.locate(requested) {
         Ok(program) => {
             let source = source(requested, diagnostics);
-            report.checks.push(Check::ok("found", format!("{} ({source})", program.display())));
+            // The doctor checks serve's backends; `run` has its own demo, so say which one this is.
+            let which =
+                if facts.backend == "demo" { "; the recorded replay serve runs, not run's scripted demo" } else { "" };
+            report.checks.push(Check::ok("found", format!("{} ({source}{which})", program.display())));
             report.program = Some(program.display().to_string());
             report.source = Some(source);
             program

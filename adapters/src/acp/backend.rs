@@ -16,6 +16,8 @@ use clawbridge_bridge::native_tools::{NativeToolClass, Unenforceable};
 use clawbridge_bridge::probe::VersionProbe;
 use futures::future::BoxFuture;
 
+use crate::AgentOptions;
+
 use super::config::{
     AGENT_ENV, AGENT_ENV_PASS, AUTH_METHOD_ENV, AcpConfig, AgentCommand, AgentCommandError, env_names,
 };
@@ -37,6 +39,10 @@ pub struct AcpBackend {
     pass_env: Vec<String>,
     /// The auth method to use when the agent says it needs one.
     auth_method: Option<String>,
+    /// Where the agent's command line came from, so a message about it names the setting to fix.
+    agent_named_by: String,
+    /// The agent process's write timeout and containment as the operator configured them.
+    process: AgentOptions,
     /// The agent's name as the probe read it, for fingerprints.
     agent_name: OnceLock<String>,
 }
@@ -64,6 +70,8 @@ impl Default for AcpBackend {
             agent: None,
             pass_env: Vec::new(),
             auth_method: None,
+            agent_named_by: AGENT_ENV.into(),
+            process: AgentOptions::default(),
             agent_name: OnceLock::new(),
         }
     }
@@ -78,6 +86,12 @@ pub struct AcpOptions {
     pub agent_env: Vec<String>,
     /// The auth method to authenticate with (`CLAWBRIDGE_ACP_AUTH_METHOD`).
     pub auth_method: Option<String>,
+    /// Where `agent` came from, as a person names it (`acp.agent (file:/etc/clawbridge.toml:3)`,
+    /// `CLAWBRIDGE_ACP_AGENT`, `--agent`); `None`: `CLAWBRIDGE_ACP_AGENT`.
+    pub agent_named_by: Option<String>,
+    /// The agent process's write timeout and containment (`agents.write-timeout-ms`,
+    /// `containment.cgroups`). Its `program` is not used: the command line names the program.
+    pub process: AgentOptions,
 }
 
 impl AcpBackend {
@@ -100,6 +114,8 @@ impl AcpBackend {
             agent: set(&options.agent).map(|line| AgentCommand::parse(&line)),
             pass_env: options.agent_env.clone(),
             auth_method: set(&options.auth_method),
+            agent_named_by: options.agent_named_by.clone().unwrap_or_else(|| AGENT_ENV.into()),
+            process: options.process.clone(),
             ..AcpBackend::default()
         }
     }
@@ -109,6 +125,7 @@ impl AcpBackend {
     #[must_use]
     pub fn with_agent(mut self, agent: AgentCommand) -> Self {
         self.agent = Some(Ok(agent));
+        self.agent_named_by = "--agent".into();
         self
     }
 
@@ -127,10 +144,16 @@ impl AcpBackend {
     fn agent(&self) -> Result<&AgentCommand, ProgramNotFound> {
         match &self.agent {
             Some(Ok(agent)) => Ok(agent),
-            Some(Err(error)) => Err(ProgramNotFound { name: PathBuf::from(AGENT_ENV), why: error.to_string() }),
+            // Named by the setting that held the line, so the operator fixes the right one.
+            Some(Err(error)) => {
+                Err(ProgramNotFound { name: PathBuf::from(&self.agent_named_by), why: error.to_string() })
+            }
             None => Err(ProgramNotFound {
                 name: PathBuf::from("acp agent"),
-                why: format!("no ACP agent is configured: pass --agent \"<command line>\" or set {AGENT_ENV}"),
+                why: format!(
+                    "no ACP agent is configured: pass --agent \"<command line>\", set {AGENT_ENV} or acp.agent in \
+                     the config file"
+                ),
             }),
         }
     }
@@ -140,7 +163,13 @@ impl AcpBackend {
         let mut config = AcpConfig::new(program, args, cwd);
         config.env.inherit.extend(self.pass_env.iter().cloned());
         config.auth_method.clone_from(&self.auth_method);
+        self.process.apply(&mut config.write_timeout, &mut config.containment);
         config
+    }
+
+    /// Where the agent's command line came from (`acp.agent (file:…)`, `CLAWBRIDGE_ACP_AGENT`, `--agent`).
+    pub(super) fn agent_named_by(&self) -> &str {
+        &self.agent_named_by
     }
 
     /// The launch config of `program` in `cwd` (for the doctor's checks).
@@ -300,5 +329,37 @@ impl NativeSession for AcpNative {
                 tracing::debug!(?stop, "ACP agent stopped");
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clawbridge_bridge::supervisor::Containment;
+
+    use super::*;
+
+    #[test]
+    fn the_operators_options_reach_the_launch_config_and_the_lookup() {
+        let options = AcpOptions {
+            agent: Some("my-agent 'unclosed".into()),
+            agent_named_by: Some("acp.agent (file:/etc/clawbridge.toml:3)".into()),
+            process: AgentOptions {
+                program: None,
+                write_timeout: Some(Duration::from_millis(4321)),
+                containment: Some(Containment::TokenOnly),
+            },
+            ..AcpOptions::default()
+        };
+        let backend = AcpBackend::from_options(&options);
+        let config = backend.config_for("/bin/agent".into(), std::env::temp_dir());
+        assert_eq!(config.write_timeout, Duration::from_millis(4321));
+        assert_eq!(config.containment, Containment::TokenOnly);
+        // The unparsable line is reported as the setting that holds it, not as the variable.
+        let refused = backend.locate(None).unwrap_err();
+        assert_eq!(refused.name, PathBuf::from("acp.agent (file:/etc/clawbridge.toml:3)"), "{refused}");
+        let none = AcpBackend::from_options(&AcpOptions::default()).locate(None).unwrap_err();
+        assert!(none.why.contains("acp.agent in the config file"), "{none}");
     }
 }

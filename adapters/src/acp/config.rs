@@ -6,7 +6,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clawbridge_bridge::supervisor::{CommandSpec, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_bridge::supervisor::{CommandSpec, Containment, EnvPolicy, PidRegistry, StopPolicy};
+use clawbridge_bridge::transport::agent_write_timeout;
 
 /// The environment variable holding the agent's command line (serve, and `run` without `--agent`).
 pub const AGENT_ENV: &str = "CLAWBRIDGE_ACP_AGENT";
@@ -93,6 +94,10 @@ pub struct AcpConfig {
     pub stop: StopPolicy,
     /// Where to record the child for orphan reaping.
     pub registry: Option<PidRegistry>,
+    /// How long one write to the agent's stdin may block.
+    pub write_timeout: Duration,
+    /// How the agent's descendants are contained.
+    pub containment: Containment,
 }
 
 impl AcpConfig {
@@ -118,6 +123,8 @@ impl AcpConfig {
                 after_sigkill: Duration::from_secs(2),
             },
             registry: None,
+            write_timeout: agent_write_timeout(),
+            containment: Containment::from_env(),
         }
     }
 

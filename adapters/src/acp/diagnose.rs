@@ -20,7 +20,7 @@ impl Diagnostics for AcpBackend {
     }
 
     fn program_source(&self) -> Option<String> {
-        Some("from the configured command line".into())
+        Some(format!("from the configured command line in {}", self.agent_named_by()))
     }
 
     fn check_names(&self) -> &'static [&'static str] {

@@ -386,6 +386,30 @@ mod tests {
         assert_eq!(answer, json!({"outcome": {"outcome": "cancelled"}}));
     }
 
+    /// Allows, keeping the requests it was asked.
+    #[derive(Default)]
+    struct Recorder(std::sync::Mutex<Vec<ApprovalRequest>>);
+
+    impl Approver for Recorder {
+        fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            self.0.lock().unwrap().push(request);
+            Box::pin(async { Ok(ApprovalDecision::Allow) })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_argv_command_is_asked_about_as_one_shell_quoted_line() {
+        let recorder = Arc::new(Recorder::default());
+        let (h, _declined, _asked, _dir) = handler(recorder.clone());
+        // The shape of codex-acp's request (fixtures/recordings/acp/codex-acp/tool-allowed.jsonl).
+        let request = json!({"sessionId": "s", "toolCall": {"toolCallId": "call_1", "kind": "execute",
+               "title": "Run echo", "rawInput": {"command": ["/bin/bash", "-lc", "echo live-$((6*7))"]}},
+               "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}]});
+        h.handle(ask(request)).await.unwrap();
+        let asked = recorder.0.lock().unwrap();
+        assert_eq!(asked[0].arguments["command"], "/bin/bash -lc 'echo live-$((6*7))'");
+    }
+
     /// Decides only when told to.
     struct Gate(tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>);
 

@@ -91,13 +91,29 @@ fn mutation(kind: Option<&ToolKind>) -> NativeMutation {
     }
 }
 
-/// The arguments a call shows: its raw input, else its title.
+/// The arguments a call shows: its raw input, else its title. A `command` given as an argv array
+/// (codex-acp's `["/bin/bash", "-lc", "…"]`) becomes one shell-quoted line, the string the host's
+/// views and approval prompts read `command` as.
 fn arguments(update: &ToolCallUpdate, title: Option<&str>) -> Value {
     match (&update.raw_input, title) {
-        (Some(input), _) => input.clone(),
+        (Some(input), _) => {
+            let mut input = input.clone();
+            if let Some(command) = input.get_mut("command")
+                && let Some(line) = argv_line(command)
+            {
+                *command = Value::String(line);
+            }
+            input
+        }
         (None, Some(title)) => json!({ "title": title }),
         (None, None) => Value::Null,
     }
+}
+
+/// `argv` as one shell-quoted line, when it is an array of strings (anything else is left as sent).
+fn argv_line(argv: &Value) -> Option<String> {
+    let words = argv.as_array()?.iter().map(Value::as_str).collect::<Option<Vec<_>>>()?;
+    Some(shell_words::join(words))
 }
 
 /// The tool call an update describes, as the host sees it.

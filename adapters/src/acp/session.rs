@@ -15,7 +15,6 @@ use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
-use clawbridge_bridge::transport::agent_write_timeout;
 use clawbridge_protocol::acp::{
     AgentCapabilities, AuthenticateParams, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapability,
     Implementation, InitializeParams, InitializeResponse, LoadSessionParams, NewSessionParams, NewSessionResponse,
@@ -176,7 +175,7 @@ impl AcpSession {
             request_timeout: config.request_timeout,
             handler_timeout: config.approval_timeout + Duration::from_secs(5),
             label: "acp".into(),
-            write_timeout: Some(agent_write_timeout()),
+            write_timeout: Some(config.write_timeout),
             abort_handlers_on_close: true,
             answers_in_order: [
                 methods::SESSION_NEW,
@@ -188,7 +187,11 @@ impl AcpSession {
             .to_vec(),
             ..PeerConfig::default()
         };
-        let spawn = SpawnOptions { registry: config.registry.clone(), ..SpawnOptions::default() };
+        let spawn = SpawnOptions {
+            registry: config.registry.clone(),
+            containment: config.containment,
+            ..SpawnOptions::default()
+        };
         let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
         let params = InitializeParams {
             protocol_version: PROTOCOL_VERSION,

@@ -137,3 +137,22 @@ fn a_turn_tracks_a_bounded_number_of_tool_calls_and_each_reported_one_ends_once(
     finished.sort_unstable();
     assert_eq!(started, finished, "each reported call ends exactly once");
 }
+
+#[test]
+fn codex_acps_argv_command_is_shown_as_one_shell_quoted_line() {
+    // The shape fixtures/recordings/acp/codex-acp/tool-allowed.jsonl records.
+    let mut mapper = TurnMapper::new("t", Declined::default());
+    let mut events = mapper.start();
+    events.extend(mapper.on_update(update(json!({"sessionUpdate": "tool_call", "toolCallId": "call_1",
+        "title": "Run echo", "kind": "execute", "status": "in_progress",
+        "rawInput": {"call_id": "call_1", "command": ["/bin/bash", "-lc", "echo live-$((6*7))"], "cwd": "/w"}}))));
+    let started = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ToolStarted(call) => Some(call),
+            _ => None,
+        })
+        .expect("the call started");
+    assert_eq!(started.arguments["command"], "/bin/bash -lc 'echo live-$((6*7))'");
+    assert_eq!(started.arguments["cwd"], "/w", "the other fields are kept");
+}

@@ -105,11 +105,11 @@ impl VersionRange {
     }
 }
 
-/// A native backend (Codex app-server, Claude Code, the demo replay).
+/// A backend the bridge runs: Codex app-server, Claude Code, an ACP agent, or the demo replay.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackendInfo {
-    /// The backend id: `codex`, `claude` or `demo`.
+    /// The backend id: `codex`, `claude`, `acp` or `demo`.
     pub id: String,
     /// Whether the bridge found a usable binary that passed its version gate.
     pub available: bool,
