@@ -77,6 +77,9 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let mock = start_mock(&json!({"default": {"text": "never asked: the demo plays a recording"}})).await.unwrap();
     let mut run = OpenClawHome::without_bridge_path(&node, &openclaw, &sandbox, Harness::Demo, &mock);
     run.extra_env.push(("npm_config_registry".into(), registry.url().into()));
+    // npm's own update check asks the registry for `npm` (now and then, by its cache's age): off, so
+    // every request the registry sees is the install's.
+    run.extra_env.push(("npm_config_update_notifier".into(), "false".into()));
     let port = free_port();
     run.write_config(&with_gateway(run.installed_plugin_config(), port));
     let _temp_root = TempRootGuard::snapshot();
