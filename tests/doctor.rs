@@ -125,62 +125,50 @@ fn an_executable_without_a_version_is_unversioned_not_too_old() {
     assert!(version.summary.starts_with("unversioned: "), "{version:?}");
 }
 
-#[test]
-fn a_codex_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() {
+/// Doctor against a `name` (found through its `CLAWBRIDGE_<NAME>_BIN`) that answers `--version` with
+/// `version_line` and then never speaks, with a 2 s timeout: the output, and where the program was.
+/// Fails the test when the hung process was left running.
+fn doctor_against_a_hung(name: &str, version_line: &str) -> (Output, PathBuf) {
     let home = tempfile::tempdir().unwrap();
     let bin = tempfile::tempdir().unwrap();
     let pid_file = bin.path().join("pid");
-    let codex = script(
+    let program = script(
         bin.path(),
-        "codex",
+        name,
         &format!(
-            "if [ \"$1\" = --version ]; then echo 'codex-cli 0.169.0'; exit 0; fi\necho $$ > '{}'\nexec sleep 300",
+            "if [ \"$1\" = --version ]; then echo '{version_line}'; exit 0; fi\necho $$ > '{}'\nexec sleep 300",
             pid_file.display()
         ),
     );
+    let variable = format!("CLAWBRIDGE_{}_BIN", name.to_uppercase());
     let out = doctor(
         home.path(),
-        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin"))],
-        &["--backend", "codex", "--program", codex.to_str().unwrap(), "--timeout", "2"],
+        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin")), (&variable, program.as_os_str())],
+        &["--backend", name, "--timeout", "2"],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert_eq!(check(&out, "codex", "found").summary, format!("{} (from --program)", codex.display()));
-    let handshake = check(&out, "codex", "handshake");
-    assert_eq!(handshake.verdict, "FAIL");
-    assert_eq!(handshake.summary, "no answer to initialize in 2 s (the app-server was stopped)");
+    assert_eq!(check(&out, name, "found").summary, format!("{} (from {variable})", program.display()));
     let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let running = state.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']));
-    assert!(!running, "the hung app-server (pid {pid}) was left running: {state}");
+    assert!(!running, "the hung {name} (pid {pid}) was left running: {state}");
+    (out, program)
+}
+
+#[test]
+fn a_codex_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() {
+    let (out, _) = doctor_against_a_hung("codex", "codex-cli 0.169.0");
+    let handshake = check(&out, "codex", "handshake");
+    assert_eq!(handshake.verdict, "FAIL");
+    assert_eq!(handshake.summary, "no answer to initialize in 2 s (the app-server was stopped)");
 }
 
 #[test]
 fn a_claude_that_never_answers_initialize_fails_in_bounded_time_and_is_stopped() {
-    let home = tempfile::tempdir().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let pid_file = bin.path().join("pid");
-    let claude = script(
-        bin.path(),
-        "claude",
-        &format!(
-            "if [ \"$1\" = --version ]; then echo '2.1.328 (Claude Code)'; exit 0; fi\necho $$ > '{}'\nexec sleep 300",
-            pid_file.display()
-        ),
-    );
-    let out = doctor(
-        home.path(),
-        &[("PATH", std::ffi::OsStr::new("/usr/bin:/bin")), ("CLAWBRIDGE_CLAUDE_BIN", claude.as_os_str())],
-        &["--backend", "claude", "--timeout", "2"],
-    );
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert_eq!(check(&out, "claude", "found").summary, format!("{} (from CLAWBRIDGE_CLAUDE_BIN)", claude.display()));
+    let (out, _) = doctor_against_a_hung("claude", "2.1.328 (Claude Code)");
     let handshake = check(&out, "claude", "handshake");
     assert_eq!(handshake.verdict, "FAIL");
-    assert_eq!(handshake.summary, "the claude initialize handshake failed: no answer to initialize within 2s");
-    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let running = state.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with(['Z', 'X']));
-    assert!(!running, "the hung claude (pid {pid}) was left running: {state}");
+    assert_eq!(handshake.summary, "no answer to initialize in 2 s (the CLI was stopped)");
 }
 
 // The mock model serves from this runtime while the CLI runs: it needs a thread of its own.

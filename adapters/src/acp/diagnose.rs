@@ -45,7 +45,7 @@ impl Diagnostics for AcpBackend {
                 Err(error) => {
                     let fix = format!("check that `{}` speaks ACP v{PROTOCOL_VERSION} on stdio", program.display());
                     return vec![
-                        Check::fail("handshake", format!("initialize failed: {error}"), fix),
+                        Check::handshake_failure(&error, "agent", fix),
                         Check::skipped("auth", "the handshake failed"),
                     ];
                 }

@@ -107,7 +107,7 @@ fn handshake_failure(program: &Path, error: &ClaudeError) -> Check {
             program.display()
         ),
     };
-    Check::fail("handshake", error.to_string(), fix)
+    Check::handshake_failure(error, "CLI", fix)
 }
 
 /// The config dir the CLI keeps its login in.

@@ -97,8 +97,12 @@ pub enum ClaudeError {
         reported: String,
     },
     /// `initialize` failed or timed out; the process was stopped.
-    #[error("the claude initialize handshake failed: {0}")]
-    Handshake(String),
+    #[error("the claude initialize handshake failed")]
+    Handshake(#[source] RpcError),
+    /// A handshake or turn was asked of a session whose CLI process is not running (a bug in the
+    /// caller's order, reported rather than panicking).
+    #[error("no claude process is running for this session")]
+    NotRunning,
 }
 
 impl ClaudeError {
@@ -295,7 +299,7 @@ impl ClaudeSession {
     /// meanwhile), then cross-checks the reported version.
     async fn initialize(&mut self) -> Result<(), ClaudeError> {
         let Some(live) = self.live.as_mut() else {
-            return Err(ClaudeError::Handshake("no process".into()));
+            return Err(ClaudeError::NotRunning);
         };
         let peer = live.conn.peer().clone();
         let timeout = self.config.handshake_timeout;
@@ -314,17 +318,7 @@ impl ClaudeSession {
                 },
             }
         };
-        let answer = match answer {
-            Ok(answer) => answer,
-            Err(RpcError::Remote { error, .. }) => return Err(ClaudeError::Handshake(error.message)),
-            Err(RpcError::PeerGone { gone, .. }) => {
-                return Err(ClaudeError::Handshake(format!("the CLI went away: {gone}")));
-            }
-            Err(RpcError::Timeout { after, .. }) => {
-                return Err(ClaudeError::Handshake(format!("no answer to initialize within {after:?}")));
-            }
-            Err(other) => return Err(ClaudeError::Handshake(other.to_string())),
-        };
+        let answer = answer.map_err(ClaudeError::Handshake)?;
         // The answer also holds `account` (personal data): only the version is read, nothing logged.
         let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
         match response.claude_code_version {
@@ -402,7 +396,7 @@ impl ClaudeSession {
         };
         let driver = TurnDriver::new(self.observer.clone(), self.activity.clone(), sink);
         let Some(live) = self.live.as_mut() else {
-            return Err(ClaudeError::Handshake("no process".into()));
+            return Err(ClaudeError::NotRunning);
         };
         if let Some((level, (subtype, request))) =
             input.think_level.and_then(|level| Some((level, super::input::thinking_request(level)?)))

@@ -167,21 +167,11 @@ async fn checks(backend: &CodexBackend, program: &Path, limits: Limits) -> Vec<C
 }
 
 fn handshake_failure(program: &Path, error: &CodexError) -> Check {
-    match error {
-        CodexError::Handshake(RpcError::Timeout { after, .. }) => Check::fail(
-            "handshake",
-            format!("no answer to initialize in {} s (the app-server was stopped)", after.as_secs()),
-            format!("run `{} app-server` by hand to see where it hangs", program.display()),
-        ),
-        CodexError::VersionRejected { .. } => Check::fail("handshake", error.to_string(), install_hint()),
-        other => {
-            let causes = std::iter::successors(std::error::Error::source(other), |e| e.source())
-                .map(ToString::to_string)
-                .collect::<Vec<_>>();
-            let why = if causes.is_empty() { other.to_string() } else { format!("{other}: {}", causes.join(": ")) };
-            Check::fail("handshake", why, format!("run `{} app-server` by hand to see why it fails", program.display()))
-        }
-    }
+    let fix = match error {
+        CodexError::VersionRejected { .. } => install_hint(),
+        _ => format!("run `{} app-server` by hand to see why it fails or hangs", program.display()),
+    };
+    Check::handshake_failure(error, "app-server", fix)
 }
 
 /// The provider in use and where it is configured.

@@ -62,6 +62,27 @@ impl Check {
         Check { name, verdict: Verdict::Skipped, summary: one_line(why.into()), fix: None }
     }
 
+    /// The failed `handshake` check of a backend whose `initialize` failed with `error`, the same
+    /// words for every backend: a deadline that passed says so and that `process` was stopped (every
+    /// backend stops what did not answer), anything else names the error and its causes.
+    pub fn handshake_failure(
+        error: &(dyn std::error::Error + 'static),
+        process: &str,
+        fix: impl Into<String>,
+    ) -> Check {
+        let chain: Vec<&(dyn std::error::Error + 'static)> =
+            std::iter::successors(Some(error), |e| e.source()).collect();
+        let timed_out = chain.iter().find_map(|e| match e.downcast_ref::<crate::rpc::RpcError>() {
+            Some(crate::rpc::RpcError::Timeout { after, .. }) => Some(*after),
+            _ => None,
+        });
+        let summary = match timed_out {
+            Some(after) => format!("no answer to initialize in {} s (the {process} was stopped)", after.as_secs()),
+            None => chain.iter().map(ToString::to_string).collect::<Vec<_>>().join(": "),
+        };
+        Check::fail("handshake", summary, fix)
+    }
+
     /// The `endpoint` check of a request to `shown` that got no answer: not probed (a scheme the
     /// probe does not speak), reached but refused at the TLS layer (the error's own fix, since
     /// "start the model server" would send the person the wrong way), or unreachable
