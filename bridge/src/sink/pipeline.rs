@@ -17,9 +17,21 @@ use crate::transcript::{Message, ModelLabel, TranscriptMirror};
 
 /// A stage every event passes through, in order: a person's view, the host's event stream.
 pub trait EventStage: Send + 'static {
-    /// Takes one event; the next one waits until this is done.
+    /// Takes one event; the next one waits until this is done. A stage may buffer what it writes:
+    /// [`flush`](Self::flush) follows whenever nothing more is ready, at least every
+    /// [`FLUSH_DEADLINE`], and after the last event.
     fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()>;
+
+    /// Writes out what [`on_event`](Self::on_event) buffered. A stage that writes through has
+    /// nothing to do.
+    fn flush(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
+
+/// The longest a buffered stage holds what it wrote while events keep coming: the queue is
+/// rarely empty under a steady stream, and a reader must not wait for the turn's end to see it.
+pub const FLUSH_DEADLINE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Why a store does not hold a group of rows.
 #[derive(Debug, thiserror::Error)]
@@ -219,9 +231,16 @@ impl Processor {
     async fn run(mut self, queue: Arc<EventQueue>) -> Self {
         let queue = CloseOnDrop(queue);
         let queue = &queue.0;
+        let mut flushed = tokio::time::Instant::now();
         while let Some(event) = queue.next().await {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
+            }
+            // A buffered stage's writes go out once per burst rather than once per event, the
+            // burst being what is ready now, cut at the deadline.
+            if queue.is_empty() || flushed.elapsed() >= FLUSH_DEADLINE {
+                self.flush_stages().await;
+                flushed = tokio::time::Instant::now();
             }
             let Some(spec) = self.spec.as_mut() else { continue };
             if let Event::ModelInUse { model } = &event {
@@ -245,7 +264,14 @@ impl Processor {
             }
             self.append(messages).await;
         }
+        self.flush_stages().await;
         self
+    }
+
+    async fn flush_stages(&mut self) {
+        for stage in &mut self.stages {
+            stage.flush().await;
+        }
     }
 
     /// Stores one group of rows; a failure is kept (the first) and logged, and the turn goes on.
