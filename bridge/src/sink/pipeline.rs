@@ -349,6 +349,44 @@ mod tests {
         assert!(rows.iter().any(|m| matches!(m, Message::Assistant(_))), "{rows:?}");
     }
 
+    /// Logs events and flushes in the order the pipeline gives them.
+    struct Flushes(Arc<Mutex<Vec<&'static str>>>);
+
+    impl EventStage for Flushes {
+        fn on_event<'a>(&'a mut self, _event: &'a Event) -> BoxFuture<'a, ()> {
+            self.0.lock().unwrap().push("event");
+            Box::pin(async {})
+        }
+
+        fn flush(&mut self) -> BoxFuture<'_, ()> {
+            self.0.lock().unwrap().push("flush");
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_ready_events_is_flushed_once_and_the_last_event_is_always_flushed() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let pipeline = Pipeline::start(vec![Box::new(Flushes(log.clone()))], None);
+        // The test's runtime has one thread: the task takes these only once the test awaits; the
+        // clock is paused, so the deadline never cuts the burst however slow the machine is.
+        for n in 0..100 {
+            pipeline.push(&Event::AssistantDelta { item_id: format!("i{n}"), delta: "x".into() });
+        }
+        tokio::task::yield_now().await;
+        pipeline.push(&Event::TurnStarted { turn_id: "t".into() });
+        pipeline.finish(&result(TerminalKind::Ok)).await;
+        let log = log.lock().unwrap();
+        let events = log.iter().filter(|&&what| what == "event").count();
+        let flushes = log.iter().filter(|&&what| what == "flush").count();
+        assert_eq!(events, 101);
+        assert!((2..=3).contains(&flushes), "a flush per burst, not per event: {log:?}");
+        assert_eq!(log.last(), Some(&"flush"), "nothing is left unflushed: {log:?}");
+        let last_event = log.iter().rposition(|&what| what == "event").unwrap();
+        let first_after_burst = log.iter().position(|&what| what == "flush").unwrap();
+        assert!(first_after_burst < last_event, "the first burst was flushed before the late event came");
+    }
+
     /// Panics on the first event it is given.
     struct Panics;
 
