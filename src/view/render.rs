@@ -17,6 +17,11 @@ impl EventStage for View {
         self.show(event);
         Box::pin(async {})
     }
+
+    fn flush(&mut self) -> BoxFuture<'_, ()> {
+        self.screen.flush();
+        Box::pin(async {})
+    }
 }
 
 /// Prints events for a person, or as JSONL.
@@ -85,6 +90,7 @@ impl View {
         if self.json {
             let line = serde_json::json!({"type": "result", "result": result});
             self.screen.json_line(&line.to_string());
+            self.screen.flush();
             return;
         }
         let usage = result

@@ -36,7 +36,14 @@ struct State {
     held: Vec<Held>,
     /// The bytes in `held`.
     held_bytes: usize,
+    /// JSONL lines not yet written: stdout is line-buffered, so each line would be a `write` of its
+    /// own; they go out together when the pipeline flushes, before anything else is written, or
+    /// once [`MAX_PENDING_BYTES`] are waiting.
+    pending: Vec<u8>,
 }
+
+/// The most JSONL bytes kept before they are written anyway.
+const MAX_PENDING_BYTES: usize = 64 * 1024;
 
 /// Output held back while the person types an answer.
 #[derive(Debug)]
@@ -109,6 +116,7 @@ impl Screen {
             asking: false,
             held: Vec::new(),
             held_bytes: 0,
+            pending: Vec::new(),
         };
         let screen = Arc::new(Screen { state: Mutex::new(state) });
         *LOG_SCREEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::downgrade(&screen));
@@ -136,11 +144,20 @@ impl Screen {
         }
     }
 
-    /// Raw bytes on stdout (a JSONL event): no spinner is ever drawn with `--json`.
+    /// Raw bytes on stdout (a JSONL event), kept until [`Screen::flush`] or the next other write:
+    /// no spinner is ever drawn with `--json`.
     pub fn json_line(&self, line: &str) {
         let mut state = self.lock();
-        let _ = writeln!(state.out, "{line}");
-        let _ = state.out.flush();
+        state.pending.extend_from_slice(line.as_bytes());
+        state.pending.push(b'\n');
+        if state.pending.len() >= MAX_PENDING_BYTES {
+            state.write_pending();
+        }
+    }
+
+    /// Writes out the JSONL lines kept by [`Screen::json_line`].
+    pub fn flush(&self) {
+        self.lock().write_pending();
     }
 
     /// A line about the run on stderr (an approval, a retry, an interrupt), on a line of its own.
@@ -164,6 +181,7 @@ impl Screen {
     /// nothing else is drawn (output is held back, the spinner stays hidden).
     pub fn ask(&self, question: &str) {
         let mut state = self.lock();
+        state.write_pending();
         state.hide_spinner();
         state.end_line();
         state.asking = true;
@@ -183,6 +201,7 @@ impl Screen {
     /// still on screen is left (its line ended), `line` is shown now, then what was held back.
     pub fn urgent(&self, line: &str) {
         let mut state = self.lock();
+        state.write_pending();
         if std::mem::take(&mut state.asking) {
             let _ = writeln!(state.err);
         }
@@ -209,7 +228,26 @@ impl Screen {
     }
 }
 
+impl Drop for Screen {
+    /// A run that stops early (an error after the turn) still shows every event it printed.
+    fn drop(&mut self) {
+        self.lock().write_pending();
+    }
+}
+
 impl State {
+    /// The kept JSONL lines, in one write.
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let _ = self.out.write_all(&self.pending);
+        let _ = self.out.flush();
+        self.pending.clear();
+        // A burst far larger than usual is not kept allocated for the rest of the run.
+        self.pending.shrink_to(MAX_PENDING_BYTES);
+    }
+
     /// Keeps `what` for later when a question is on screen (and there is room); false: write it now.
     fn hold(&mut self, what: impl FnOnce() -> Held, bytes: usize) -> bool {
         if !self.asking || self.held_bytes + bytes > MAX_HELD_BYTES {
@@ -233,6 +271,7 @@ impl State {
     }
 
     fn text(&mut self, text: &str) {
+        self.write_pending();
         if text.is_empty() {
             return;
         }
@@ -252,6 +291,7 @@ impl State {
     }
 
     fn out_line(&mut self, line: &str) {
+        self.write_pending();
         self.end_line();
         self.around(|out, _| {
             let _ = writeln!(out, "{line}");
@@ -261,6 +301,7 @@ impl State {
     }
 
     fn note(&mut self, line: &str) {
+        self.write_pending();
         self.end_line();
         self.around(|_, err| {
             let _ = writeln!(err, "{line}");
@@ -270,6 +311,7 @@ impl State {
     }
 
     fn log(&mut self, text: &str) {
+        self.write_pending();
         self.end_line();
         self.around(|_, err| {
             let _ = write!(err, "{text}");

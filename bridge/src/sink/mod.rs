@@ -8,6 +8,6 @@ mod pipeline;
 pub mod queue;
 
 pub use pipeline::{
-    EventStage, GatedSink, MirrorSpec, Mirrored, Pipeline, PipelineSender, StoreError, TranscriptStore,
+    EventStage, FLUSH_DEADLINE, GatedSink, MirrorSpec, Mirrored, Pipeline, PipelineSender, StoreError, TranscriptStore,
 };
 pub use queue::{EventQueue, MAX_QUEUED_BYTES};

@@ -17,9 +17,21 @@ use crate::transcript::{Message, ModelLabel, TranscriptMirror};
 
 /// A stage every event passes through, in order: a person's view, the host's event stream.
 pub trait EventStage: Send + 'static {
-    /// Takes one event; the next one waits until this is done.
+    /// Takes one event; the next one waits until this is done. A stage may buffer what it writes:
+    /// [`flush`](Self::flush) follows whenever nothing more is ready, at least every
+    /// [`FLUSH_DEADLINE`], and after the last event.
     fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()>;
+
+    /// Writes out what [`on_event`](Self::on_event) buffered. A stage that writes through has
+    /// nothing to do.
+    fn flush(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
+
+/// The longest a buffered stage holds what it wrote while events keep coming: the queue is
+/// rarely empty under a steady stream, and a reader must not wait for the turn's end to see it.
+pub const FLUSH_DEADLINE: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// Why a store does not hold a group of rows.
 #[derive(Debug, thiserror::Error)]
@@ -219,9 +231,16 @@ impl Processor {
     async fn run(mut self, queue: Arc<EventQueue>) -> Self {
         let queue = CloseOnDrop(queue);
         let queue = &queue.0;
+        let mut flushed = tokio::time::Instant::now();
         while let Some(event) = queue.next().await {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
+            }
+            // A buffered stage's writes go out once per burst rather than once per event, the
+            // burst being what is ready now, cut at the deadline.
+            if queue.is_empty() || flushed.elapsed() >= FLUSH_DEADLINE {
+                self.flush_stages().await;
+                flushed = tokio::time::Instant::now();
             }
             let Some(spec) = self.spec.as_mut() else { continue };
             if let Event::ModelInUse { model } = &event {
@@ -245,7 +264,14 @@ impl Processor {
             }
             self.append(messages).await;
         }
+        self.flush_stages().await;
         self
+    }
+
+    async fn flush_stages(&mut self) {
+        for stage in &mut self.stages {
+            stage.flush().await;
+        }
     }
 
     /// Stores one group of rows; a failure is kept (the first) and logged, and the turn goes on.
@@ -321,6 +347,44 @@ mod tests {
         let rows = rows.lock().unwrap();
         assert!(matches!(rows.first(), Some(Message::User(_))), "the prompt first: {rows:?}");
         assert!(rows.iter().any(|m| matches!(m, Message::Assistant(_))), "{rows:?}");
+    }
+
+    /// Logs events and flushes in the order the pipeline gives them.
+    struct Flushes(Arc<Mutex<Vec<&'static str>>>);
+
+    impl EventStage for Flushes {
+        fn on_event<'a>(&'a mut self, _event: &'a Event) -> BoxFuture<'a, ()> {
+            self.0.lock().unwrap().push("event");
+            Box::pin(async {})
+        }
+
+        fn flush(&mut self) -> BoxFuture<'_, ()> {
+            self.0.lock().unwrap().push("flush");
+            Box::pin(async {})
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_ready_events_is_flushed_once_and_the_last_event_is_always_flushed() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let pipeline = Pipeline::start(vec![Box::new(Flushes(log.clone()))], None);
+        // The test's runtime has one thread: the task takes these only once the test awaits; the
+        // clock is paused, so the deadline never cuts the burst however slow the machine is.
+        for n in 0..100 {
+            pipeline.push(&Event::AssistantDelta { item_id: format!("i{n}"), delta: "x".into() });
+        }
+        tokio::task::yield_now().await;
+        pipeline.push(&Event::TurnStarted { turn_id: "t".into() });
+        pipeline.finish(&result(TerminalKind::Ok)).await;
+        let log = log.lock().unwrap();
+        let events = log.iter().filter(|&&what| what == "event").count();
+        let flushes = log.iter().filter(|&&what| what == "flush").count();
+        assert_eq!(events, 101);
+        assert!((2..=3).contains(&flushes), "a flush per burst, not per event: {log:?}");
+        assert_eq!(log.last(), Some(&"flush"), "nothing is left unflushed: {log:?}");
+        let last_event = log.iter().rposition(|&what| what == "event").unwrap();
+        let first_after_burst = log.iter().position(|&what| what == "flush").unwrap();
+        assert!(first_after_burst < last_event, "the first burst was flushed before the late event came");
     }
 
     /// Panics on the first event it is given.

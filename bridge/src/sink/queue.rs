@@ -196,6 +196,11 @@ impl EventQueue {
         self.lock().high_water
     }
 
+    /// Whether nothing is queued now (the consumer may flush what it buffered).
+    pub fn is_empty(&self) -> bool {
+        self.lock().events.is_empty()
+    }
+
     /// How many events are queued.
     #[cfg(test)]
     fn len(&self) -> usize {
