@@ -33,6 +33,7 @@ mod generate;
 mod host;
 mod host_input;
 mod latency;
+mod limit;
 mod memory;
 mod report;
 mod session;
