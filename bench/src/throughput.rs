@@ -134,7 +134,7 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
         ));
         report.push(Row::info(
             Scenario::Throughput,
-            format!("{name}: project decoder ÷ typed parse limit"),
+            format!("{name}: project decoder (text → Value → typed) ÷ typed parse limit"),
             ratio(project.as_secs_f64()),
             "×",
         ));
