@@ -193,7 +193,7 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
 
 /// Where `clawbridge run --json` writes.
 #[derive(Clone, Copy, Debug)]
-enum Output {
+pub enum Output {
     /// A pipe the bench reads to its end.
     Pipe,
     /// A file.
@@ -201,7 +201,8 @@ enum Output {
 }
 
 impl Output {
-    fn words(self) -> &'static str {
+    /// `to a pipe`, `to a file`.
+    pub fn words(self) -> &'static str {
         match self {
             Output::Pipe => "to a pipe",
             Output::File => "to a file",
@@ -211,7 +212,7 @@ impl Output {
 
 /// The product's own `clawbridge run --backend <b> --json` process on the replay peer, its stdout a
 /// pipe this reads every byte of, or a file: spawn to exit, the whole of what a person's run costs.
-fn product_run(ctx: &Setup<'_>, backend: &str, generated: &Generated, output: Output) -> anyhow::Result<Duration> {
+pub fn product_run(ctx: &Setup<'_>, backend: &str, generated: &Generated, output: Output) -> anyhow::Result<Duration> {
     use std::process::{Command, Stdio};
     let role = [std::ffi::OsStr::new("replay"), generated.recording.as_os_str()];
     let program = session::peer_program(ctx.work, &format!("run-{backend}"), ctx.me, &role)?;
@@ -265,7 +266,7 @@ fn product_run(ctx: &Setup<'_>, backend: &str, generated: &Generated, output: Ou
 }
 
 /// Keeps the shorter of two times.
-fn keep_best(best: &mut Option<Duration>, time: Duration) {
+pub fn keep_best(best: &mut Option<Duration>, time: Duration) {
     if best.is_none_or(|b| time < b) {
         *best = Some(time);
     }
