@@ -36,6 +36,7 @@ mod latency;
 mod limit;
 mod memory;
 mod report;
+mod serve_process;
 mod session;
 mod startup;
 mod sys;

@@ -22,10 +22,10 @@ use clawbridge_protocol::jsonrpc::Message;
 use serde_json::Value;
 
 use super::generate::{self, Generated};
-use super::limit;
 use super::report::{Report, Row, Target, number};
 use super::session::{self, Attempt, HostSide};
 use super::{Scenario, Setup, Sizes};
+use super::{limit, serve_process};
 
 /// The target: the full path at half the typed parse limit or better.
 const RATIO_TARGET: f64 = 0.5;
@@ -64,9 +64,20 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
         let mut full: Option<Attempt> = None;
         let mut to_pipe: Option<Duration> = None;
         let mut to_file: Option<Duration> = None;
+        // Serve's harnesses run Codex and Claude; an ACP agent needs its command line in serve's
+        // config, so the serve process row is left out for it.
+        let via_serve = name != "acp";
+        let mut serve: Option<(Duration, u64)> = None;
         for round in 0..rounds {
-            for step in 0..5 {
-                match (step + round) % 5 {
+            for step in 0..6 {
+                match (step + round) % 6 {
+                    4 if via_serve => {
+                        let (time, events) = serve_process::run(ctx, name, &generated)?;
+                        if serve.is_none_or(|(best, _)| time < best) {
+                            serve = Some((time, events));
+                        }
+                    }
+                    4 => {}
                     0 => keep_best(&mut typed, limit::typed_parse(&generated.native, kind)?),
                     1 => keep_best(&mut project, parse_only(&generated.native, stream.decode)?),
                     2 => keep_best(&mut to_pipe, product_run(ctx, name, &generated, Output::Pipe)?),
@@ -180,6 +191,22 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
                 lines / time.as_secs_f64(),
                 "lines/s",
             ));
+            report.push(Row::info(
+                Scenario::Throughput,
+                format!("{what} ÷ typed parse limit"),
+                ratio(time.as_secs_f64()),
+                "×",
+            ));
+        }
+        if let Some((time, events)) = serve {
+            let what = format!("{name}: `clawbridge serve` process to a host on its stdio");
+            report.push(
+                Row::info(Scenario::Throughput, format!("{what}, peer lines"), lines / time.as_secs_f64(), "lines/s")
+                    .with_note(format!(
+                        "the host read {} attempt/event notifications and acknowledged every transcript append",
+                        number(events as f64)
+                    )),
+            );
             report.push(Row::info(
                 Scenario::Throughput,
                 format!("{what} ÷ typed parse limit"),

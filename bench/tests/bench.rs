@@ -134,6 +134,12 @@ fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
             assert_eq!(unit(&ratio).as_deref(), Some("×"), "{ratio}\n{stdout}");
         }
     }
+    // The real serve process runs the harnesses of Codex and Claude.
+    for backend in ["codex", "claude"] {
+        let what = format!("{backend}: `clawbridge serve` process to a host on its stdio");
+        assert_eq!(unit(&format!("{what}, peer lines")).as_deref(), Some("lines/s"), "{stdout}");
+        assert_eq!(unit(&format!("{what} ÷ typed parse limit")).as_deref(), Some("×"), "{stdout}");
+    }
     // Every concurrent attempt completed, and the latency scenario timed every delta.
     let completed = rows.iter().find(|r| r[0] == "memory" && r[1].ends_with("completed")).expect("completed row");
     assert_eq!(completed[4], "met", "{completed:?}");
