@@ -1,13 +1,16 @@
-//! Throughput: a generated Codex recording (≥ 200k lines), a Claude one and an ACP agent's one (≥ 100k lines each) through
-//! the full path, against the parse-only limit measured in the same run on the same lines.
+//! Throughput: a generated Codex recording (≥ 200k lines), a Claude one and an ACP agent's one
+//! (≥ 100k lines each), each path against the typed parse limit ([`limit`]) measured in the same
+//! run on the same lines.
 //!
-//! Parse-only reads the peer's lines from a file and decodes each once into the protocol types the
-//! way the bridge's readers do (JSON text → `Value` → `jsonrpc::Message` → `codex::ServerNotification`,
-//! or → `claude::CliMessage`, or → `acp::SessionNotification`), nothing else. The full path adds everything the bridge does, through
+//! The project decoder row decodes each line the way the bridge's readers do (JSON text → `Value`
+//! → `jsonrpc::Message` → `codex::ServerNotification`, or → `claude::CliMessage`, or →
+//! `acp::SessionNotification`). The in-process full path adds everything the bridge does, through
 //! the same backend seam and pipeline as the product: a child process and its pipe, framing,
 //! JSON-RPC classification and ordering, the adapter's mapping and recorder, serve's pipeline (the
-//! `attempt/event` notifications and the transcript's acknowledged appends). Each figure is the
-//! median of three runs.
+//! `attempt/event` notifications and the transcript's acknowledged appends). The product's own
+//! processes follow: `clawbridge run --json` to a pipe and to a file, and `clawbridge serve` with
+//! this bench as its host ([`serve_process`]). Each figure is the best of its runs; the rows take
+//! turns within a round, in an order that rotates.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
