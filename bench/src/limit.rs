@@ -229,13 +229,13 @@ impl Kind {
 /// Parses one line the typed way; a number derived from what was read, so nothing is optimised away.
 pub fn parse_line(kind: Kind, line: &str) -> anyhow::Result<usize> {
     let len = |s: &Option<Cow<'_, str>>| s.as_ref().map_or(0, |s| s.len());
-    let raw = |r: &Option<&RawValue>| r.map_or(0, |r| r.get().len());
+    let raw = |r: Option<&RawValue>| r.map_or(0, |r| r.get().len());
     Ok(match kind {
         Kind::Claude => {
             let l: ClaudeLine<'_> = serde_json::from_str(line).context("a Claude line the typed parse refuses")?;
-            let mut n = l.kind.len() + len(&l.subtype) + len(&l.session_id) + len(&l.result) + raw(&l.usage);
+            let mut n = l.kind.len() + len(&l.subtype) + len(&l.session_id) + len(&l.result) + raw(l.usage);
             if let Some(e) = &l.event {
-                n += e.kind.len() + e.index.unwrap_or(0) as usize + raw(&e.content_block);
+                n += e.kind.len() + e.index.unwrap_or(0) as usize + raw(e.content_block);
                 if let Some(d) = &e.delta {
                     n += len(&d.kind) + len(&d.text) + len(&d.thinking) + len(&d.partial_json);
                 }
@@ -248,7 +248,7 @@ pub fn parse_line(kind: Kind, line: &str) -> anyhow::Result<usize> {
                             serde_json::from_str(content).context("a Claude message's blocks")?;
                         for b in &blocks {
                             n += b.kind.len() + len(&b.id) + len(&b.name) + len(&b.text) + len(&b.thinking);
-                            n += len(&b.tool_use_id) + raw(&b.input) + raw(&b.content);
+                            n += len(&b.tool_use_id) + raw(b.input) + raw(b.content);
                         }
                     }
                     Some(content) => {
@@ -262,32 +262,32 @@ pub fn parse_line(kind: Kind, line: &str) -> anyhow::Result<usize> {
         }
         Kind::Codex => {
             let l: CodexLine<'_> = serde_json::from_str(line).context("a Codex line the typed parse refuses")?;
-            let mut n = raw(&l.id) + len(&l.method) + raw(&l.result) + raw(&l.error);
+            let mut n = raw(l.id) + len(&l.method) + raw(l.result) + raw(l.error);
             if let Some(p) = &l.params {
                 n += len(&p.thread_id) + len(&p.turn_id) + len(&p.item_id) + len(&p.delta);
-                n += raw(&p.turn) + raw(&p.status);
+                n += raw(p.turn) + raw(p.status);
                 if let Some(i) = &p.item {
                     n += i.kind.len() + len(&i.id) + len(&i.text) + len(&i.command) + len(&i.aggregated_output);
-                    n += i.exit_code.unwrap_or(0) as usize + raw(&i.summary);
+                    n += i.exit_code.unwrap_or(0) as usize + raw(i.summary);
                 }
             }
             n
         }
         Kind::Acp => {
             let l: AcpLine<'_> = serde_json::from_str(line).context("an ACP line the typed parse refuses")?;
-            let mut n = raw(&l.id) + len(&l.method) + raw(&l.result) + raw(&l.error);
+            let mut n = raw(l.id) + len(&l.method) + raw(l.result) + raw(l.error);
             if let Some(p) = &l.params {
-                n += len(&p.session_id) + raw(&p.tool_call);
+                n += len(&p.session_id) + raw(p.tool_call);
                 if let Some(u) = &p.update {
                     n += len(&u.session_update) + len(&u.tool_call_id) + len(&u.title) + len(&u.kind);
-                    n += len(&u.status) + raw(&u.raw_input) + raw(&u.raw_output);
+                    n += len(&u.status) + raw(u.raw_input) + raw(u.raw_output);
                     let chunk = u.session_update.as_deref().is_some_and(|s| s.ends_with("_chunk"));
                     match u.content {
                         Some(content) if chunk => {
                             let c: AcpChunk<'_> = serde_json::from_str(content.get()).context("an ACP chunk")?;
                             n += len(&c.text);
                         }
-                        content => n += raw(&content),
+                        content => n += raw(content),
                     }
                 }
             }
@@ -353,6 +353,41 @@ pub fn line_sizes(native: &Path) -> anyhow::Result<LineSizes> {
     Ok(LineSizes::of(sizes))
 }
 
+/// The recordings (`*.jsonl`, not the `.model.jsonl` expectations) under `dir`, recursively.
+pub fn recordings(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return found };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(recordings(&path));
+        } else if path.to_str().is_some_and(|p| p.ends_with(".jsonl") && !p.ends_with(".model.jsonl")) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The peer lines' size distribution of the checked-in recordings of `stream` (`codex`, `claude`,
+/// `acp`), re-serialised compactly as the peers write them; `None` when the repository's
+/// recordings are not beside this build.
+pub fn recorded_sizes(stream: &str) -> Option<LineSizes> {
+    use clawbridge_fixtures::recording::{Direction, Recording};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/recordings").join(stream);
+    let mut sizes = Vec::new();
+    for path in recordings(&root) {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(recording) = Recording::parse(&text) else { continue };
+        for entry in recording.entries.iter().filter(|e| e.dir == Direction::FromAgent) {
+            if let Some(json) = &entry.json {
+                sizes.push(serde_json::to_string(json).map_or(0, |l| l.len()) + 1);
+            }
+        }
+    }
+    (!sizes.is_empty()).then(|| LineSizes::of(sizes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,39 +426,4 @@ mod tests {
         assert_eq!(sizes.p99, 100);
         assert!((sizes.avg - 50.5).abs() < 1e-9);
     }
-}
-
-/// The recordings (`*.jsonl`, not the `.model.jsonl` expectations) under `dir`, recursively.
-pub fn recordings(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return found };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(recordings(&path));
-        } else if path.to_str().is_some_and(|p| p.ends_with(".jsonl") && !p.ends_with(".model.jsonl")) {
-            found.push(path);
-        }
-    }
-    found.sort();
-    found
-}
-
-/// The peer lines' size distribution of the checked-in recordings of `stream` (`codex`, `claude`,
-/// `acp`), re-serialised compactly as the peers write them; `None` when the repository's
-/// recordings are not beside this build.
-pub fn recorded_sizes(stream: &str) -> Option<LineSizes> {
-    use clawbridge_fixtures::recording::{Direction, Recording};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/recordings").join(stream);
-    let mut sizes = Vec::new();
-    for path in recordings(&root) {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let Ok(recording) = Recording::parse(&text) else { continue };
-        for entry in recording.entries.iter().filter(|e| e.dir == Direction::FromAgent) {
-            if let Some(json) = &entry.json {
-                sizes.push(serde_json::to_string(json).map_or(0, |l| l.len()) + 1);
-            }
-        }
-    }
-    (!sizes.is_empty()).then(|| LineSizes::of(sizes))
 }
