@@ -5,7 +5,7 @@
 //!
 //! Each generator writes the recording (the `fixtures::recording` format, which `replay-agent`
 //! plays too) and, beside it, the peer's stdout lines alone: what the bridge reads, and what the
-//! parse-only limit reads.
+//! typed parse limit and the project decoder read.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
