@@ -5,7 +5,7 @@
 //!
 //! Each generator writes the recording (the `fixtures::recording` format, which `replay-agent`
 //! plays too) and, beside it, the peer's stdout lines alone: what the bridge reads, and what the
-//! parse-only limit reads.
+//! typed parse limit and the project decoder read.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -27,6 +27,8 @@ pub const CLAUDE_TOOL_TEMPLATE: &str = include_str!("../../fixtures/recordings/c
 const OUTPUT_CHUNKS: usize = 24;
 /// Assistant text deltas per generated message.
 const TEXT_DELTAS: usize = 16;
+/// Steps the final `result` of a generated Claude turn sums up.
+const FINAL_SUMMARY_STEPS: usize = 24;
 /// Thinking deltas per generated Claude message.
 const THINKING_DELTAS: usize = 8;
 /// Words the generated text is made of.
@@ -105,6 +107,28 @@ pub fn set(v: &mut Value, path: &[&str], value: Value) {
 fn words(from: usize, n: usize) -> Vec<&'static str> {
     (0..n).map(|i| WORDS[(from + i) % WORDS.len()]).collect()
 }
+
+/// Words per streamed delta, in turn: real peers send a token or two at a time when the model is
+/// slow and whole phrases or sentences when it is fast (or when the CLI batches), so the deltas
+/// of a generated stream are not all tiny, and not all mergeable into one.
+const DELTA_WORDS: &[usize] = &[1, 4, 2, 9, 1, 16, 3, 30, 2, 60];
+
+/// `n` deltas of text whose sizes follow [`DELTA_WORDS`], starting at word `from`.
+fn deltas(from: usize, n: usize) -> Vec<String> {
+    let mut at = from;
+    (0..n)
+        .map(|i| {
+            let count = DELTA_WORDS[(from + i) % DELTA_WORDS.len()];
+            let text = words(at, count).concat();
+            at += count;
+            text
+        })
+        .collect()
+}
+
+/// Lines of command output in one streamed output chunk, in turn: a chunk is what the peer read
+/// from the command's pipe at once, one line to a screenful.
+const OUTPUT_LINES: &[usize] = &[1, 2, 6, 1, 3, 1, 12, 2];
 
 /// Writes a recording and its native stream side by side.
 struct Writer {
@@ -303,7 +327,7 @@ pub fn codex(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generat
         let mut v = shapes.reasoning_part.clone();
         set(&mut v, &["params", "itemId"], json!(rs));
         w.peer(&v)?;
-        let thought = words(block, 6);
+        let thought = deltas(block, 6);
         for word in &thought {
             let mut v = shapes.reasoning_delta.clone();
             set(&mut v, &["params", "itemId"], json!(rs));
@@ -319,11 +343,15 @@ pub fn codex(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generat
         let command = format!("/bin/bash -lc 'cargo test --package step-{block}'");
         let chunks: Vec<String> = (0..OUTPUT_CHUNKS)
             .map(|i| {
-                format!(
-                    "test step_{block}::case_{i:03} ... ok ({} ms) {}\n",
-                    (block * 7 + i) % 97,
-                    words(i, 8).concat().trim_end()
-                )
+                (0..OUTPUT_LINES[(block + i) % OUTPUT_LINES.len()])
+                    .map(|l| {
+                        format!(
+                            "test step_{block}::case_{i:03}_{l:02} ... ok ({} ms) {}\n",
+                            (block * 7 + i + l) % 97,
+                            words(i + l, 8).concat().trim_end()
+                        )
+                    })
+                    .collect()
             })
             .collect();
         let (started, completed) = shapes.command(&call, &command, &chunks.concat());
@@ -336,7 +364,7 @@ pub fn codex(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generat
         w.peer(&shapes.token_usage)?;
 
         let msg = format!("msg_{block}");
-        let text = words(block, TEXT_DELTAS);
+        let text = deltas(block, TEXT_DELTAS);
         let (started, completed) = shapes.message(&msg, &text.concat());
         w.peer(&started)?;
         for word in &text {
@@ -443,7 +471,9 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
         json!(format!("00000000-0000-4000-8000-{uuid:012}"))
     };
     let mut block = 0usize;
-    let mut last_text = String::new();
+    // The turn's final answer sums up its last steps, as a real multi-step turn's does: the
+    // `result` line is the longest line of a Claude turn.
+    let mut summary: Vec<String> = Vec::new();
     while (w.generated.recording_lines as usize) < min_lines.saturating_sub(1) {
         block += 1;
         let message_id = json!(format!("msg_bench_{block}"));
@@ -460,7 +490,7 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
         w.peer(&stamp(v, next_uuid()))?;
 
         w.peer(&stamp(shapes.thinking_start.clone(), next_uuid()))?;
-        let thought = words(block, THINKING_DELTAS);
+        let thought = deltas(block, THINKING_DELTAS);
         for word in &thought {
             w.peer(&stamp(shapes.thinking_tokens.clone(), next_uuid()))?;
             let mut v = shapes.thinking_delta.clone();
@@ -477,7 +507,7 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
         let mut v = shapes.text_start.clone();
         v["event"]["index"] = json!(1);
         w.peer(&stamp(v, next_uuid()))?;
-        let text = words(block + 3, TEXT_DELTAS);
+        let text = deltas(block + 3, TEXT_DELTAS);
         for word in &text {
             let mut v = shapes.text_delta.clone();
             v["event"]["delta"]["text"] = json!(word);
@@ -502,8 +532,8 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
         w.peer(&stamp(shapes.message_delta.clone(), next_uuid()))?;
         w.peer(&stamp(shapes.message_stop.clone(), next_uuid()))?;
 
-        let output: String = (0..4)
-            .map(|i| format!("test step_{block}::case_{i:03} ... ok\n"))
+        let output: String = (0..OUTPUT_LINES[block % OUTPUT_LINES.len()] * 4)
+            .map(|i| format!("test step_{block}::case_{i:03} ... ok ({} ms)\n", (block * 7 + i) % 97))
             .collect::<String>()
             .trim_end()
             .to_string();
@@ -515,10 +545,13 @@ pub fn claude(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Genera
         v["session_id"] = shapes.result["session_id"].clone();
         w.peer(&stamp(v, next_uuid()))?;
         w.generated.tool_calls += 1;
-        last_text = text.concat();
+        summary.push(format!("step {block}: {}", text.concat().trim_end()));
+        if summary.len() > FINAL_SUMMARY_STEPS {
+            summary.remove(0);
+        }
     }
     let mut result = shapes.result.clone();
-    result["result"] = json!(last_text);
+    result["result"] = json!(summary.join("\n"));
     result["num_turns"] = json!(block);
     w.peer(&result)?;
     w.finish()
@@ -555,7 +588,7 @@ pub fn acp(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generated
     let mut block = 0usize;
     while (w.generated.recording_lines as usize) < min_lines.saturating_sub(2) {
         block += 1;
-        for word in words(block, 6) {
+        for word in deltas(block, 6) {
             let chunk = json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": word}});
             w.peer(&acp_update(chunk))?;
         }
@@ -572,7 +605,7 @@ pub fn acp(dir: &Path, name: &str, min_lines: usize) -> anyhow::Result<Generated
         w.peer(&acp_update(json!({"sessionUpdate": "tool_call_update", "toolCallId": call, "status": "completed",
             "rawOutput": {"exit_code": 0}})))?;
         w.generated.tool_calls += 1;
-        for word in words(block, TEXT_DELTAS) {
+        for word in deltas(block, TEXT_DELTAS) {
             let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": word}});
             w.peer(&acp_update(chunk))?;
         }

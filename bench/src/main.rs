@@ -9,7 +9,8 @@
 //!
 //! - [`throughput`]: large generated Codex and Claude recordings replayed through the whole path
 //!   (replay peer → backend session → normalized events → `attempt/event` notifications and
-//!   acknowledged `host/transcript/append` requests), against the parse-only limit of the same lines.
+//!   acknowledged `host/transcript/append` requests), the product's `clawbridge run --json` and
+//!   `clawbridge serve` processes, against the typed parse limit of the same lines ([`limit`]).
 //! - [`latency`]: native line written → host notification received, at a steady rate.
 //! - [`memory`]: peak RSS of a separate child process (a 1 GiB output turn, many concurrent
 //!   attempts, idle sessions), so the figures hold nothing of the bench itself.
@@ -33,8 +34,10 @@ mod generate;
 mod host;
 mod host_input;
 mod latency;
+mod limit;
 mod memory;
 mod report;
+mod serve_process;
 mod session;
 mod startup;
 mod sys;
@@ -87,7 +90,7 @@ struct BenchArgs {
 /// One benchmark scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
-    /// Events/s and MB/s through the full path vs the parse-only limit (Codex, Claude, ACP).
+    /// Lines/s through each full path vs the typed parse limit (Codex, Claude, ACP).
     Throughput,
     /// Native line → host notification at a steady rate.
     Latency,

@@ -77,6 +77,8 @@ pub struct Report {
     started: String,
     /// The machine, in one line.
     machine: String,
+    /// This run's command line, as given.
+    command: String,
     /// Load averages when the run started.
     load_before: String,
     /// Whether the 1-minute load exceeded one busy core when the run started.
@@ -98,6 +100,7 @@ impl Report {
             quick,
             started: sys::utc_now(),
             machine: sys::machine(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
             load_before: sys::load_average(),
             busy_at_start: sys::load_one() > 1.0,
             load_after: String::new(),
@@ -141,10 +144,11 @@ impl Report {
             ""
         };
         format!(
-            "clawbridge-bench {} · {build}{sizes} · {}\nmachine: {}\nload average (1/5/15 min): {} at start, {} at end\n{busy}",
+            "clawbridge-bench {} · {build}{sizes} · {}\nmachine: {}\ncommand: {}\nload average (1/5/15 min): {} at start, {} at end\n{busy}",
             env!("CARGO_PKG_VERSION"),
             self.started,
             self.machine,
+            self.command,
             self.load_before,
             self.load_after
         )
@@ -245,6 +249,7 @@ impl Report {
             "quick": self.quick,
             "started": self.started,
             "machine": self.machine,
+            "command": self.command,
             "loadBefore": self.load_before,
             "loadAfter": self.load_after,
             "rows": rows,

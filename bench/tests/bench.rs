@@ -109,10 +109,36 @@ fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
             }
         }
     }
-    // Every recording went through the full path and was measured against parse-only.
+    assert!(stdout.lines().nth(2).is_some_and(|l| l.starts_with("command: ") && l.contains("--quick")), "{stdout}");
+    // Every recording was sized, parsed the typed way, and went through every full path; each
+    // path is given as a ratio to the typed parse limit, and the in-process one is judged.
+    let unit = |measure: &str| {
+        rows.iter().find(|r| r[1] == measure).map(|r| r[2].rsplit(' ').next().unwrap_or("").to_string())
+    };
+    let sized = |prefix: &str| rows.iter().filter(|r| r[1].starts_with(prefix) && r[2].ends_with("B avg")).count();
     for backend in ["codex", "claude", "acp"] {
-        let ratio = rows.iter().find(|r| r[1] == format!("{backend}: full path ÷ parse-only"));
+        assert_eq!(sized(&format!("{backend}: line size of the real recordings (p99 ")), 1, "{stdout}");
+        assert_eq!(sized(&format!("{backend}: line size of the generated stream (p99 ")), 1, "{stdout}");
+        assert_eq!(unit(&format!("{backend}: typed parse limit")).as_deref(), Some("lines/s"), "{stdout}");
+        let judged = format!("{backend}: full path (in-process serve pipeline) ÷ typed parse limit");
+        let ratio = rows.iter().find(|r| r[1] == judged);
         assert!(ratio.is_some_and(|r| r[3].starts_with('≥')), "{backend} ratio row:\n{stdout}");
+        for path in [
+            "project decoder (text → Value → typed), peer lines",
+            "full path (in-process serve pipeline), peer lines",
+            "`clawbridge run --json` to a pipe, peer lines",
+            "`clawbridge run --json` to a file, peer lines",
+        ] {
+            assert_eq!(unit(&format!("{backend}: {path}")).as_deref(), Some("lines/s"), "{backend}: {path}\n{stdout}");
+            let ratio = format!("{backend}: {} ÷ typed parse limit", path.trim_end_matches(", peer lines"));
+            assert_eq!(unit(&ratio).as_deref(), Some("×"), "{ratio}\n{stdout}");
+        }
+    }
+    // The real serve process runs the harnesses of Codex and Claude.
+    for backend in ["codex", "claude"] {
+        let what = format!("{backend}: `clawbridge serve` process to a host on its stdio");
+        assert_eq!(unit(&format!("{what}, peer lines")).as_deref(), Some("lines/s"), "{stdout}");
+        assert_eq!(unit(&format!("{what} ÷ typed parse limit")).as_deref(), Some("×"), "{stdout}");
     }
     // Every concurrent attempt completed, and the latency scenario timed every delta.
     let completed = rows.iter().find(|r| r[0] == "memory" && r[1].ends_with("completed")).expect("completed row");
