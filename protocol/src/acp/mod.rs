@@ -269,8 +269,8 @@ pub struct AuthenticateParams {
 pub struct NewSessionParams {
     /// The session's working directory (absolute).
     pub cwd: String,
-    /// MCP servers the agent should connect to.
-    pub mcp_servers: Vec<Value>,
+    /// MCP servers the agent should connect to (the bridge's own, or none).
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
 }
 
 /// `session/new` result.
@@ -289,8 +289,8 @@ pub struct LoadSessionParams {
     pub session_id: String,
     /// Its working directory.
     pub cwd: String,
-    /// MCP servers the agent should connect to.
-    pub mcp_servers: Vec<Value>,
+    /// MCP servers the agent should connect to (the bridge's own, or none).
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
 }
 
 /// A piece of a prompt or of a message.
