@@ -210,6 +210,21 @@ pub struct AgentCapabilities {
     /// Session methods beyond new/load.
     #[serde(default)]
     pub session_capabilities: SessionCapabilities,
+    /// Which MCP transports `session/new`'s `mcpServers` may name (stdio is always allowed).
+    #[serde(default)]
+    pub mcp_capabilities: McpCapabilities,
+}
+
+/// `agentCapabilities.mcpCapabilities`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpCapabilities {
+    /// Streamable-HTTP servers.
+    #[serde(default)]
+    pub http: bool,
+    /// Legacy SSE servers.
+    #[serde(default)]
+    pub sse: bool,
 }
 
 /// What a prompt may hold beyond text and resource links.
