@@ -11,6 +11,7 @@ pub mod diagnose;
 pub mod events;
 pub mod exit;
 pub mod input;
+pub mod mcp;
 pub mod native_tools;
 pub mod probe;
 pub mod replay;

@@ -17,5 +17,6 @@ pub mod codex;
 pub mod event;
 pub mod host;
 pub mod jsonrpc;
+pub mod mcp;
 pub mod transcript;
 pub mod version;

@@ -29,7 +29,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 /// An ACP agent backend.
 #[derive(Debug)]
 pub struct AcpBackend {
-    /// Its facts before a probe said whether the agent takes images.
+    /// Its facts before a probe said whether the agent takes images and HTTP MCP servers.
     base: HarnessFacts,
     /// Its facts once a probe's `initialize` told what the agent takes.
     probed: OnceLock<HarnessFacts>,
@@ -260,6 +260,8 @@ impl Backend for AcpBackend {
                     }
                     let mut facts = self.base.clone();
                     facts.supports.images = session.capabilities.prompt_capabilities.image;
+                    // Host tools reach the agent only as the bridge's HTTP MCP server.
+                    facts.supports.host_tools = session.capabilities.mcp_capabilities.http;
                     let _ = self.probed.set(facts);
                     session.shutdown().await;
                     ProbeReport::available(program, version)

@@ -13,6 +13,7 @@ use clawbridge_bridge::attempt::{
 use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::mcp::{McpLimits, McpServerHandle};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::acp::{
@@ -21,6 +22,8 @@ use clawbridge_protocol::acp::{
     PROTOCOL_VERSION, PromptParams, PromptResponse, SessionNotification, VersionRefused, codes as acp_codes, methods,
     negotiated_version,
 };
+use clawbridge_protocol::host::limits::MAX_LINE_BYTES;
+use clawbridge_protocol::mcp::McpServer;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +45,9 @@ pub enum AcpError {
     /// The agent could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The loopback MCP server for the host's tools could not start; the child was stopped.
+    #[error(transparent)]
+    McpServer(#[from] clawbridge_bridge::mcp::McpServerError),
     /// The session's directory cannot be used as the root of file requests.
     #[error("the session directory {dir} cannot be used: {source}")]
     Cwd {
@@ -131,6 +137,19 @@ pub struct AcpSession {
     auth_methods: Vec<String>,
     /// Whether the agent stopped answering a cancelled turn and was stopped.
     stopped: bool,
+    /// The loopback MCP server offering the host's tools, when the agent takes HTTP MCP servers and
+    /// there are tools; it stops with the session (dropping it stops it too).
+    mcp: Option<McpServerHandle>,
+}
+
+/// The name the agent knows the bridge's MCP server by (claude-agent-acp calls its tools
+/// `mcp__clawbridge__<tool>`).
+pub const MCP_SERVER_NAME: &str = "clawbridge";
+
+/// Whether the host's tools are offered over MCP: only to an agent that said it takes HTTP MCP
+/// servers, and only when there are tools.
+pub fn offers_mcp(capabilities: &AgentCapabilities, tool_count: usize) -> bool {
+    capabilities.mcp_capabilities.http && tool_count > 0
 }
 
 impl std::fmt::Debug for AcpSession {
@@ -233,7 +252,21 @@ impl AcpSession {
             }
         };
         tracing::info!(agent = %describe_agent(response.agent_info.as_ref()), "ACP agent initialized");
+        let specs = hooks.tools.specs();
+        let mcp = if offers_mcp(&response.agent_capabilities, specs.len()) {
+            let limits = McpLimits { max_body_bytes: MAX_LINE_BYTES, tool_timeout: config.tool_timeout };
+            match clawbridge_bridge::mcp::start(hooks.tools.clone(), limits, &CancellationToken::new()).await {
+                Ok(handle) => Some(handle),
+                Err(error) => {
+                    conn.shutdown(config.stop).await;
+                    return Err(AcpError::McpServer(error));
+                }
+            }
+        } else {
+            None
+        };
         Ok(AcpSession {
+            mcp,
             conn: Some(conn),
             events,
             activity,
@@ -308,13 +341,18 @@ impl AcpSession {
         }
     }
 
+    /// `mcpServers` for `session/new`, `session/load` and `session/resume`.
+    fn mcp_servers(&self) -> Vec<McpServer> {
+        self.mcp.iter().map(|handle| handle.acp_server(MCP_SERVER_NAME)).collect()
+    }
+
     fn cwd(&self) -> String {
         self.config.cwd.display().to_string()
     }
 
     /// A new session.
     pub async fn new_session(&mut self) -> Result<SessionReady, AcpError> {
-        let params = NewSessionParams { cwd: self.cwd(), mcp_servers: Vec::new() };
+        let params = NewSessionParams { cwd: self.cwd(), mcp_servers: self.mcp_servers() };
         let answer = self.session_request(methods::SESSION_NEW, &params).await?;
         let response: NewSessionResponse = serde_json::from_value(answer).map_err(|e| RpcError::NotSent {
             method: methods::SESSION_NEW.into(),
@@ -326,7 +364,8 @@ impl AcpSession {
     /// Continues `session_id`: `session/load` when the agent offers it (its replayed history is
     /// dropped), else `session/resume`, else a new session that names why.
     pub async fn resume_or_new(&mut self, session_id: &str) -> Result<SessionReady, AcpError> {
-        let params = LoadSessionParams { session_id: session_id.into(), cwd: self.cwd(), mcp_servers: Vec::new() };
+        let params =
+            LoadSessionParams { session_id: session_id.into(), cwd: self.cwd(), mcp_servers: self.mcp_servers() };
         let method = if self.capabilities.load_session {
             methods::SESSION_LOAD
         } else if self.capabilities.session_capabilities.can_resume() {
@@ -443,6 +482,9 @@ impl AcpSession {
 
     /// Stops the agent (stdin EOF, then signals to its group).
     pub async fn shutdown(mut self) -> Option<StopOutcome> {
+        if let Some(mcp) = self.mcp.take() {
+            mcp.shutdown().await;
+        }
         match self.conn.take() {
             Some(conn) => Some(conn.shutdown(self.config.stop).await),
             None => None,

@@ -156,3 +156,34 @@ fn codex_acps_argv_command_is_shown_as_one_shell_quoted_line() {
     assert_eq!(started.arguments["command"], "/bin/bash -lc 'echo live-$((6*7))'");
     assert_eq!(started.arguments["cwd"], "/w", "the other fields are kept");
 }
+
+/// The `agentCapabilities` of the first `initialize` answer in a recording.
+fn recorded_capabilities(path: &str) -> clawbridge_protocol::acp::AgentCapabilities {
+    let text =
+        std::fs::read_to_string(format!("{}/../fixtures/recordings/acp/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let answer = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|line| {
+            let found = line.pointer("/json/result/agentCapabilities");
+            found.cloned()
+        })
+        .expect("an initialize answer");
+    serde_json::from_value(answer).unwrap()
+}
+
+#[test]
+fn host_tools_go_over_mcp_only_to_an_agent_that_takes_http_servers_and_only_when_there_are_tools() {
+    use super::session::offers_mcp;
+    for agent in ["claude-agent-acp", "codex-acp"] {
+        let capabilities = recorded_capabilities(&format!("{agent}/plain-text.jsonl"));
+        assert!(capabilities.mcp_capabilities.http, "{agent} advertises HTTP MCP");
+        assert!(offers_mcp(&capabilities, 1));
+        assert!(!offers_mcp(&capabilities, 0), "no tools, no server");
+    }
+    let without: clawbridge_protocol::acp::AgentCapabilities =
+        serde_json::from_value(json!({"loadSession": true, "mcpCapabilities": {"http": false, "sse": true}})).unwrap();
+    assert!(!offers_mcp(&without, 3), "an agent without HTTP MCP gets mcpServers: []");
+    let silent: clawbridge_protocol::acp::AgentCapabilities = serde_json::from_value(json!({})).unwrap();
+    assert!(!offers_mcp(&silent, 3));
+}

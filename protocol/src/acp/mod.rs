@@ -210,6 +210,21 @@ pub struct AgentCapabilities {
     /// Session methods beyond new/load.
     #[serde(default)]
     pub session_capabilities: SessionCapabilities,
+    /// Which MCP transports `session/new`'s `mcpServers` may name (stdio is always allowed).
+    #[serde(default)]
+    pub mcp_capabilities: McpCapabilities,
+}
+
+/// `agentCapabilities.mcpCapabilities`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpCapabilities {
+    /// Streamable-HTTP servers.
+    #[serde(default)]
+    pub http: bool,
+    /// Legacy SSE servers.
+    #[serde(default)]
+    pub sse: bool,
 }
 
 /// What a prompt may hold beyond text and resource links.
@@ -269,8 +284,8 @@ pub struct AuthenticateParams {
 pub struct NewSessionParams {
     /// The session's working directory (absolute).
     pub cwd: String,
-    /// MCP servers the agent should connect to.
-    pub mcp_servers: Vec<Value>,
+    /// MCP servers the agent should connect to (the bridge's own, or none).
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
 }
 
 /// `session/new` result.
@@ -289,8 +304,8 @@ pub struct LoadSessionParams {
     pub session_id: String,
     /// Its working directory.
     pub cwd: String,
-    /// MCP servers the agent should connect to.
-    pub mcp_servers: Vec<Value>,
+    /// MCP servers the agent should connect to (the bridge's own, or none).
+    pub mcp_servers: Vec<crate::mcp::McpServer>,
 }
 
 /// A piece of a prompt or of a message.
