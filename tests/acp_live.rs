@@ -2,7 +2,8 @@
 //! and the mock model: a text turn and a second bridge process resuming it with `session/load`, a
 //! shell tool call allowed and denied, a cancel in the middle of a running tool (SIGINT, as a
 //! person's Ctrl-C), and a write
-//! outside the working directory refused. Each check runs once per agent; the agents' tests run in
+//! outside the working directory refused, and a host tool the model calls through the bridge's
+//! MCP server. Each check runs once per agent; the agents' tests run in
 //! parallel (each has its own sandbox, mock model and state directory).
 //!
 //! Neither agent writes files through the client's `fs/write_text_file` (docs/peers/acp.md): Claude
@@ -379,4 +380,148 @@ async fn record_the_acp_fixtures() {
             eprintln!("recorded {}/{scenario}: {}", agent.name(), result["terminal"]);
         }
     }
+}
+
+/// A host tool that counts its calls and keeps their arguments.
+#[derive(Debug, Default)]
+struct CountingWeather {
+    /// The arguments of each call, in order.
+    calls: std::sync::Mutex<Vec<Value>>,
+}
+
+/// What [`CountingWeather`] answers: a fixed text the model can only have seen through the tool.
+const WEATHER: &str = "Sunny in the live test, 21 degrees";
+
+impl clawbridge_bridge::attempt::hooks::HostTools for CountingWeather {
+    fn specs(&self) -> Vec<clawbridge_bridge::attempt::hooks::HostToolSpec> {
+        clawbridge_fixtures::hooks::WeatherTool.specs()
+    }
+
+    fn call(
+        &self,
+        call: clawbridge_bridge::attempt::hooks::HostToolCall,
+    ) -> futures::future::BoxFuture<'static, Result<clawbridge_bridge::attempt::hooks::HostToolOutput, String>> {
+        self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(call.arguments);
+        Box::pin(async {
+            Ok(clawbridge_bridge::attempt::hooks::HostToolOutput {
+                text: WEATHER.to_owned(),
+                is_error: false,
+                images: Vec::new(),
+            })
+        })
+    }
+}
+
+/// Allows everything and keeps what it was asked.
+#[derive(Debug, Default)]
+struct RecordingApprover {
+    /// The requests, in order.
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl clawbridge_bridge::attempt::hooks::Approver for RecordingApprover {
+    fn decide(
+        &self,
+        request: clawbridge_bridge::attempt::hooks::ApprovalRequest,
+    ) -> futures::future::BoxFuture<'static, Result<clawbridge_bridge::attempt::hooks::ApprovalDecision, String>> {
+        self.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(format!("{request:?}"));
+        Box::pin(async { Ok(clawbridge_bridge::attempt::hooks::ApprovalDecision::Allow) })
+    }
+}
+
+per_agent!(
+    /// The model calls the attempt's host tool through the bridge's MCP server: the tool runs once
+    /// with the model's arguments, its text reaches the model's next request, and the observer sees
+    /// one terminal.
+    a_host_tool_called_through_mcp);
+async fn a_host_tool_called_through_mcp(agent: AcpAgent) {
+    use clawbridge_adapters::acp::{AcpConfig, AcpSession};
+    use clawbridge_bridge::attempt::SessionHooks;
+    use clawbridge_bridge::events::{Event, TerminalKind};
+    use std::sync::Arc;
+
+    // Claude Code names an MCP tool `mcp__<server>__<tool>`.
+    let name = "mcp__clawbridge__lookup_weather".to_owned();
+    // Codex offers an MCP server's tools as one Responses `namespace` tool named after the server.
+    // The call names the tool inside that namespace.
+    let (offered, call) = match agent {
+        AcpAgent::CodexAcp => (
+            "mcp__clawbridge".to_owned(),
+            serde_json::json!({"name": "lookup_weather", "namespace": "mcp__clawbridge", "arguments": {"city": "Paris"}}),
+        ),
+        AcpAgent::ClaudeAgentAcp => (name.clone(), serde_json::json!({"name": name, "arguments": {"city": "Paris"}})),
+    };
+    let mock = serde_json::json!({"rules": [
+        {"when": {"last_input_is_tool_result": true},
+         "reply": {"text": "The tool said:", "text_quoting_tool_result": true}},
+        {"when": {"last_user_text_contains": "weather", "tool_offered": offered},
+         "reply": {"tool_call": call}}
+    ], "default": {"text": "Nothing to do."}});
+    let acp = AcpSandbox::new(agent, &mock).await.unwrap();
+    let spec = acp.spec();
+    let mut config = AcpConfig::new(
+        spec.program.clone(),
+        spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        acp.work(),
+    );
+    // Claude Code defers MCP tools behind its `ToolSearch` unless told not to; the scripted model
+    // calls the tool directly.
+    config.env = spec.env.clone().with_var("ENABLE_TOOL_SEARCH", "false");
+    let tools = Arc::new(CountingWeather::default());
+    let approver = Arc::new(RecordingApprover::default());
+    let observed = Arc::new(clawbridge_fixtures::hooks::RecordingObserver::default());
+    let hooks = SessionHooks { approver: approver.clone(), tools: tools.clone(), observer: observed.clone() };
+    let mut session = AcpSession::connect(config, hooks, true).await.expect("the agent starts");
+    let ready = session.new_session().await.expect("session/new");
+    let mut events = Vec::new();
+    let result = tokio::time::timeout(
+        RUN_LIMIT,
+        session.run_turn(
+            &ready.session_id,
+            &clawbridge_bridge::backend::TurnInput::text("What is the weather in Paris?"),
+            &mut |e: &Event| events.push(e.clone()),
+            &tokio_util::sync::CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn ends");
+    let requests = acp.mock.model_requests();
+    let asked = approver.asked.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    eprintln!("{}: permission requests: {asked:#?}", agent.name());
+    let offered: Vec<Vec<String>> = requests.iter().map(|r| offered_tools(&r.body)).collect();
+    eprintln!("{}: tools offered per request: {offered:?}", agent.name());
+    let context = format!("{result:?}\nevents: {events:#?}\nrequests:\n{}", describe_requests(&requests));
+    let _ = session.shutdown().await;
+
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{}: {context}", agent.name());
+    let calls = tools.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    assert_eq!(calls, vec![serde_json::json!({"city": "Paris"})], "{}: {context}", agent.name());
+    let last = requests.last().expect("model requests");
+    assert!(
+        strings(&last.body).iter().any(|s| s.contains(WEATHER)),
+        "{}: the tool's text reaches the model: {context}",
+        agent.name()
+    );
+    let reports = observed.reports();
+    assert_eq!(reports.len(), 1, "{}: one terminal: {reports:#?}\n{context}", agent.name());
+    eprintln!("{}: terminal: {:?}", agent.name(), reports[0]);
+    // One tool item in the event stream too (the agent's call, not a second one for the MCP call).
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::ToolStarted(call) = e { Some(call.call_id.as_str()) } else { None })
+        .collect();
+    let finished: Vec<&str> = events
+        .iter()
+        .filter_map(|e| if let Event::ToolFinished(finish) = e { Some(finish.call.call_id.as_str()) } else { None })
+        .collect();
+    assert_eq!(started, [reports[0].tool_call_id.as_str()], "{}: {context}", agent.name());
+    assert_eq!(finished, started, "{}: {context}", agent.name());
+}
+
+/// The tool names a model request offers (Responses `tools[].name`, Messages `tools[].name`).
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
 }
