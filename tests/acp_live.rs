@@ -515,6 +515,20 @@ async fn a_host_tool_called_through_mcp(agent: AcpAgent) {
         .filter_map(|e| if let Event::ToolFinished(finish) = e { Some(finish.call.call_id.as_str()) } else { None })
         .collect();
     assert_eq!(started, [reports[0].tool_call_id.as_str()], "{}: {context}", agent.name());
+    // Reported as the host's tool, under its own name and with the model's arguments.
+    let call = events
+        .iter()
+        .find_map(|e| if let Event::ToolStarted(call) = e { Some(call) } else { None })
+        .expect("a tool call");
+    assert_eq!(call.tool_name, "lookup_weather", "{}: {context}", agent.name());
+    // (claude-agent-acp announces the call before its input streamed: the terminal has the input.)
+    assert_eq!(reports[0].tool_name, "lookup_weather", "{}: {context}", agent.name());
+    assert_eq!(reports[0].arguments, serde_json::json!({"city": "Paris"}), "{}: {context}", agent.name());
+    assert!(
+        !call.native && call.native_mutation.is_none(),
+        "{}: a host tool, not a native one: {call:?}",
+        agent.name()
+    );
     assert_eq!(finished, started, "{}: {context}", agent.name());
 }
 

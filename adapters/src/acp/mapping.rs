@@ -116,8 +116,42 @@ fn argv_line(argv: &Value) -> Option<String> {
     Some(shell_words::join(words))
 }
 
-/// The tool call an update describes, as the host sees it.
+/// The name the agent knows the bridge's MCP server by (claude-agent-acp calls its tools
+/// `mcp__clawbridge__<tool>`). The bridge offers no other server, so a call on a server of this name
+/// is a call of one of the host's tools.
+pub const MCP_SERVER_NAME: &str = "clawbridge";
+
+/// The host tool and its arguments, when `update` is a call of one through the bridge's MCP server:
+/// claude-agent-acp titles it `mcp__clawbridge__<tool>` with the tool's own arguments as raw input;
+/// codex-acp sends `{"server":"clawbridge","tool":…,"arguments":…}` as raw input.
+fn host_tool(update: &ToolCallUpdate) -> Option<(String, Value)> {
+    let prefix = format!("mcp__{MCP_SERVER_NAME}__");
+    if let Some(tool) = update.title.as_deref().and_then(|title| title.strip_prefix(prefix.as_str()))
+        && !tool.is_empty()
+    {
+        return Some((tool.to_owned(), update.raw_input.clone().unwrap_or(Value::Null)));
+    }
+    let input = update.raw_input.as_ref()?.as_object()?;
+    if input.get("server").and_then(Value::as_str) != Some(MCP_SERVER_NAME) {
+        return None;
+    }
+    let tool = input.get("tool").and_then(Value::as_str).filter(|tool| !tool.is_empty())?;
+    Some((tool.to_owned(), input.get("arguments").cloned().unwrap_or(Value::Null)))
+}
+
+/// The tool call an update describes, as the host sees it. A host tool keeps its own name and the
+/// model's arguments and carries no native facts (the host has its own metadata for its tools), as
+/// the other backends report their host tools.
 pub fn tool_call(update: &ToolCallUpdate) -> ToolCall {
+    if let Some((tool_name, arguments)) = host_tool(update) {
+        return ToolCall {
+            call_id: update.tool_call_id.clone(),
+            tool_name,
+            arguments,
+            native: false,
+            native_mutation: None,
+        };
+    }
     ToolCall {
         call_id: update.tool_call_id.clone(),
         tool_name: canonical_tool_name(update.kind.as_ref()).to_owned(),

@@ -142,9 +142,7 @@ pub struct AcpSession {
     mcp: Option<McpServerHandle>,
 }
 
-/// The name the agent knows the bridge's MCP server by (claude-agent-acp calls its tools
-/// `mcp__clawbridge__<tool>`).
-pub const MCP_SERVER_NAME: &str = "clawbridge";
+use super::mapping::MCP_SERVER_NAME;
 
 /// Whether the host's tools are offered over MCP: only to an agent that said it takes HTTP MCP
 /// servers, and only when there are tools.

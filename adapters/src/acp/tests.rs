@@ -187,3 +187,40 @@ fn host_tools_go_over_mcp_only_to_an_agent_that_takes_http_servers_and_only_when
     let silent: clawbridge_protocol::acp::AgentCapabilities = serde_json::from_value(json!({})).unwrap();
     assert!(!offers_mcp(&silent, 3));
 }
+
+#[test]
+fn a_call_of_the_bridges_mcp_server_is_reported_as_the_host_tool_with_the_models_arguments() {
+    use super::mapping::tool_call;
+    use clawbridge_protocol::acp::{ToolCallUpdate, ToolKind};
+    // claude-agent-acp: the tool's MCP name as title, the tool's arguments as raw input.
+    let claude = ToolCallUpdate {
+        tool_call_id: "toolu_1".into(),
+        title: Some("mcp__clawbridge__lookup_weather".into()),
+        raw_input: Some(json!({"city": "Paris"})),
+        ..ToolCallUpdate::default()
+    };
+    // codex-acp: server, tool and arguments in the raw input.
+    let codex = ToolCallUpdate {
+        tool_call_id: "call_1".into(),
+        title: Some("Tool: clawbridge/lookup_weather".into()),
+        kind: Some(ToolKind::Other),
+        raw_input: Some(json!({"server": "clawbridge", "tool": "lookup_weather", "arguments": {"city": "Paris"}})),
+        ..ToolCallUpdate::default()
+    };
+    for update in [claude, codex] {
+        let call = tool_call(&update);
+        assert_eq!((call.tool_name.as_str(), &call.arguments), ("lookup_weather", &json!({"city": "Paris"})));
+        assert!(!call.native && call.native_mutation.is_none(), "{call:?}");
+        assert_eq!(call.call_id, update.tool_call_id);
+    }
+    // Another server's tool stays a native call under its kind's name.
+    let other = ToolCallUpdate {
+        tool_call_id: "c".into(),
+        title: Some("mcp__github__search".into()),
+        raw_input: Some(json!({"server": "github", "tool": "search"})),
+        ..ToolCallUpdate::default()
+    };
+    let call = tool_call(&other);
+    assert_eq!(call.tool_name, "tool");
+    assert!(call.native);
+}
