@@ -502,6 +502,11 @@ async fn a_host_tool_called_through_mcp(agent: AcpAgent) {
         "{}: the tool's text reaches the model: {context}",
         agent.name()
     );
+    assert!(
+        asked.is_empty(),
+        "{}: the host's own tool is not put to the approver a second time: {asked:#?}",
+        agent.name()
+    );
     let reports = observed.reports();
     assert_eq!(reports.len(), 1, "{}: one terminal: {reports:#?}\n{context}", agent.name());
     eprintln!("{}: terminal: {:?}", agent.name(), reports[0]);

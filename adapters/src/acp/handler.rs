@@ -4,7 +4,7 @@
 //! `cancelled`, an error), and any other method `-32601`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::TurnActivity;
@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::fs::{FsError, FsRoot};
-use super::mapping::{Asked, AskedCall, Declined, HOST_DECLINED, MAX_ASKED, tool_call};
+use super::mapping::{Asked, AskedCall, Declined, HOST_DECLINED, MAX_ASKED, MCP_SERVER_NAME, tool_call};
 
 /// What the handler needs to answer file requests.
 #[derive(Clone, Debug)]
@@ -52,6 +52,10 @@ pub struct AcpRequestHandler {
     /// The running turn's number: a permission answered after its turn ended (a cancelled turn's
     /// late future) must not record its call into the next turn.
     turn: Arc<AtomicU64>,
+    /// The host tools the bridge's MCP server serves this session, once it serves them: a
+    /// permission request for one of them is allowed without asking, because the host applies its
+    /// own tool policy when the call reaches it (asking here too would ask the person twice).
+    served_tools: OnceLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for AcpRequestHandler {
@@ -79,6 +83,28 @@ impl AcpRequestHandler {
             asked,
             turn_cancel: Mutex::new(CancellationToken::new()),
             turn: Arc::new(AtomicU64::new(0)),
+            served_tools: OnceLock::new(),
+        })
+    }
+
+    /// The bridge's MCP server now serves these host tools to the agent.
+    pub fn serve_host_tools(&self, names: Vec<String>) {
+        let _ = self.served_tools.set(names);
+    }
+
+    /// Whether `update` asks to run one of the host tools the bridge's MCP server serves:
+    /// claude-agent-acp names the tool (`mcp__clawbridge__<tool>`, mapped by [`tool_call`]);
+    /// codex-acp asks with its own MCP elicitation, naming only the server — which serves nothing
+    /// but the host's tools and refuses any other name.
+    fn for_served_tool(&self, update: &ToolCallUpdate) -> bool {
+        let Some(served) = self.served_tools.get() else { return false };
+        let call = tool_call(update);
+        if !call.native {
+            return served.contains(&call.tool_name);
+        }
+        update.raw_input.as_ref().is_some_and(|input| {
+            input["server_name"] == MCP_SERVER_NAME
+                && input["request"]["_meta"]["codex_approval_kind"] == "mcp_tool_call"
         })
     }
 
@@ -153,6 +179,15 @@ impl AcpRequestHandler {
                 Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
             });
         }
+        if self.for_served_tool(&params.tool_call) {
+            tracing::debug!(call = %params.tool_call.tool_call_id, "allowed a host tool's permission request: the host decides when it runs");
+            let outcome = choose(&params.options, &ApprovalDecision::Allow);
+            let allowed = allows(&params.options, &outcome);
+            record(allowed, None);
+            return Box::pin(async move {
+                Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
+            });
+        }
         let call = tool_call(&params.tool_call);
         let kind = match params.tool_call.kind {
             Some(ToolKind::Execute) => ApprovalKind::Command,
@@ -180,9 +215,7 @@ impl AcpRequestHandler {
                     () = cancel.cancelled() => PermissionOutcome::Cancelled,
                 }
             };
-            let allowed = matches!(&outcome, PermissionOutcome::Selected { option_id }
-                if options.iter().any(|o| &o.option_id == option_id
-                    && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)));
+            let allowed = allows(&options, &outcome);
             record(allowed, None);
             Ok(serde_json::to_value(RequestPermissionResponse { outcome }).unwrap_or(Value::Null))
         })
@@ -271,6 +304,13 @@ pub fn choose(options: &[PermissionOption], decision: &ApprovalDecision) -> Perm
         .iter()
         .find_map(|kind| options.iter().find(|o| &o.kind == kind))
         .map_or(PermissionOutcome::Cancelled, |o| PermissionOutcome::Selected { option_id: o.option_id.clone() })
+}
+
+/// Whether `outcome` selected one of the allowing options.
+fn allows(options: &[PermissionOption], outcome: &PermissionOutcome) -> bool {
+    matches!(outcome, PermissionOutcome::Selected { option_id }
+        if options.iter().any(|o| &o.option_id == option_id
+            && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)))
 }
 
 fn decode<T: serde::de::DeserializeOwned>(request: &Request) -> Result<T, HandlerError> {
@@ -408,6 +448,39 @@ mod tests {
         h.handle(ask(request)).await.unwrap();
         let asked = recorder.0.lock().unwrap();
         assert_eq!(asked[0].arguments["command"], "/bin/bash -lc 'echo live-$((6*7))'");
+    }
+
+    #[tokio::test]
+    async fn a_served_host_tool_is_allowed_without_asking_and_anything_else_is_asked() {
+        let recorder = Arc::new(Recorder::default());
+        let (h, _declined, asked, _dir) = handler(recorder.clone());
+        let options = json!([{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                             {"optionId": "no", "name": "Reject", "kind": "reject_once"}]);
+        // claude-agent-acp's shape: the tool's MCP name as title.
+        let claude = |tool: &str| {
+            json!({"sessionId": "s", "toolCall": {"toolCallId": "toolu_1",
+            "title": format!("mcp__clawbridge__{tool}"), "rawInput": {"city": "Paris"}}, "options": options})
+        };
+        // codex-acp's: its own MCP elicitation, naming the server.
+        let codex = |server: &str| {
+            json!({"sessionId": "s", "toolCall": {"toolCallId": "call_1",
+            "title": "Approve MCP tool call", "rawInput": {"server_name": server, "request": {
+                "message": "Allow?", "_meta": {"codex_approval_kind": "mcp_tool_call"}}}}, "options": options})
+        };
+        // Before the server serves anything, every request is asked.
+        h.handle(ask(claude("lookup_weather"))).await.unwrap();
+        assert_eq!(recorder.0.lock().unwrap().len(), 1);
+        h.serve_host_tools(vec!["lookup_weather".into()]);
+        for request in [claude("lookup_weather"), codex("clawbridge")] {
+            let answer = h.handle(ask(request)).await.unwrap();
+            assert_eq!(answer["outcome"]["optionId"], "yes");
+        }
+        assert_eq!(recorder.0.lock().unwrap().len(), 1, "the served tools were not asked about");
+        // A tool the server does not serve, or another server's elicitation, goes to the approver.
+        h.handle(ask(claude("rm_rf"))).await.unwrap();
+        h.handle(ask(codex("github"))).await.unwrap();
+        assert_eq!(recorder.0.lock().unwrap().len(), 3);
+        assert!(asked.lock().unwrap().iter().all(|a| a.allowed), "every call is recorded with its answer");
     }
 
     /// Decides only when told to.

@@ -254,7 +254,10 @@ impl AcpSession {
         let mcp = if offers_mcp(&response.agent_capabilities, specs.len()) {
             let limits = McpLimits { max_body_bytes: MAX_LINE_BYTES, tool_timeout: config.tool_timeout };
             match clawbridge_bridge::mcp::start(hooks.tools.clone(), limits, &CancellationToken::new()).await {
-                Ok(handle) => Some(handle),
+                Ok(handle) => {
+                    handler.serve_host_tools(specs.iter().map(|spec| spec.name.clone()).collect());
+                    Some(handle)
+                }
                 Err(error) => {
                     conn.shutdown(config.stop).await;
                     return Err(AcpError::McpServer(error));
