@@ -181,10 +181,12 @@ where
                 Some(PeerEvent::Closed(gone)) => {
                     tracing::info!(%gone, "the host closed the connection; stopping every attempt");
                     server.stop_all(DRAIN_TIMEOUT).await;
+                    answers_owed(&peer).await;
                     break;
                 }
                 None => {
                     server.stop_all(DRAIN_TIMEOUT).await;
+                    answers_owed(&peer).await;
                     break;
                 }
                 Some(_) => {}
@@ -205,6 +207,14 @@ where
     drop(peer);
     let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
     Ok(())
+}
+
+/// Waits, for at most [`DRAIN_TIMEOUT`], until every request the host wrote before it closed its
+/// input is answered: a host that pipelines and closes at once still reads every answer.
+async fn answers_owed(peer: &RpcPeer) {
+    if tokio::time::timeout(DRAIN_TIMEOUT, peer.answered()).await.is_err() {
+        tracing::warn!("some requests of the closed connection were still unanswered after {DRAIN_TIMEOUT:?}");
+    }
 }
 
 /// The environment variable that lowers (or raises) the attempts' input budget, in bytes: for

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::task::TaskTracker;
 
 use super::caps::LineCaps;
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
@@ -159,6 +160,9 @@ struct Shared {
     running: Mutex<HashMap<RequestId, RunningHandler>>,
     /// Tells apart handlers of requests that reuse an id, so one finishing never forgets another.
     next_handler: AtomicU64,
+    /// The tasks that answer the peer's requests: a connection that ends still owes their answers
+    /// ([`RpcPeer::answered`]). Closed by the reader when the stream ends.
+    answering: TaskTracker,
 }
 
 /// A handler task a cancel can abort.
@@ -254,6 +258,7 @@ impl RpcPeer {
             closed_locally: Default::default(),
             running: Mutex::new(HashMap::new()),
             next_handler: AtomicU64::new(0),
+            answering: TaskTracker::new(),
         });
         let peer = RpcPeer { shared, out, config: Arc::new(config) };
         let reader_task = ReaderTask { peer: peer.clone(), events: events_tx, handler, exit };
@@ -371,6 +376,13 @@ impl RpcPeer {
         self.out.finish();
     }
 
+    /// Waits until the stream has ended and every request read from it is answered (or was
+    /// withdrawn): what a server waits for before it closes its output after the peer closed its
+    /// side, so answers to requests pipelined just before the end are not lost.
+    pub async fn answered(&self) {
+        self.shared.answering.wait().await;
+    }
+
     /// What ended the stream, once it has ended.
     pub fn gone(&self) -> Option<Arc<PeerGone>> {
         self.shared.gone_watch.borrow().clone()
@@ -466,6 +478,8 @@ impl ReaderTask {
                 Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
             }
         };
+        // No request comes after the stream's end: the answers owed are those already spawned.
+        self.peer.shared.answering.close();
         if config.abort_handlers_on_close {
             let running = std::mem::take(&mut *self.peer.shared.running());
             for (_, handler) in running {
@@ -676,7 +690,7 @@ impl ReaderTask {
         };
         let token = self.peer.shared.track(&id, work.abort_handle());
         let peer = self.peer.clone();
-        tokio::spawn(async move {
+        self.peer.shared.answering.spawn(async move {
             answer(peer, handler, Answering { id, method, params: kept }, work, token).await;
             drop(permit);
         });
@@ -687,7 +701,7 @@ impl ReaderTask {
         let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
         let peer = self.peer.clone();
         // Not from the reader itself: a full output queue must not stop it reading.
-        tokio::spawn(async move {
+        self.peer.shared.answering.spawn(async move {
             send_answer(&peer, &id, Err(error)).await;
             drop(permit);
         });
@@ -933,6 +947,52 @@ mod tests {
         asking.abort();
         let _ = asking.await;
         assert_eq!(peer.pending_requests(), 0, "an abandoned request does not stay pending");
+    }
+
+    /// Answers every request after a pause, as a handler doing real work would.
+    struct AnswersLate;
+
+    impl RequestHandler for AnswersLate {
+        fn handle(&self, _request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Ok(Value::Null)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_written_just_before_the_end_are_all_answered_once_answered_returns() {
+        use tokio::io::AsyncReadExt;
+        let (output, mut host_writes) = tokio::io::duplex(4096);
+        let (bridge_writes, mut host_reads) = tokio::io::duplex(4096);
+        let (peer, mut events) =
+            RpcPeer::start(output, bridge_writes, PeerConfig::default(), Arc::new(AnswersLate), Arc::new(NoProcess));
+        for id in 1..=3 {
+            host_writes
+                .write_all(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"m\"}}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+        drop(host_writes);
+        loop {
+            match events.recv().await {
+                Some(PeerEvent::Closed(_)) => break,
+                Some(_) => {}
+                None => panic!("the events ended without Closed"),
+            }
+        }
+        tokio::time::timeout(Duration::from_secs(10), peer.answered()).await.expect("every answer is sent");
+        peer.finish_output();
+        drop(peer);
+        let mut written = String::new();
+        host_reads.read_to_string(&mut written).await.unwrap();
+        let ids: Vec<Value> =
+            written.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()["id"].clone()).collect();
+        assert_eq!(ids.len(), 3, "{written}");
+        for id in 1..=3 {
+            assert!(ids.contains(&Value::from(id)), "{id} answered: {written}");
+        }
     }
 
     #[tokio::test]
