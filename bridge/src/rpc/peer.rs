@@ -249,6 +249,24 @@ impl RpcPeer {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let frames = frame_reader(reader, config.max_line_bytes);
+        Self::start_framed(frames, writer, config, handler, exit)
+    }
+
+    /// [`start`](Self::start) over a transport that frames messages itself (a WebSocket): `frames`
+    /// yields what the line decoder yields on a pipe, and `writer` takes whole `\n`-terminated lines.
+    /// Everything above the frames — caps, problems, backpressure, the write timeout — is the same.
+    pub fn start_framed<F, W>(
+        frames: F,
+        writer: W,
+        config: PeerConfig,
+        handler: Arc<dyn RequestHandler>,
+        exit: Arc<dyn ExitReporter>,
+    ) -> (RpcPeer, mpsc::Receiver<PeerEvent>)
+    where
+        F: futures::Stream<Item = std::io::Result<Frame>> + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (out, _writer_task) = spawn_line_writer_with_timeout(writer, config.outgoing_queue, config.write_timeout);
         let (events_tx, events) = super::inbox::inbox(config.event_queue, config.event_bytes, out.clone());
         let shared = Arc::new(Shared {
@@ -262,7 +280,7 @@ impl RpcPeer {
         });
         let peer = RpcPeer { shared, out, config: Arc::new(config) };
         let reader_task = ReaderTask { peer: peer.clone(), events: events_tx, handler, exit };
-        tokio::spawn(reader_task.run(reader));
+        tokio::spawn(reader_task.run(frames));
         (peer, events)
     }
 
@@ -442,10 +460,12 @@ struct ReaderTask {
 }
 
 impl ReaderTask {
-    async fn run<R: AsyncRead + Unpin>(self, reader: R) {
+    async fn run<F>(self, mut frames: F)
+    where
+        F: futures::Stream<Item = std::io::Result<Frame>> + Unpin,
+    {
         let config = self.peer.config.clone();
         let handlers = Arc::new(Semaphore::new(config.max_concurrent_handlers.max(1)));
-        let mut frames = frame_reader(reader, config.max_line_bytes);
         let exited = self.exit.exited();
         tokio::pin!(exited);
         // Set when the process exited: from then on, output that is not already readable by this

@@ -1,9 +1,13 @@
 //! Line-delimited framing over a byte stream: a decoder that turns bytes into [`Frame`]s without ever
 //! failing on peer input, and a writer task that sends whole lines with backpressure
-//! (docs/peers/pipes.md#framing, #oversize-lines, #backpressure).
+//! (docs/peers/pipes.md#framing, #oversize-lines, #backpressure). A WebSocket ([`ws`]) feeds the
+//! same frames and takes the same lines, so the layers above never know which transport they have.
 
+pub mod bearer;
 mod codec;
+pub mod endpoint;
 mod writer;
+pub mod ws;
 
 pub use codec::{DEFAULT_MAX_LINE_BYTES, Frame, LineCodec};
 pub use writer::{
