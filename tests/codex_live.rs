@@ -82,7 +82,7 @@ async fn an_approved_command_runs_and_its_terminal_is_reported_once() {
     assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
     assert!(!result.replay.replay_safe && result.replay.had_potential_side_effects);
     assert!(events.iter().any(|e| matches!(e, Event::ToolFinished(f) if f.outcome == ToolOutcome::Success)));
-    let pid = session.pid() as i32;
+    let pid = session.pid().expect("spawned") as i32;
     session.shutdown().await;
     assert!(!group_alive(pid), "no orphan");
 }
@@ -281,7 +281,7 @@ async fn an_app_server_killed_mid_turn_fails_the_attempt_without_a_hang_or_an_or
     let observed = Arc::new(RecordingObserver::default());
     let mut session = live.connect(ApprovalDecision::Allow, observed.clone()).await;
     let thread = session.start_thread(&live.options()).await.unwrap();
-    let pgid = session.pid() as i32;
+    let pgid = session.pid().expect("spawned") as i32;
     let mut events = Vec::new();
     let result = tokio::time::timeout(
         Duration::from_secs(60),
@@ -361,7 +361,7 @@ async fn cancelling_interrupts_a_running_turn() {
     assert_eq!(result.terminal.kind, TerminalKind::Aborted, "{:?}", result.terminal);
     assert!(started.elapsed() < Duration::from_secs(25), "the 30 s command did not have to finish");
     assert_eq!(observed.reports().len(), 1, "the interrupted command still gets its terminal");
-    let pid = session.pid() as i32;
+    let pid = session.pid().expect("spawned") as i32;
     session.shutdown().await;
     assert!(!group_alive(pid), "the interrupted command is gone with its server");
 }

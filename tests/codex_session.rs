@@ -62,7 +62,7 @@ async fn the_floor_and_newer_than_tested_servers_are_accepted() {
     ] {
         let session = connect(user_agent).await.unwrap_or_else(|e| panic!("{user_agent} refused: {e}"));
         assert_eq!(session.server_version().to_string(), version);
-        let pid = session.pid() as i32;
+        let pid = session.pid().expect("spawned") as i32;
         assert_eq!(running_with_user_agent(user_agent), vec![pid], "the probe finds a live server");
         session.shutdown().await;
         assert_eq!(running_with_user_agent(user_agent), Vec::<i32>::new());

@@ -308,7 +308,7 @@ async fn a_1_gb_stderr_flood_does_not_stall_the_child_and_only_a_bounded_tail_is
         // The child answers only after writing everything: an answer proves it never blocked for good.
         let answer = agent.peer().request("fake/stderr", Some(&json!({"bytes": bytes}))).await.unwrap();
         assert_eq!(answer, json!({"written": bytes}));
-        let stderr = agent.process().stderr();
+        let stderr = agent.process().expect("spawned").stderr();
         eventually("the flood is drained", || stderr.total_bytes() > bytes).await;
         assert!(stderr.held_bytes() <= 64 * 1024, "tail holds {} bytes", stderr.held_bytes());
         assert!(stderr.snapshot().ends_with("fake-agent: flood done\n"));
@@ -325,7 +325,7 @@ async fn a_grandchild_holding_the_pipes_is_stopped_with_the_group() {
         let grandchild = agent.peer().request("fake/spawn_grandchild", None::<&Value>).await.unwrap()["pid"]
             .as_i64()
             .unwrap() as i32;
-        let pgid = agent.process().pid() as i32;
+        let pgid = agent.process().expect("spawned").pid() as i32;
         assert_eq!(group_members(pgid).len(), 2);
         let outcome = agent.shutdown(StopPolicy { after_stdin_close: Duration::from_secs(3), ..polite_stop() }).await;
         // The child exits on stdin EOF, but its grandchild keeps the group alive until SIGTERM.
@@ -372,7 +372,7 @@ async fn a_crash_mid_turn_while_a_grandchild_holds_the_pipes_fails_the_attempt_p
 async fn a_child_ignoring_sigterm_is_killed_with_its_grandchild() {
     within(async {
         let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
-        let pgid = agent.process().pid() as i32;
+        let pgid = agent.process().expect("spawned").pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
         let outcome = agent.shutdown(escalating_stop()).await;
         assert_eq!(outcome.stage, StopStage::Killed);

@@ -161,7 +161,7 @@ async fn a_child_that_closes_stdout_but_keeps_running_fails_pending_requests() {
 async fn dropping_the_connection_kills_the_group() {
     within(async {
         let (agent, _events) = spawn(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
-        let pgid = agent.process().pid() as i32;
+        let pgid = agent.process().expect("spawned").pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
         drop(agent);
         eventually("the group is gone after drop", || !group_alive(pgid)).await;
@@ -306,7 +306,7 @@ async fn a_restarted_bridge_reaps_children_orphaned_by_a_dead_one() {
         let spec = fake_agent(&["--ignore-sigterm", "--grandchild", "--keep-running-on-eof"]);
         let (agent, _events) =
             AgentConnection::spawn(&spec, options, PeerConfig::default(), Arc::new(RejectAll)).unwrap();
-        let pgid = agent.process().pid() as i32;
+        let pgid = agent.process().expect("spawned").pid() as i32;
         eventually("the grandchild started", || group_members(pgid).len() == 2).await;
 
         // The owner is alive: nothing is touched.

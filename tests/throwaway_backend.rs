@@ -73,7 +73,7 @@ impl Backend for EchoBackend {
             let (conn, events) = AgentConnection::spawn(&spec, spawn, PeerConfig::default(), Arc::new(RejectAll))
                 .map_err(|e| BackendError::Start { source: Box::new(e), retryable: true })?;
             // A resumed session keeps its id; a fresh one gets a new one.
-            let id = settings.resume.unwrap_or_else(|| format!("echo-{}", conn.process().pid()));
+            let id = settings.resume.unwrap_or_else(|| format!("echo-{}", conn.process().expect("spawned").pid()));
             let native = EchoSession { conn: Some(conn), events, hooks, activity: Arc::default(), id, turns: 0 };
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
@@ -101,7 +101,7 @@ impl NativeSession for EchoSession {
             let limits =
                 TurnLimits { idle: Duration::from_secs(30), interrupt_grace: Duration::from_secs(2), backend: "echo" };
             // Unique across processes too, or a resumed session's turn would reuse the transcript keys.
-            let pid = self.conn.as_ref().expect("open").process().pid();
+            let pid = self.conn.as_ref().expect("open").process().expect("spawned").pid();
             let turn_id = format!("{}-{pid}-turn-{}", self.id, self.turns);
             let mut turn = EchoTurn { events: &mut self.events, turn_id, complete: false };
             Ok(driver.run(&mut turn, limits, cancel).await.finish(Some(self.id.clone())))

@@ -54,7 +54,7 @@ async fn main() {
     agent.peer().request("fake/stderr", Some(&json!({"bytes": 1u64 << 30}))).await.expect("answer after the flood");
     let flood_time = started.elapsed();
     let after_flood = peak_rss_mib();
-    let tail = agent.process().stderr().held_bytes();
+    let tail = agent.process().expect("spawned").stderr().held_bytes();
 
     agent.shutdown(StopPolicy::default()).await;
     let problems = drain.await.unwrap_or(0);

@@ -1,4 +1,6 @@
-//! A native agent as one object: its supervised process and the JSON-RPC peer on its stdio.
+//! A native agent as one object: the JSON-RPC peer talking to it and, when the bridge started it,
+//! its supervised process. A spawned agent is spoken to on its stdio; an agent that already runs
+//! is reached at its [`Endpoint`] (a Unix socket or a WebSocket), and then no process is owned.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,18 +9,25 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::exit::ExitState;
+use crate::rpc::NoProcess;
 use crate::rpc::{ExitReporter, PeerConfig, PeerEvent, RequestHandler, RpcPeer};
 use crate::supervisor::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy};
+use crate::transport::bearer::WsAuth;
+use crate::transport::endpoint::{self, ConnectError, Endpoint};
 
 /// How long, after the agent's stdout closes, to wait for its exit status before reporting without it.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
 
-/// A spawned agent speaking JSON-RPC on its stdio.
+/// An agent speaking JSON-RPC: on the stdio of a child we spawned, or over a connection to one
+/// that already listens.
 #[derive(Debug)]
 pub struct AgentConnection {
-    /// The process and its group; stopping it is this connection's last step.
-    process: ChildProcess,
-    /// The protocol peer on the process's stdin/stdout.
+    /// The process and its group, when we spawned it; stopping it is this connection's last step.
+    /// `None` for a connection to a listening agent: its process is not ours to stop.
+    process: Option<ChildProcess>,
+    /// Where we connected to, for a connection to a listening agent.
+    endpoint: Option<Endpoint>,
+    /// The protocol peer on the process's stdin/stdout, or on the connection.
     peer: RpcPeer,
 }
 
@@ -35,7 +44,22 @@ impl AgentConnection {
         let stdout = process.take_stdout().expect("stdout is piped");
         let reporter = Arc::new(ProcessExit(process.exit_watch()));
         let (peer, events) = RpcPeer::start(stdout, stdin, peer, handler, reporter);
-        Ok((AgentConnection { process, peer }, events))
+        Ok((AgentConnection { process: Some(process), endpoint: None, peer }, events))
+    }
+
+    /// Connects to an agent listening at `endpoint`, upgrading with `auth`, within `limit`, and
+    /// starts a peer on the connection. Messages are capped at `peer.max_line_bytes`, as lines
+    /// are on stdio; the rest of `peer` applies unchanged.
+    pub async fn connect(
+        endpoint: &Endpoint,
+        auth: &WsAuth,
+        limit: Duration,
+        peer: PeerConfig,
+        handler: Arc<dyn RequestHandler>,
+    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), ConnectError> {
+        let (frames, writer) = endpoint::open(endpoint, auth, peer.max_line_bytes, limit).await?;
+        let (peer, events) = RpcPeer::start_framed(frames, writer, peer, handler, Arc::new(NoProcess));
+        Ok((AgentConnection { process: None, endpoint: Some(endpoint.clone()), peer }, events))
     }
 
     /// The protocol peer.
@@ -43,15 +67,28 @@ impl AgentConnection {
         &self.peer
     }
 
-    /// The supervised process.
-    pub fn process(&self) -> &ChildProcess {
-        &self.process
+    /// The supervised process, when we spawned it.
+    pub fn process(&self) -> Option<&ChildProcess> {
+        self.process.as_ref()
+    }
+
+    /// The endpoint, for a connection to a listening agent.
+    pub fn endpoint(&self) -> Option<&Endpoint> {
+        self.endpoint.as_ref()
     }
 
     /// The staged stop: close stdin (through the peer, which owns it), then the process ladder.
+    /// A connection to a listening agent is only closed (a close frame), waiting at most the
+    /// policy's stdin grace for the agent to close its side; its process runs on.
     pub async fn shutdown(mut self, policy: StopPolicy) -> StopOutcome {
         self.peer.close();
-        self.process.stop(policy).await
+        match self.process.as_mut() {
+            Some(process) => process.stop(policy).await,
+            None => {
+                let _ = tokio::time::timeout(policy.after_stdin_close, self.peer.closed()).await;
+                StopOutcome::not_owned()
+            }
+        }
     }
 }
 

@@ -199,7 +199,7 @@ impl ClaudeSession {
 
     /// The current process's pid (its process group), if one runs.
     pub fn pid(&self) -> Option<u32> {
-        self.live.as_ref().map(|live| live.conn.process().pid())
+        self.live.as_ref().and_then(|live| live.conn.process()).map(|p| p.pid())
     }
 
     /// How many CLI processes this session has spawned (1 while the first stays warm).
@@ -337,7 +337,8 @@ impl ClaudeSession {
     /// respawns (with `--resume`) when it is gone.
     async fn ensure_live(&mut self) -> Result<(), ClaudeError> {
         if let Some(live) = self.live.as_mut() {
-            let mut gone = live.conn.process().try_exit().is_some() || live.conn.peer().gone().is_some();
+            let mut gone =
+                live.conn.process().is_some_and(|p| p.try_exit().is_some()) || live.conn.peer().gone().is_some();
             while let Ok(stale) = live.events.try_recv() {
                 match stale {
                     PeerEvent::Closed(why) => {

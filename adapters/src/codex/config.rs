@@ -6,6 +6,8 @@ use clawbridge_bridge::supervisor::{
     CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CommandSpec, Containment, EnvPolicy, PidRegistry, StopPolicy,
 };
 use clawbridge_bridge::transport::agent_write_timeout;
+use clawbridge_bridge::transport::bearer::WsAuth;
+use clawbridge_bridge::transport::endpoint::Endpoint;
 use clawbridge_protocol::codex::version::VersionPolicy;
 
 use super::retry::OverloadRetry;
@@ -59,6 +61,11 @@ pub struct CodexConfig {
     pub write_timeout: Duration,
     /// Whether the child gets a cgroup of its own where the machine allows it.
     pub containment: Containment,
+    /// An app-server that already listens (`codex app-server --listen …`): connect to it instead
+    /// of spawning one. The launch settings above are then the server's own business.
+    pub connect: Option<Endpoint>,
+    /// How to authenticate to [`connect`](Self::connect)'s WebSocket upgrade.
+    pub ws_auth: WsAuth,
 }
 
 impl CodexConfig {
@@ -90,6 +97,8 @@ impl CodexConfig {
             registry: None,
             write_timeout: agent_write_timeout(),
             containment: Containment::from_env(),
+            connect: None,
+            ws_auth: WsAuth::None,
         }
     }
 

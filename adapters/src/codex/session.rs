@@ -13,6 +13,7 @@ use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
+use clawbridge_bridge::transport::endpoint::ConnectError;
 use clawbridge_protocol::codex::initialize::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
@@ -73,6 +74,9 @@ pub enum CodexError {
     /// The app-server could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The configured app-server could not be reached, or refused us.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
     /// The server's version is refused; the child was stopped. Not retryable.
     #[error("{rejected} (userAgent: {user_agent:?})")]
     VersionRejected {
@@ -93,7 +97,8 @@ pub enum CodexError {
 impl CodexError {
     /// Whether trying again could help (a version refusal never does).
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, CodexError::VersionRejected { .. })
+        // A refused credential stays refused until someone changes it.
+        !matches!(self, CodexError::VersionRejected { .. } | CodexError::Connect(ConnectError::Refused { .. }))
     }
 }
 
@@ -184,8 +189,9 @@ impl std::fmt::Debug for CodexSession {
     }
 }
 impl CodexSession {
-    /// Spawns the app-server and performs the handshake. No other request can go out before it
-    /// succeeds: the session only exists afterwards. A refused version stops the child.
+    /// Spawns the app-server (or connects to the configured one, [`CodexConfig::connect`]) and
+    /// performs the handshake. No other request can go out before it succeeds: the session only
+    /// exists afterwards. A refused version stops the child (or closes the connection).
     pub async fn connect(config: CodexConfig, hooks: SessionHooks) -> Result<CodexSession, CodexError> {
         let activity = Arc::new(TurnActivity::default());
         let handler = CodexRequestHandler::new(
@@ -210,7 +216,20 @@ impl CodexSession {
             containment: config.containment,
             ..SpawnOptions::default()
         };
-        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
+        let (conn, events) = match &config.connect {
+            // The handshake's deadline covers reaching the server, as it covers a child's start-up.
+            Some(endpoint) => {
+                AgentConnection::connect(
+                    endpoint,
+                    &config.ws_auth,
+                    config.handshake_timeout,
+                    peer_config,
+                    handler.clone(),
+                )
+                .await?
+            }
+            None => AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?,
+        };
 
         let experimental_api = !hooks.tools.specs().is_empty();
         let params = InitializeParams {
@@ -274,9 +293,9 @@ impl CodexSession {
         &self.server_version
     }
 
-    /// The app-server's pid (its process group).
-    pub fn pid(&self) -> u32 {
-        self.conn.process().pid()
+    /// The app-server's pid (its process group), when the bridge spawned it.
+    pub fn pid(&self) -> Option<u32> {
+        self.conn.process().map(|process| process.pid())
     }
 
     fn dynamic_tools(&self) -> Option<Vec<DynamicToolSpec>> {

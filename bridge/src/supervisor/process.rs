@@ -117,6 +117,8 @@ pub enum StopStage {
     Killed,
     /// Members survived even SIGKILL (uninterruptible sleep); they are gone as soon as the kernel lets them.
     Unkillable,
+    /// There was no process of ours to stop: the agent was reached over a connection and runs on.
+    NotOwned,
 }
 
 /// What a stop did.
@@ -132,6 +134,13 @@ pub struct StopOutcome {
     pub outside_group: usize,
     /// The same descendants by the mark that found them.
     pub escaped: Escaped,
+}
+
+impl StopOutcome {
+    /// The stop of a connection that owned no process.
+    pub fn not_owned() -> Self {
+        StopOutcome { stage: StopStage::NotOwned, exit: None, outside_group: 0, escaped: Escaped::default() }
+    }
 }
 
 /// Why a spawn failed.

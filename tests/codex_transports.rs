@@ -1,0 +1,269 @@
+//! The Codex session over the real `codex app-server` 0.169.0's own listeners instead of a child's
+//! stdio: a Unix socket and a loopback WebSocket with each auth mode, against the scripted mock
+//! model. Each test starts `codex app-server --listen …` itself (in a sandbox, on 127.0.0.1) and
+//! stops it after; the bridge only connects, so its shutdown leaves the server running.
+//! Skipped with a printed reason when the peers are not installed (failed when they are required).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clawbridge_adapters::codex::{CodexConfig, CodexError, CodexSession, SessionHooks, ThreadOptions};
+use clawbridge_bridge::attempt::AttemptResult;
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
+use clawbridge_bridge::events::{Event, TerminalKind, ToolOutcome};
+use clawbridge_bridge::supervisor::{ChildProcess, CommandSpec, SpawnOptions, StopPolicy, StopStage, group_alive};
+use clawbridge_bridge::transport::bearer::{BearerClaims, DEFAULT_TOKEN_LIFETIME, SecretSource, WsAuth};
+use clawbridge_bridge::transport::endpoint::{ConnectError, Endpoint};
+use clawbridge_fixtures::hooks::RecordingObserver;
+use clawbridge_fixtures::mock_model::MockModel;
+use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
+use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use tokio_util::sync::CancellationToken;
+
+const STOP: StopPolicy = StopPolicy {
+    after_stdin_close: Duration::from_secs(2),
+    after_sigterm: Duration::from_secs(2),
+    after_sigkill: Duration::from_secs(2),
+};
+
+/// The sandbox, the mock, and an app-server listening in them.
+struct Listening {
+    sandbox: Sandbox,
+    _mock: MockModel,
+    server: ChildProcess,
+    endpoint: Endpoint,
+}
+
+/// How long a fresh app-server may take to listen (it loads its config and starts its runtime).
+const LISTEN_WITHIN: Duration = Duration::from_secs(30);
+
+/// Starts `codex app-server --listen <listen> <extra…>` in a sandbox whose model is the mock, and
+/// waits until it accepts connections.
+async fn listening(codex: &Path, listen: impl Fn(&Sandbox) -> (String, Vec<String>)) -> Listening {
+    let sandbox = Sandbox::new().expect("a sandbox");
+    let mock = start_mock(&command_mock(true)).await.expect("the mock starts");
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let (url, extra) = listen(&sandbox);
+    let mut args: Vec<std::ffi::OsString> = vec!["app-server".into(), "--listen".into(), url.clone().into()];
+    args.extend(extra.into_iter().map(Into::into));
+    let spec = CommandSpec {
+        program: codex.to_path_buf(),
+        args,
+        cwd: Some(sandbox.work()),
+        env: sandbox.env().with_var("CODEX_HOME", sandbox.codex_home()),
+    };
+    let server = ChildProcess::spawn(&spec, SpawnOptions::default()).expect("the app-server starts");
+    let endpoint: Endpoint = url.parse().expect("a valid endpoint");
+    let deadline = tokio::time::Instant::now() + LISTEN_WITHIN;
+    loop {
+        let up = match &endpoint {
+            Endpoint::Unix { path } => tokio::net::UnixStream::connect(path).await.is_ok(),
+            Endpoint::WebSocket { host, port, .. } => {
+                tokio::net::TcpStream::connect((host.as_str(), *port)).await.is_ok()
+            }
+            _ => unreachable!("only unix and ws endpoints are started here"),
+        };
+        if up {
+            break;
+        }
+        assert!(server.try_exit().is_none(), "the app-server exited: {}", server.stderr().snapshot());
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the app-server did not listen: {}",
+            server.stderr().snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Listening { sandbox, _mock: mock, server, endpoint }
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn write_secret(sandbox: &Sandbox, name: &str, value: &str) -> PathBuf {
+    let path = sandbox.root().join(name);
+    std::fs::write(&path, format!("{value}\n")).unwrap();
+    path
+}
+
+impl Listening {
+    fn config(&self, codex: &Path, auth: WsAuth) -> CodexConfig {
+        let mut config = CodexConfig::new(codex);
+        config.connect = Some(self.endpoint.clone());
+        config.ws_auth = auth;
+        config.turn_idle_timeout = Duration::from_secs(60);
+        config.handshake_timeout = Duration::from_secs(20);
+        config
+    }
+
+    async fn connect(
+        &self,
+        codex: &Path,
+        auth: WsAuth,
+        observed: Arc<RecordingObserver>,
+    ) -> Result<CodexSession, CodexError> {
+        let hooks = SessionHooks {
+            approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+            tools: Arc::new(NoHostTools),
+            observer: observed,
+        };
+        CodexSession::connect(self.config(codex, auth), hooks).await
+    }
+
+    fn options(&self) -> ThreadOptions {
+        ThreadOptions { cwd: Some(self.sandbox.work().display().to_string()), ..ThreadOptions::default() }
+    }
+
+    /// Stops the server this test started and checks nothing of it is left.
+    async fn stop(mut self) {
+        let pid = self.server.pid() as i32;
+        self.server.stop(STOP).await;
+        assert!(!group_alive(pid), "the app-server's group is gone");
+    }
+}
+
+async fn turn(session: &mut CodexSession, thread: &str) -> (AttemptResult, Vec<Event>) {
+    let mut events = Vec::new();
+    let prompt = "Please run the live test command.";
+    let result = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(thread, prompt, &mut |e: &Event| events.push(e.clone()), &CancellationToken::new()),
+    )
+    .await
+    .expect("the turn ends")
+    .expect("the turn runs");
+    (result, events)
+}
+
+/// A full turn with an approved command over `session`, and its shutdown, which must leave the
+/// server (not ours) running.
+async fn approved_turn_then_disconnect(listening: &Listening, mut session: CodexSession, observed: &RecordingObserver) {
+    assert_eq!(session.server_version().to_string(), "0.169.0", "the version gate ran");
+    assert_eq!(session.pid(), None, "a connection owns no process");
+    let thread = session.start_thread(&listening.options()).await.unwrap();
+    let (result, events) = turn(&mut session, &thread.thread_id).await;
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+    let reports = observed.reports();
+    assert_eq!(reports.len(), 1, "the tool terminal is reported once: {reports:?}");
+    assert_eq!(reports[0].tool_name, "bash");
+    assert!(reports[0].execution_started, "the approved command ran");
+    assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
+    assert!(events.iter().any(|e| matches!(e, Event::ToolFinished(f) if f.outcome == ToolOutcome::Success)));
+    let outcome = session.shutdown().await;
+    assert_eq!(outcome.stage, StopStage::NotOwned);
+    assert!(listening.server.try_exit().is_none(), "closing the connection leaves the server running");
+}
+
+#[tokio::test]
+async fn a_unix_socket_connection_runs_a_full_turn_with_an_approval() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let listening =
+        listening(&codex, |sandbox| (format!("unix://{}", sandbox.root().join("app.sock").display()), vec![])).await;
+    let observed = Arc::new(RecordingObserver::default());
+    let session = listening.connect(&codex, WsAuth::None, observed.clone()).await.expect("connects over the socket");
+    approved_turn_then_disconnect(&listening, session, &observed).await;
+    listening.stop().await;
+}
+
+fn capability_listener(token: &'static str) -> impl Fn(&Sandbox) -> (String, Vec<String>) {
+    move |sandbox| {
+        let file = write_secret(sandbox, "server-token", token);
+        let args = ["--ws-auth", "capability-token", "--ws-token-file"].map(String::from).to_vec();
+        (format!("ws://127.0.0.1:{}", free_port()), [args, vec![file.display().to_string()]].concat())
+    }
+}
+
+#[tokio::test]
+async fn a_websocket_connection_with_a_capability_token_runs_a_full_turn_with_an_approval() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let listening = listening(&codex, capability_listener("the-right-token")).await;
+    let token = write_secret(&listening.sandbox, "client-token", "the-right-token");
+    let observed = Arc::new(RecordingObserver::default());
+    let auth = WsAuth::CapabilityToken { token: SecretSource::File(token) };
+    let session = listening.connect(&codex, auth, observed.clone()).await.expect("the token is accepted");
+    approved_turn_then_disconnect(&listening, session, &observed).await;
+    listening.stop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_capability_token_is_refused_with_an_error_naming_the_endpoint() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let listening = listening(&codex, capability_listener("the-right-token")).await;
+    let observed = Arc::new(RecordingObserver::default());
+    for (auth, what) in [
+        (
+            WsAuth::CapabilityToken {
+                token: SecretSource::File(write_secret(&listening.sandbox, "wrong", "a-wrong-token")),
+            },
+            "capability token",
+        ),
+        (WsAuth::None, "connection (no token was configured)"),
+    ] {
+        let error = listening.connect(&codex, auth, observed.clone()).await.expect_err("refused");
+        let message = error.to_string();
+        assert!(matches!(&error, CodexError::Connect(ConnectError::Refused { status: 401, .. })), "{error:?}");
+        assert!(!error.is_retryable(), "a refused credential stays refused");
+        assert!(message.contains(&format!("the app-server at {} refused the {what}", listening.endpoint)), "{message}");
+        assert!(message.contains("HTTP 401"), "{message}");
+    }
+    assert!(observed.reports().is_empty());
+    listening.stop().await;
+}
+
+#[tokio::test]
+async fn a_signed_bearer_token_is_accepted_and_one_signed_with_another_secret_is_refused() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    const SECRET: &str = "a-shared-secret-of-at-least-32-bytes!";
+    let listening = listening(&codex, |sandbox| {
+        let file = write_secret(sandbox, "server-secret", SECRET);
+        let args =
+            ["--ws-auth", "signed-bearer-token", "--ws-issuer", "clawbridge-test", "--ws-audience", "codex-test"];
+        let mut args: Vec<String> = args.map(String::from).to_vec();
+        args.extend(["--ws-shared-secret-file".into(), file.display().to_string()]);
+        (format!("ws://127.0.0.1:{}", free_port()), args)
+    })
+    .await;
+    let claims = BearerClaims { issuer: Some("clawbridge-test".into()), audience: Some("codex-test".into()) };
+    let signed = |name: &str, secret: &str| WsAuth::SignedBearerToken {
+        secret: SecretSource::File(write_secret(&listening.sandbox, name, secret)),
+        claims: claims.clone(),
+        lifetime: DEFAULT_TOKEN_LIFETIME,
+    };
+    let observed = Arc::new(RecordingObserver::default());
+    let mut session =
+        listening.connect(&codex, signed("client-secret", SECRET), observed.clone()).await.expect("accepted");
+    session.start_thread(&listening.options()).await.expect("a thread starts over the signed connection");
+    assert_eq!(session.shutdown().await.stage, StopStage::NotOwned);
+
+    let forged = signed("other-secret", "another-secret-that-is-also-32-bytes-long");
+    let error = listening.connect(&codex, forged, observed.clone()).await.expect_err("a token of another secret");
+    assert!(error.to_string().contains("refused the signed bearer token (HTTP 401"), "{error}");
+    let wrong_audience = WsAuth::SignedBearerToken {
+        secret: SecretSource::File(write_secret(&listening.sandbox, "client-secret-2", SECRET)),
+        claims: BearerClaims { audience: Some("someone-else".into()), ..claims.clone() },
+        lifetime: DEFAULT_TOKEN_LIFETIME,
+    };
+    let error = listening.connect(&codex, wrong_audience, observed).await.expect_err("another audience");
+    assert!(error.to_string().contains("audience"), "the server's reason is kept: {error}");
+    listening.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_socket_fails_with_an_error_naming_it() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint: Endpoint = format!("unix://{}", dir.path().join("nobody.sock").display()).parse().unwrap();
+    let mut config = CodexConfig::new(&codex);
+    config.connect = Some(endpoint.clone());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: Arc::new(RecordingObserver::default()),
+    };
+    let error = CodexSession::connect(config, hooks).await.expect_err("nothing listens");
+    assert!(matches!(&error, CodexError::Connect(ConnectError::Unreachable { .. })), "{error:?}");
+    assert!(error.to_string().contains(&format!("cannot reach the app-server at {endpoint}")), "{error}");
+}
