@@ -77,6 +77,11 @@ enum Command {
         /// allowlist and CLAWBRIDGE_ACP_AGENT_ENV's list: its own configuration and credentials.
         #[arg(long = "agent-env", value_name = "NAME")]
         agent_env: Vec<String>,
+        /// Connect to a listening `codex app-server --listen …` instead of spawning one
+        /// (unix:///path, ws://host:port, wss://host:port); its auth comes from codex.ws-auth and
+        /// codex.ws-token-file in the config file. Only with `--backend codex`.
+        #[arg(long, value_name = "URL")]
+        connect: Option<crate::config::value::ConnectUrl>,
         /// The prompt.
         prompt: String,
     },
@@ -160,9 +165,10 @@ impl Cli {
         flags.bridge.state_dir.clone_from(&self.state_dir);
         flags.bridge.pass_env.clone_from(&self.pass_env);
         match &self.command {
-            Command::Run { backend, agent, .. } => {
+            Command::Run { backend, agent, connect, .. } => {
                 flags.run.backend.clone_from(backend);
                 flags.acp.agent.clone_from(agent);
+                flags.codex.connect.clone_from(connect);
             }
             Command::Reap { grace_ms } => flags.reap.grace_ms = *grace_ms,
             // The agent the gateway's environment names is not in the user's shell: the doctor takes it too.
@@ -200,13 +206,28 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
     let state_dir = state_dir(&settings);
     let config_file = cli.config_file();
     match cli.command {
-        Command::Run { backend: _, session, json, approve, deny, program, model, agent, agent_env, prompt } => {
+        Command::Run {
+            backend: _,
+            session,
+            json,
+            approve,
+            deny,
+            program,
+            model,
+            agent,
+            agent_env,
+            connect,
+            prompt,
+        } => {
             let approval = match (approve, deny) {
                 (true, _) => Some(ApprovalDecision::Allow),
                 (_, true) => Some(ApprovalDecision::Deny { message: None }),
                 _ => None,
             };
             let backend = settings.run.backend.value.clone().unwrap_or_else(|| DEFAULT_RUN_BACKEND.into());
+            if connect.is_some() && backend != "codex" {
+                anyhow::bail!("--connect is for --backend codex (not `{backend}`)");
+            }
             // 0 means "each backend's own", as in serve.
             let turn_idle_timeout =
                 settings.agents.turn_idle_timeout_ms.value.filter(|ms| *ms > 0).map(std::time::Duration::from_millis);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::declare::settings_area;
 use clawbridge_adapters::claude::pool::PoolConfig;
 
-use super::value::{CgroupsSetting, LogFilter, PassEnvList, Program};
+use super::value::{CgroupsSetting, ConnectUrl, LogFilter, PassEnvList, Program, WsAuthMode};
 
 /// `run.backend`'s default: the demo needs no peers.
 pub const DEFAULT_RUN_BACKEND: &str = "demo";
@@ -57,6 +57,42 @@ settings_area! {
         env ["CODEX_HOME"],
         default None,
         shown "codex's own (~/.codex)";
+        /// A listening `codex app-server --listen …` to connect to instead of spawning one: unix:///path, ws://host:port or wss://host:port.
+        connect: ConnectUrl,
+        flag Some("--connect"),
+        env ["CLAWBRIDGE_CODEX_CONNECT"],
+        default None,
+        shown "none (a new app-server per attempt)";
+        /// How the WebSocket server at `connect` authenticates us, as its --ws-auth says: capability-token or signed-bearer-token.
+        ws_auth: WsAuthMode,
+        flag None,
+        env [],
+        default None,
+        shown "none (no Authorization header)";
+        /// The file holding the capability token (or, for signed-bearer-token, the shared secret).
+        ws_token_file: PathBuf,
+        flag None,
+        env [],
+        default None,
+        shown "none";
+        /// The name of an environment variable holding the token or secret, instead of ws-token-file.
+        ws_token_env: String,
+        flag None,
+        env [],
+        default None,
+        shown "none";
+        /// The issuer (`iss`) of signed bearer tokens, when the server checks one (--ws-issuer).
+        ws_issuer: String,
+        flag None,
+        env [],
+        default None,
+        shown "none";
+        /// The audience (`aud`) of signed bearer tokens, when the server checks one (--ws-audience).
+        ws_audience: String,
+        flag None,
+        env [],
+        default None,
+        shown "none";
     }
 }
 

@@ -59,7 +59,10 @@ impl Settings {
             None => FileRoot::default(),
         };
         let input = Inputs { file, env };
-        Self::resolve_areas(file.map(|file| file.path.clone()), root, flags, &input)
+        let settings = Self::resolve_areas(file.map(|file| file.path.clone()), root, flags, &input)?;
+        // Keys that only mean something together are checked together, now, not at the first turn.
+        settings.codex_remote()?;
+        Ok(settings)
     }
 }
 
@@ -280,6 +283,15 @@ pub enum ConfigError {
         key: Option<String>,
         /// What is wrong, and what was expected.
         message: String,
+    },
+    /// Keys that only work together are set apart (an auth mode without its token, a token
+    /// without an endpoint).
+    #[error("the setting {key} {why}")]
+    Incomplete {
+        /// The key the others depend on.
+        key: &'static str,
+        /// What is missing or contradicts it.
+        why: &'static str,
     },
     /// An environment variable holds a value its key cannot take.
     #[error("{var}={value} (the setting {key}): expected {expected}")]

@@ -6,8 +6,11 @@ use clawbridge_adapters::{AgentOptions, BackendOptions};
 use clawbridge_bridge::backend::ConfiguredProgram;
 use clawbridge_bridge::supervisor::Containment;
 
-use super::value::CgroupsSetting;
-use super::{Setting, Settings, Source};
+use clawbridge_adapters::codex::CodexRemote;
+use clawbridge_bridge::transport::bearer::{BearerClaims, DEFAULT_TOKEN_LIFETIME, SecretSource, WsAuth};
+
+use super::value::{CgroupsSetting, ConnectUrl, WsAuthMode};
+use super::{ConfigError, Setting, Settings, Source};
 
 impl Settings {
     /// What the backends are built with.
@@ -39,6 +42,8 @@ impl Settings {
             pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
             codex: agent(&self.codex.bin, "codex.bin"),
             codex_home: self.codex.home.value.clone(),
+            // Checked when the settings were resolved.
+            codex_connect: self.codex_remote().ok().flatten(),
             claude: agent(&self.claude.bin, "claude.bin"),
             claude_pool: Some(claude_pool),
             acp: Some(clawbridge_adapters::acp::AcpOptions {
@@ -55,6 +60,52 @@ impl Settings {
                 process,
             }),
         }
+    }
+}
+
+impl Settings {
+    /// The listening app-server `[codex] connect` names, with the credential its auth keys give.
+    pub fn codex_remote(&self) -> Result<Option<CodexRemote>, ConfigError> {
+        let codex = &self.codex;
+        let source = match (&codex.ws_token_file.value, &codex.ws_token_env.value) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Incomplete {
+                    key: "codex.ws-token-file",
+                    why: "and codex.ws-token-env are both set; give the token one way",
+                });
+            }
+            (Some(file), None) => Some(SecretSource::File(file.clone())),
+            (None, Some(name)) => Some(SecretSource::Env(name.clone())),
+            (None, None) => None,
+        };
+        let Some(ConnectUrl(endpoint)) = codex.connect.value.clone() else {
+            if codex.ws_auth.value.is_some() || source.is_some() {
+                let why = "is not set, so the WebSocket auth keys have nothing to authenticate to";
+                return Err(ConfigError::Incomplete { key: "codex.connect", why });
+            }
+            return Ok(None);
+        };
+        let auth = match (codex.ws_auth.value, source) {
+            (None, None) => WsAuth::None,
+            (None, Some(_)) => {
+                let why = "is not set, but a token is: say which mode the server uses (capability-token, signed-bearer-token)";
+                return Err(ConfigError::Incomplete { key: "codex.ws-auth", why });
+            }
+            (Some(_), None) => {
+                let why = "needs codex.ws-token-file or codex.ws-token-env (the token is never written in the config)";
+                return Err(ConfigError::Incomplete { key: "codex.ws-auth", why });
+            }
+            (Some(WsAuthMode::CapabilityToken), Some(token)) => WsAuth::CapabilityToken { token },
+            (Some(WsAuthMode::SignedBearerToken), Some(secret)) => WsAuth::SignedBearerToken {
+                secret,
+                claims: BearerClaims {
+                    issuer: codex.ws_issuer.value.clone(),
+                    audience: codex.ws_audience.value.clone(),
+                },
+                lifetime: DEFAULT_TOKEN_LIFETIME,
+            },
+        };
+        Ok(Some(CodexRemote { endpoint, auth }))
     }
 }
 

@@ -274,3 +274,48 @@ fn the_acp_agent_gets_the_process_settings_and_its_lines_place() {
     assert_eq!(acp.process.containment, Some(clawbridge_bridge::supervisor::Containment::TokenOnly));
     assert_eq!(acp.agent_named_by.as_deref(), Some("acp.agent (file:/cfg/config.toml:6)"));
 }
+
+#[test]
+fn codex_connect_with_a_capability_token_file_becomes_the_remote_the_backend_connects_to() {
+    use clawbridge_bridge::transport::bearer::{SecretSource, WsAuth};
+    let text =
+        "[codex]\nconnect = \"ws://127.0.0.1:4500\"\nws-auth = \"capability-token\"\nws-token-file = \"token\"\n";
+    let settings = Settings::resolve(Some(&file(text)), Flags::default(), &no_env).unwrap();
+    let remote = settings.codex_remote().unwrap().expect("a remote");
+    assert_eq!(remote.endpoint.to_string(), "ws://127.0.0.1:4500");
+    // A relative token file is beside the config file, as every path in it.
+    assert_eq!(remote.auth, WsAuth::CapabilityToken { token: SecretSource::File("/cfg/token".into()) });
+    assert_eq!(settings.backend_options().codex_connect, Some(remote));
+}
+
+#[test]
+fn codex_connect_from_the_flag_needs_no_auth_for_a_unix_socket() {
+    use clawbridge_bridge::transport::bearer::WsAuth;
+    let mut flags = Flags::default();
+    flags.codex.connect = Some("unix:///run/codex.sock".parse().unwrap());
+    let settings = Settings::resolve(None, flags, &no_env).unwrap();
+    let remote = settings.codex_remote().unwrap().expect("a remote");
+    assert_eq!(remote.auth, WsAuth::None);
+    assert_eq!(settings.codex.connect.source, Source::Flag("--connect"));
+}
+
+#[test]
+fn codex_auth_keys_that_do_not_add_up_are_refused_when_read() {
+    let incomplete = |text: &str| match Settings::resolve(Some(&file(text)), Flags::default(), &no_env).unwrap_err() {
+        ConfigError::Incomplete { key, .. } => key,
+        other => panic!("not Incomplete: {other:?}"),
+    };
+    assert_eq!(
+        incomplete("[codex]\nconnect = \"ws://127.0.0.1:1\"\nws-auth = \"capability-token\"\n"),
+        "codex.ws-auth"
+    );
+    assert_eq!(incomplete("[codex]\nws-auth = \"capability-token\"\nws-token-env = \"T\"\n"), "codex.connect");
+    assert_eq!(incomplete("[codex]\nconnect = \"ws://127.0.0.1:1\"\nws-token-env = \"T\"\n"), "codex.ws-auth");
+    let both = "[codex]\nconnect = \"ws://h:1\"\nws-auth = \"capability-token\"\nws-token-env = \"T\"\nws-token-file = \"/t\"\n";
+    assert_eq!(incomplete(both), "codex.ws-token-file");
+    let (line, _, key, message) = invalid("[codex]\nconnect = \"http://127.0.0.1:1\"\n");
+    assert_eq!((line, key.as_deref()), (2, Some("codex.connect")));
+    assert!(message.contains("unix:///absolute/path"), "{message}");
+    let (_, _, key, _) = invalid("[codex]\nws-auth = \"password\"\n");
+    assert_eq!(key.as_deref(), Some("codex.ws-auth"));
+}

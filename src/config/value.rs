@@ -26,6 +26,12 @@ pub enum ValueError {
     /// A pass-env group that does not exist.
     #[error("{0}")]
     PassEnv(#[from] clawbridge_bridge::supervisor::UnknownPassEnvGroup),
+    /// An endpoint that is none (`[codex] connect`).
+    #[error("{0}")]
+    Endpoint(#[from] clawbridge_bridge::transport::endpoint::EndpointParseError),
+    /// A WebSocket auth mode codex does not have.
+    #[error("\"capability-token\" or \"signed-bearer-token\"")]
+    WsAuthMode,
 }
 
 /// A value a setting can hold.
@@ -215,6 +221,61 @@ impl SettingValue for CgroupsSetting {
         match self {
             CgroupsSetting::Auto => "auto".into(),
             CgroupsSetting::Off => "off".into(),
+        }
+    }
+}
+
+/// Where a listening app-server is (`unix:///path`, `ws://host:port`, `wss://…`), checked when read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectUrl(pub clawbridge_bridge::transport::endpoint::Endpoint);
+
+impl std::str::FromStr for ConnectUrl {
+    type Err = clawbridge_bridge::transport::endpoint::EndpointParseError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        text.parse().map(ConnectUrl)
+    }
+}
+
+impl<'de> Deserialize<'de> for ConnectUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl SettingValue for ConnectUrl {
+    const KIND: &'static str = "unix:///path, ws://host:port or wss://host:port";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.parse().map_err(ValueError::Endpoint)
+    }
+    fn show(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// How a WebSocket app-server authenticates us, as its `--ws-auth` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum WsAuthMode {
+    /// The token itself is the bearer.
+    CapabilityToken,
+    /// A short-lived HS256 JWT signed with the shared secret is the bearer.
+    SignedBearerToken,
+}
+
+impl SettingValue for WsAuthMode {
+    const KIND: &'static str = "\"capability-token\" or \"signed-bearer-token\"";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        match text {
+            "capability-token" => Ok(WsAuthMode::CapabilityToken),
+            "signed-bearer-token" => Ok(WsAuthMode::SignedBearerToken),
+            _ => Err(ValueError::WsAuthMode),
+        }
+    }
+    fn show(&self) -> String {
+        match self {
+            WsAuthMode::CapabilityToken => "capability-token".into(),
+            WsAuthMode::SignedBearerToken => "signed-bearer-token".into(),
         }
     }
 }

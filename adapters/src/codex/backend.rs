@@ -17,7 +17,7 @@ use clawbridge_bridge::probe::VersionProbe;
 use clawbridge_protocol::codex::version::VersionPolicy;
 use futures::future::BoxFuture;
 
-use super::config::CodexConfig;
+use super::config::{CodexConfig, CodexRemote};
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
 use super::tool_policy::{self, CodexToolPolicy};
 
@@ -56,6 +56,8 @@ pub struct CodexBackend {
     options: crate::AgentOptions,
     /// Codex's home given to every app-server; `None`: the bridge's `CODEX_HOME`, if set.
     codex_home: Option<PathBuf>,
+    /// A listening app-server every session connects to instead of spawning one.
+    connect: Option<CodexRemote>,
 }
 
 impl CodexBackend {
@@ -85,6 +87,7 @@ impl CodexBackend {
             flavour: Flavour::Native,
             options: crate::AgentOptions::default(),
             codex_home: None,
+            connect: None,
         }
     }
 
@@ -93,6 +96,16 @@ impl CodexBackend {
     pub fn configured(mut self, options: crate::AgentOptions, codex_home: Option<PathBuf>) -> Self {
         self.options = options;
         self.codex_home = codex_home;
+        self
+    }
+
+    /// Every session connects to the app-server at `remote` instead of spawning one (the native
+    /// backend only: a replay has nothing to connect to).
+    #[must_use]
+    pub fn connecting(mut self, remote: Option<CodexRemote>) -> Self {
+        if matches!(self.flavour, Flavour::Native) {
+            self.connect = remote;
+        }
         self
     }
 
@@ -117,6 +130,7 @@ impl CodexBackend {
             flavour: Flavour::Replay { program, args, version },
             options: crate::AgentOptions::default(),
             codex_home: None,
+            connect: None,
         }
     }
 
@@ -170,6 +184,10 @@ impl CodexBackend {
         // process ever runs under another attempt's variables).
         config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         config.registry.clone_from(&settings.registry);
+        if let Some(remote) = &self.connect {
+            config.connect = Some(remote.endpoint.clone());
+            config.ws_auth = remote.auth.clone();
+        }
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
         settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config
@@ -226,6 +244,50 @@ fn start_error(error: CodexError) -> BackendError {
     BackendError::Start { source: Box::new(error), retryable }
 }
 
+/// The server at `remote` reached and its `initialize` answer judged by the version gate, as a
+/// session would: an endpoint that cannot be reached, or refuses our credential, is reported so.
+async fn probe_remote(program: &Path, remote: &CodexRemote) -> ProbeReport {
+    let mut config = CodexConfig::new(program);
+    config.connect = Some(remote.endpoint.clone());
+    config.ws_auth = remote.auth.clone();
+    config.handshake_timeout = VERSION_TIMEOUT;
+    let hooks = SessionHooks {
+        approver: Arc::new(clawbridge_bridge::attempt::hooks::FixedApprover(
+            clawbridge_bridge::attempt::hooks::ApprovalDecision::Deny { message: None },
+        )),
+        tools: Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools),
+        observer: Arc::new(clawbridge_bridge::attempt::hooks::NoObserver),
+    };
+    let program = program.to_path_buf();
+    match CodexSession::connect(config, hooks).await {
+        Ok(session) => {
+            let version = session.server_version().to_string();
+            session.shutdown().await;
+            ProbeReport::available(program, Some(version))
+        }
+        Err(CodexError::VersionRejected { rejected, .. }) => {
+            let refusal = match rejected {
+                clawbridge_protocol::codex::version::VersionRejected::BelowFloor { .. } => GateRefusal::BelowFloor,
+                _ => GateRefusal::Unversioned,
+            };
+            ProbeReport::unavailable(program, None, rejected.to_string()).refused(refusal)
+        }
+        Err(error) => ProbeReport::unavailable(program, None, error_chain(&error)),
+    }
+}
+
+/// An error and its causes on one line (a connect error's cause is the OS's word for it).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// `program --version` (the last word that starts with a digit) judged by the Codex version gate.
 async fn probe_native(program: &Path, versions: &VersionProbe, options: &crate::AgentOptions) -> ProbeReport {
     let program = program.to_path_buf();
@@ -260,6 +322,10 @@ impl Backend for CodexBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
+        // A server reached over a connection needs no local binary; the name only labels reports.
+        if self.connect.is_some() {
+            return Ok(requested.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf));
+        }
         match &self.flavour {
             Flavour::Native => match &self.options.program {
                 Some(configured) => locate_configured(requested, Some(configured), "codex"),
@@ -271,9 +337,10 @@ impl Backend for CodexBackend {
 
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
         Box::pin(async move {
-            match &self.flavour {
-                Flavour::Native => probe_native(program, versions, &self.options).await,
-                Flavour::Replay { version, .. } => {
+            match (&self.flavour, &self.connect) {
+                (Flavour::Native, Some(remote)) => probe_remote(program, remote).await,
+                (Flavour::Native, None) => probe_native(program, versions, &self.options).await,
+                (Flavour::Replay { version, .. }, _) => {
                     let program = program.to_path_buf();
                     if program.exists() {
                         ProbeReport::available(program, Some((*version).to_string()))
@@ -288,7 +355,11 @@ impl Backend for CodexBackend {
 
     fn fingerprints(&self, settings: &OpenSettings) -> Fingerprints {
         let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
-        let fingerprints = Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default());
+        let mut fingerprints = Fingerprints::new(self.facts.id, cwd, settings.model.clone().unwrap_or_default());
+        // A thread lives in the server's home: one on another server is not the same thread.
+        if let Some(remote) = &self.connect {
+            fingerprints = fingerprints.with("endpoint", remote.endpoint.to_string());
+        }
         // Host auth names the endpoint and credential the thread talks to; the native login does not.
         match &settings.route_auth {
             Some(auth) => fingerprints.with_secret("auth", auth.fingerprint_material()),

@@ -13,6 +13,15 @@ use clawbridge_protocol::codex::version::VersionPolicy;
 use super::retry::OverloadRetry;
 use crate::claude::Secret;
 
+/// An app-server that already listens, and how to prove ourselves to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodexRemote {
+    /// Where it listens.
+    pub endpoint: Endpoint,
+    /// The bearer its WebSocket upgrade wants (none for a Unix socket).
+    pub auth: WsAuth,
+}
+
 /// How to launch `codex app-server` and the policies of a session with it.
 #[derive(Clone, Debug)]
 pub struct CodexConfig {

@@ -22,7 +22,7 @@ pub mod session;
 pub mod tool_policy;
 
 pub use backend::{CODEX_BIN_ENV, CodexBackend};
-pub use config::CodexConfig;
+pub use config::{CodexConfig, CodexRemote};
 pub use mapping::{TurnMapper, canonical_tool_name, tool_call};
 pub use session::{CodexError, CodexSession, SessionHooks, Steering, ThreadOptions, ThreadReady};
 
