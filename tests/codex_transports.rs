@@ -41,8 +41,17 @@ const LISTEN_WITHIN: Duration = Duration::from_secs(30);
 /// Starts `codex app-server --listen <listen> <extra…>` in a sandbox whose model is the mock, and
 /// waits until it accepts connections.
 async fn listening(codex: &Path, listen: impl Fn(&Sandbox) -> (String, Vec<String>)) -> Listening {
+    listening_to(codex, &command_mock(true), listen).await
+}
+
+/// [`listening`], with the mock playing `scenario`.
+async fn listening_to(
+    codex: &Path,
+    scenario: &serde_json::Value,
+    listen: impl Fn(&Sandbox) -> (String, Vec<String>),
+) -> Listening {
     let sandbox = Sandbox::new().expect("a sandbox");
-    let mock = start_mock(&command_mock(true)).await.expect("the mock starts");
+    let mock = start_mock(scenario).await.expect("the mock starts");
     std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
     let (url, extra) = listen(&sandbox);
     let mut args: Vec<std::ffi::OsString> = vec!["app-server".into(), "--listen".into(), url.clone().into()];
@@ -266,4 +275,47 @@ async fn a_missing_socket_fails_with_an_error_naming_it() {
     let error = CodexSession::connect(config, hooks).await.expect_err("nothing listens");
     assert!(matches!(&error, CodexError::Connect(ConnectError::Unreachable { .. })), "{error:?}");
     assert!(error.to_string().contains(&format!("cannot reach the app-server at {endpoint}")), "{error}");
+}
+
+// The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_with_connect_drives_a_turn_on_the_listening_server_and_leaves_it_running() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let scenario = serde_json::json!({"default": {"text": "Hello over the socket."}});
+    let listening =
+        listening_to(&codex, &scenario, |sandbox| (format!("unix://{}", sandbox.root().join("run.sock").display()), vec![]))
+            .await;
+    let state = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .envs(clawbridge_fixtures::no_user_config())
+        .args(["run", "--backend", "codex", "--connect"])
+        .arg(listening.endpoint.to_string())
+        .args(["--json", "Say hello."])
+        .current_dir(listening.sandbox.work())
+        .env_clear()
+        // No codex on PATH and no CODEX_HOME: everything of codex is the server's.
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", listening.sandbox.home())
+        .env("CLAWBRIDGE_STATE_DIR", state.path());
+    let out = tokio::task::spawn_blocking(move || command.output().expect("clawbridge runs")).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a result line");
+    assert_eq!(last["result"]["terminal"]["kind"], "ok", "{stdout}");
+    assert_eq!(last["result"]["assistantTexts"], serde_json::json!(["Hello over the socket."]));
+    assert!(listening.server.try_exit().is_none(), "the bridge's exit leaves the server running");
+
+    // The same flag for another backend is refused before anything runs.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .envs(clawbridge_fixtures::no_user_config())
+        .args(["run", "--backend", "claude", "--connect"])
+        .arg(listening.endpoint.to_string())
+        .arg("hi")
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--connect is for --backend codex"));
+    listening.stop().await;
 }
