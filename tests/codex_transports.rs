@@ -282,9 +282,10 @@ async fn a_missing_socket_fails_with_an_error_naming_it() {
 async fn run_with_connect_drives_a_turn_on_the_listening_server_and_leaves_it_running() {
     let Some(codex) = peer_or_skip("codex") else { return };
     let scenario = serde_json::json!({"default": {"text": "Hello over the socket."}});
-    let listening =
-        listening_to(&codex, &scenario, |sandbox| (format!("unix://{}", sandbox.root().join("run.sock").display()), vec![]))
-            .await;
+    let listening = listening_to(&codex, &scenario, |sandbox| {
+        (format!("unix://{}", sandbox.root().join("run.sock").display()), vec![])
+    })
+    .await;
     let state = tempfile::tempdir().unwrap();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
@@ -301,7 +302,8 @@ async fn run_with_connect_drives_a_turn_on_the_listening_server_and_leaves_it_ru
     let out = tokio::task::spawn_blocking(move || command.output().expect("clawbridge runs")).await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
-    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a result line");
+    let last: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a result line");
     assert_eq!(last["result"]["terminal"]["kind"], "ok", "{stdout}");
     assert_eq!(last["result"]["assistantTexts"], serde_json::json!(["Hello over the socket."]));
     assert!(listening.server.try_exit().is_none(), "the bridge's exit leaves the server running");

@@ -108,6 +108,29 @@ fn a_too_old_codex_is_refused_by_the_gate_with_the_floor_to_install() {
     assert_eq!(check(&out, "codex", "handshake").verdict, "skip", "nothing refused is started");
 }
 
+#[test]
+fn a_configured_endpoint_that_nothing_listens_on_fails_with_its_address_and_how_to_start_it() {
+    let home = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let socket = home.path().join("nobody-listens.sock");
+    let endpoint = format!("unix://{}", socket.display());
+    let env = [("PATH", empty.path().as_os_str()), ("CLAWBRIDGE_CODEX_CONNECT", std::ffi::OsStr::new(&endpoint))];
+    let out = doctor(home.path(), &env, &["--backend", "codex"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let found = check(&out, "codex", "found");
+    assert_eq!(found.verdict, "ok", "no local codex is needed to connect: {}", text(&out));
+    assert!(found.summary.contains(&format!("sessions connect to {endpoint}")), "{found:?}");
+    let version = check(&out, "codex", "version");
+    assert_eq!(version.verdict, "FAIL");
+    assert!(version.summary.contains(&format!("cannot reach the app-server at {endpoint}")), "{version:?}");
+    assert!(
+        version.fix.unwrap_or_default().contains(&format!("codex app-server --listen {endpoint}")),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(check(&out, "codex", "handshake").verdict, "skip");
+}
+
 /// The gate's own reason: an executable that reports no version is "unversioned", never "too old".
 #[test]
 fn an_executable_without_a_version_is_unversioned_not_too_old() {

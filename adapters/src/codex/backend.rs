@@ -147,6 +147,11 @@ impl CodexBackend {
         backend
     }
 
+    /// The listening app-server sessions connect to, if one is configured.
+    pub(super) fn remote(&self) -> Option<&CodexRemote> {
+        self.connect.as_ref()
+    }
+
     /// The executable the operator configured (config file, variable, flag), if any.
     pub(super) fn configured_program(&self) -> Option<&clawbridge_bridge::backend::ConfiguredProgram> {
         self.options.program.as_ref()
@@ -272,7 +277,8 @@ async fn probe_remote(program: &Path, remote: &CodexRemote) -> ProbeReport {
             };
             ProbeReport::unavailable(program, None, rejected.to_string()).refused(refusal)
         }
-        Err(error) => ProbeReport::unavailable(program, None, error_chain(&error)),
+        // Its version cannot be asked: as for a binary that does not run.
+        Err(error) => ProbeReport::unavailable(program, None, error_chain(&error)).refused(GateRefusal::CannotRun),
     }
 }
 

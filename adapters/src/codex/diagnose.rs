@@ -89,6 +89,9 @@ impl Diagnostics for CodexBackend {
     }
 
     fn program_source(&self) -> Option<String> {
+        if let Some(remote) = self.remote() {
+            return Some(format!("not needed: sessions connect to {}", remote.endpoint));
+        }
         Some(clawbridge_bridge::diagnose::program_source(self.configured_program(), CODEX_BIN_ENV))
     }
 
@@ -97,7 +100,13 @@ impl Diagnostics for CodexBackend {
     }
 
     fn install_hint(&self) -> String {
-        install_hint()
+        match self.remote() {
+            Some(remote) => format!(
+                "start `codex app-server --listen {}` (its --ws-auth matching codex.ws-auth), or fix codex.connect and the token",
+                remote.endpoint
+            ),
+            None => install_hint(),
+        }
     }
 
     fn checks<'a>(&'a self, program: &'a Path, limits: Limits) -> BoxFuture<'a, Vec<Check>> {
