@@ -222,10 +222,12 @@ async fn a_wrong_capability_token_is_refused_with_an_error_naming_the_endpoint()
     listening.stop().await;
 }
 
+/// The signed-bearer-token test's shared secret (codex wants at least 32 bytes).
+const SECRET: &str = "a-shared-secret-of-at-least-32-bytes!";
+
 #[tokio::test]
 async fn a_signed_bearer_token_is_accepted_and_one_signed_with_another_secret_is_refused() {
     let Some(codex) = peer_or_skip("codex") else { return };
-    const SECRET: &str = "a-shared-secret-of-at-least-32-bytes!";
     let listening = listening(&codex, |sandbox| {
         let file = write_secret(sandbox, "server-secret", SECRET);
         let args =

@@ -567,7 +567,7 @@ async fn a_codex_tool_command_carries_the_token_under_an_inherit_none_policy() {
         observer: Arc::new(RecordingObserver::default()),
     };
     let mut session = CodexSession::connect(config, hooks).await.expect("codex accepts the override");
-    let value = containment_value_of(session.pid());
+    let value = containment_value_of(session.pid().expect("spawned"));
     let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
     let thread = session.start_thread(&options).await.unwrap();
     let result = tokio::time::timeout(

@@ -188,7 +188,7 @@ async fn crash_mid_turn_fails_the_attempt_with_exit_status_and_stderr_tail() {
         let observer = Arc::new(RecordingObserver::default());
         // A long watchdog: the crash itself must end the turn, not the idle timer.
         let mut session = scripted_session(&script, Duration::from_secs(300), observer.clone()).await;
-        let pgid = session.pid() as i32;
+        let pgid = session.pid().expect("spawned") as i32;
         let started = Instant::now();
         let (result, _) = scripted_turn(&mut session).await;
         assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
@@ -225,7 +225,7 @@ async fn a_turn_without_turn_completed_after_item_completed_ends_as_timeout() {
         assert_eq!(assistant_text(&result), "Hello from the mock model.", "the completed item is kept");
         assert!(matches!(events.last(), Some(Event::TurnTerminal(_))), "the turn is closed: {events:?}");
         // The server is still alive and answers: the session stays usable and stops cleanly.
-        let pid = session.pid() as i32;
+        let pid = session.pid().expect("spawned") as i32;
         assert!(group_alive(pid));
         assert_eq!(session.shutdown().await.stage, StopStage::StdinClosed);
     })
@@ -277,7 +277,7 @@ async fn eof_mid_line_mid_turn_fails_the_attempt_without_a_hang() {
         let torn = json!({"eof_mid_line": torn.to_string()});
         let script = turn.script(dir.path(), "eof", cut, &[torn]);
         let mut session = scripted_session(&script, Duration::from_secs(300), Arc::default()).await;
-        let pgid = session.pid() as i32;
+        let pgid = session.pid().expect("spawned") as i32;
         let started = Instant::now();
         let (result, events) = scripted_turn(&mut session).await;
         assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
@@ -354,7 +354,7 @@ async fn a_crash_mid_turn_while_a_grandchild_holds_the_pipes_fails_the_attempt_p
         // The orphaned grandchild ignores stdin EOF: don't wait long for it before SIGTERM.
         let stop = StopPolicy { after_stdin_close: Duration::from_millis(300), ..polite_stop() };
         let mut session = scripted_session_stopping(&script, Duration::from_secs(300), Arc::default(), stop).await;
-        let pgid = session.pid() as i32;
+        let pgid = session.pid().expect("spawned") as i32;
         let started = Instant::now();
         let (result, _) = scripted_turn(&mut session).await;
         assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());

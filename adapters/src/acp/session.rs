@@ -478,7 +478,7 @@ impl AcpSession {
 
     /// The agent's pid (its process group), while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.conn.as_ref().and_then(|c| c.process()).map(|p| p.pid())
+        self.conn.as_ref().and_then(|c| c.process()).map(clawbridge_bridge::supervisor::ChildProcess::pid)
     }
 
     /// Stops the agent (stdin EOF, then signals to its group).

@@ -199,7 +199,7 @@ impl ClaudeSession {
 
     /// The current process's pid (its process group), if one runs.
     pub fn pid(&self) -> Option<u32> {
-        self.live.as_ref().and_then(|live| live.conn.process()).map(|p| p.pid())
+        self.live.as_ref().and_then(|live| live.conn.process()).map(clawbridge_bridge::supervisor::ChildProcess::pid)
     }
 
     /// How many CLI processes this session has spawned (1 while the first stays warm).

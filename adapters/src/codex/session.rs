@@ -295,7 +295,7 @@ impl CodexSession {
 
     /// The app-server's pid (its process group), when the bridge spawned it.
     pub fn pid(&self) -> Option<u32> {
-        self.conn.process().map(|process| process.pid())
+        self.conn.process().map(clawbridge_bridge::supervisor::ChildProcess::pid)
     }
 
     fn dynamic_tools(&self) -> Option<Vec<DynamicToolSpec>> {

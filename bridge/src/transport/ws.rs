@@ -94,7 +94,7 @@ where
             };
             match classify(next) {
                 Read::Frame(frame) => return Poll::Ready(Some(Ok(frame))),
-                Read::Skip => continue,
+                Read::Skip => {}
                 Read::FatalProblem(frame, why) => {
                     this.state = ReadState::FailNext(why);
                     return Poll::Ready(Some(Ok(frame)));
