@@ -209,12 +209,29 @@ pub async fn open(
     max_message_bytes: usize,
     limit: Duration,
 ) -> Result<Opened, ConnectError> {
-    tokio::time::timeout(limit, open_unbounded(endpoint, auth, max_message_bytes))
+    open_trusting(endpoint, auth, max_message_bytes, limit, rustls_native_certs::load_native_certs).await
+}
+
+/// [`open`], trusting for `wss://` what `load` finds (the OS's store in [`open`]; a test's own CA
+/// file in the tests, through the same loader `SSL_CERT_FILE` goes through).
+async fn open_trusting(
+    endpoint: &Endpoint,
+    auth: &WsAuth,
+    max_message_bytes: usize,
+    limit: Duration,
+    load: impl FnOnce() -> rustls_native_certs::CertificateResult + Send + 'static,
+) -> Result<Opened, ConnectError> {
+    tokio::time::timeout(limit, open_unbounded(endpoint, auth, max_message_bytes, load))
         .await
         .map_err(|_| ConnectError::TimedOut { endpoint: endpoint.clone(), after: limit })?
 }
 
-async fn open_unbounded(endpoint: &Endpoint, auth: &WsAuth, max_message_bytes: usize) -> Result<Opened, ConnectError> {
+async fn open_unbounded(
+    endpoint: &Endpoint,
+    auth: &WsAuth,
+    max_message_bytes: usize,
+    load: impl FnOnce() -> rustls_native_certs::CertificateResult + Send + 'static,
+) -> Result<Opened, ConnectError> {
     let bearer = auth
         .bearer(SystemTime::now())
         .map_err(|source| ConnectError::Credential { endpoint: endpoint.clone(), source })?;
@@ -228,7 +245,8 @@ async fn open_unbounded(endpoint: &Endpoint, auth: &WsAuth, max_message_bytes: u
             let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(unreachable)?;
             // JSON-RPC is many small messages each way: no Nagle delay on them.
             let _ = tcp.set_nodelay(true);
-            let io: BoxedIo = if *tls { Box::new(tls_connect(endpoint, host, tcp).await?) } else { Box::new(tcp) };
+            let io: BoxedIo =
+                if *tls { Box::new(tls_connect(endpoint, host, tcp, load).await?) } else { Box::new(tcp) };
             // tungstenite only accepts ws:// and wss://; the TLS is already below it.
             (io, url.replacen("wss://", "ws://", 1))
         }
@@ -276,12 +294,13 @@ async fn tls_connect(
     endpoint: &Endpoint,
     host: &str,
     tcp: tokio::net::TcpStream,
+    load: impl FnOnce() -> rustls_native_certs::CertificateResult + Send + 'static,
 ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, ConnectError> {
     let setup = |why: String| ConnectError::TlsSetup { endpoint: endpoint.clone(), why };
     let name = rustls::pki_types::ServerName::try_from(host.to_owned())
         .map_err(|_| setup(format!("`{host}` is no TLS server name")))?;
     // Reading the store is file I/O: off the async threads.
-    let loaded = tokio::task::spawn_blocking(rustls_native_certs::load_native_certs)
+    let loaded = tokio::task::spawn_blocking(load)
         .await
         .map_err(|error| setup(format!("the trust store loader failed: {error}")))?;
     let mut roots = rustls::RootCertStore::empty();
@@ -368,5 +387,47 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("invalid websocket bearer token"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn wss_runs_the_websocket_over_tls_to_a_trusted_server_and_refuses_an_untrusted_one() {
+        use clawbridge_fixtures::tls::{TestCa, loopback_acceptor};
+        use futures::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let ca = TestCa::new("clawbridge wss test CA").unwrap();
+        let acceptor = loopback_acceptor(&ca).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else { return };
+                    let Ok(mut socket) = tokio_tungstenite::accept_async(tls).await else { return };
+                    // An echo server: what the client sends comes back as the server's message.
+                    while let Some(Ok(Message::Text(text))) = socket.next().await {
+                        let _ = socket.send(Message::text(text.as_str().to_owned())).await;
+                    }
+                });
+            }
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let trusted = ca.write_pem(dir.path(), "ca.pem").unwrap();
+        let endpoint: Endpoint = format!("wss://localhost:{port}").parse().unwrap();
+        let load = move || rustls_native_certs::load_certs_from_paths(Some(&trusted), None);
+        let (mut frames, mut writer) =
+            open_trusting(&endpoint, &WsAuth::None, 1024, Duration::from_secs(10), load).await.expect("connects");
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"{\"method\":\"echo\"}\n").await.unwrap();
+        tokio::io::AsyncWriteExt::flush(&mut writer).await.unwrap();
+        let echoed = tokio::time::timeout(Duration::from_secs(10), frames.next()).await.unwrap().unwrap().unwrap();
+        assert_eq!(echoed, super::super::Frame::Line(r#"{"method":"echo"}"#.into()));
+
+        let other = TestCa::new("another CA").unwrap().write_pem(dir.path(), "other.pem").unwrap();
+        let load = move || rustls_native_certs::load_certs_from_paths(Some(&other), None);
+        let Err(error) = open_trusting(&endpoint, &WsAuth::None, 1024, Duration::from_secs(10), load).await else {
+            panic!("trusted a certificate of an unknown CA");
+        };
+        assert!(matches!(error, ConnectError::Tls { .. }), "{error:?}");
+        assert!(error.to_string().contains(&endpoint.to_string()), "{error}");
     }
 }
