@@ -166,6 +166,13 @@ pub enum ConnectError {
         #[source]
         source: SecretError,
     },
+    /// The token holds characters an HTTP header cannot carry (a control character, a line break
+    /// inside it); it is not shown.
+    #[error("the token for {endpoint} cannot be sent: it holds characters an HTTP header cannot carry")]
+    BadToken {
+        /// The endpoint.
+        endpoint: Endpoint,
+    },
     /// The trust store could not be loaded, or rustls refused its settings (`wss://`).
     #[error("no TLS settings for {endpoint}: {why}")]
     TlsSetup {
@@ -235,6 +242,16 @@ async fn open_unbounded(
     let bearer = auth
         .bearer(SystemTime::now())
         .map_err(|source| ConnectError::Credential { endpoint: endpoint.clone(), source })?;
+    // Made before connecting: a token no header can carry needs no round trip to be refused.
+    let authorization = match bearer {
+        Some(bearer) => {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", bearer.expose()))
+                .map_err(|_| ConnectError::BadToken { endpoint: endpoint.clone() })?;
+            value.set_sensitive(true);
+            Some(value)
+        }
+        None => None,
+    };
     let unreachable = |source| ConnectError::Unreachable { endpoint: endpoint.clone(), source };
     let (io, url): (BoxedIo, String) = match endpoint {
         Endpoint::Unix { path } => {
@@ -253,13 +270,7 @@ async fn open_unbounded(
     };
     let handshake = |source: WsError| ConnectError::Handshake { endpoint: endpoint.clone(), source: Box::new(source) };
     let mut request = url.as_str().into_client_request().map_err(handshake)?;
-    if let Some(bearer) = bearer {
-        let mut value =
-            HeaderValue::from_str(&format!("Bearer {}", bearer.expose())).map_err(|_| ConnectError::Handshake {
-                endpoint: endpoint.clone(),
-                source: Box::new(WsError::Utf8("the token is no header value".into())),
-            })?;
-        value.set_sensitive(true);
+    if let Some(value) = authorization {
         request.headers_mut().insert(AUTHORIZATION, value);
     }
     match tokio_tungstenite::client_async_with_config(request, io, Some(ws_config(max_message_bytes))).await {
@@ -344,6 +355,19 @@ mod tests {
         let error = "ws://user:hunter2@127.0.0.1:1".parse::<Endpoint>().unwrap_err();
         assert!(matches!(error, EndpointParseError::Credentials(_)));
         assert!(!error.to_string().contains("hunter2"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_token_no_header_can_carry_is_refused_before_connecting_and_not_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "line-one\nline-two\n").unwrap();
+        let auth = WsAuth::CapabilityToken { token: super::super::bearer::SecretSource::File(token) };
+        // Nothing listens there: the refusal must come before any connect.
+        let endpoint: Endpoint = "ws://127.0.0.1:9".parse().unwrap();
+        let Err(error) = open(&endpoint, &auth, 1024, Duration::from_secs(5)).await else { panic!("sent") };
+        assert!(matches!(error, ConnectError::BadToken { .. }), "{error:?}");
+        assert!(!error.to_string().contains("line-one"), "{error}");
     }
 
     #[tokio::test]
