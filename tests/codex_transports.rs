@@ -323,3 +323,43 @@ async fn run_with_connect_drives_a_turn_on_the_listening_server_and_leaves_it_ru
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--connect is for --backend codex"));
     listening.stop().await;
 }
+
+#[tokio::test]
+async fn a_listening_server_killed_mid_turn_fails_the_attempt_over_the_connection_without_a_hang() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let scenario = serde_json::json!({"rules": [
+        {"when": {"last_input_is_tool_result": true}, "reply": {"text": "done"}},
+        {"when": {"last_user_text_contains": "run"},
+         "reply": {"run_command": {"command": "sleep 30", "escalated": true, "justification": "wait"}}}
+    ]});
+    // Loopback ws:// without --ws-auth: codex accepts any upgrade there.
+    let listening = listening_to(&codex, &scenario, |_| (format!("ws://127.0.0.1:{}", free_port()), vec![])).await;
+    let observed = Arc::new(RecordingObserver::default());
+    let mut session = listening.connect(&codex, WsAuth::None, observed.clone()).await.expect("connects");
+    let thread = session.start_thread(&listening.options()).await.unwrap();
+    let pgid = listening.server.pid() as i32;
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the slow command.",
+            &mut |e: &Event| {
+                if matches!(e, Event::ToolStarted(_)) {
+                    // The server dies while its command runs: the socket closes under the turn.
+                    let _ =
+                        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+                }
+            },
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("no hang")
+    .expect("the attempt ends with a result");
+    assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
+    let reports = observed.reports();
+    assert_eq!(reports.len(), 1, "the interrupted tool still gets its terminal: {reports:?}");
+    assert_eq!(reports[0].outcome, clawbridge_bridge::attempt::hooks::TerminalOutcome::Failure);
+    assert_eq!(session.shutdown().await.stage, StopStage::NotOwned);
+    listening.stop().await;
+}
