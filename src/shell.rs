@@ -64,7 +64,14 @@ fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> Lo
         }
         None => (None, None),
     };
-    tracing_subscriber::registry().with(filter).with(stderr).with(file_layer).init();
+    // tungstenite traces the whole upgrade request, `Authorization` header and all: whatever the
+    // user's filter says, its trace lines (and tokio-tungstenite's) are never recorded, so a
+    // WebSocket token cannot reach a log.
+    let no_ws_trace = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing_subscriber::filter::LevelFilter::TRACE)
+        .with_target("tungstenite", tracing_subscriber::filter::LevelFilter::DEBUG)
+        .with_target("tokio_tungstenite", tracing_subscriber::filter::LevelFilter::DEBUG);
+    tracing_subscriber::registry().with(filter).with(no_ws_trace).with(stderr).with(file_layer).init();
     LogGuard { _writer: guard }
 }
 

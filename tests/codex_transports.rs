@@ -363,3 +363,46 @@ async fn a_listening_server_killed_mid_turn_fails_the_attempt_over_the_connectio
     assert_eq!(session.shutdown().await.stage, StopStage::NotOwned);
     listening.stop().await;
 }
+
+// The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_never_reaches_a_log_even_at_trace_level() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    const TOKEN: &str = "tok-must-never-be-logged-8c1f";
+    let scenario = serde_json::json!({"default": {"text": "Hello with a token."}});
+    let listening = listening_to(&codex, &scenario, capability_listener(TOKEN)).await;
+    let token_file = write_secret(&listening.sandbox, "client-token", TOKEN);
+    let config = listening.sandbox.root().join("clawbridge.toml");
+    let text = format!(
+        "[codex]\nconnect = \"{}\"\nws-auth = \"capability-token\"\nws-token-file = \"{}\"\n",
+        listening.endpoint,
+        token_file.display()
+    );
+    std::fs::write(&config, text).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["run", "--backend", "codex", "--json", "Say hello."])
+        .current_dir(listening.sandbox.work())
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", listening.sandbox.home())
+        .env("CLAWBRIDGE_LOG", "trace")
+        .env("CLAWBRIDGE_STATE_DIR", state.path());
+    let out = tokio::task::spawn_blocking(move || command.output().expect("clawbridge runs")).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("Hello with a token."), "{stdout}");
+    // The handshake was logged (so the check below looks at a log that saw it), without its bearer.
+    assert!(stderr.contains("handshake") || stderr.contains("Handshake"), "no handshake in the trace log");
+    assert!(!stderr.contains(TOKEN) && !stdout.contains(TOKEN), "the token leaked into the output");
+    let mut logs = String::new();
+    for entry in std::fs::read_dir(state.path().join("logs")).unwrap() {
+        logs.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+    }
+    assert!(!logs.contains(TOKEN), "the token leaked into the log file");
+    listening.stop().await;
+}
