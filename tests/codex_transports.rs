@@ -364,11 +364,13 @@ async fn a_listening_server_killed_mid_turn_fails_the_attempt_over_the_connectio
     listening.stop().await;
 }
 
+/// The token the logging test looks for.
+const TOKEN: &str = "tok-must-never-be-logged-8c1f";
+
 // The mock model serves from this runtime while the CLI runs: it needs a thread of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_never_reaches_a_log_even_at_trace_level() {
     let Some(codex) = peer_or_skip("codex") else { return };
-    const TOKEN: &str = "tok-must-never-be-logged-8c1f";
     let scenario = serde_json::json!({"default": {"text": "Hello with a token."}});
     let listening = listening_to(&codex, &scenario, capability_listener(TOKEN)).await;
     let token_file = write_secret(&listening.sandbox, "client-token", TOKEN);
