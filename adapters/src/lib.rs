@@ -55,7 +55,11 @@ pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registr
         } else {
             codex::CodexBackend::demo(demo.program, demo.args, demo.recorded_version)
         }))
-        .with(Arc::new(codex::CodexBackend::native().configured(options.codex.clone(), options.codex_home.clone())))
+        .with(Arc::new(
+            codex::CodexBackend::native()
+                .configured(options.codex.clone(), options.codex_home.clone())
+                .with_servers(options.codex_servers.unwrap_or(codex::shared::ServerMode::PerAttempt)),
+        ))
         .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())));
     let acp = options.acp.as_ref().map_or_else(acp::AcpBackend::from_env, acp::AcpBackend::from_options);
     if acp.is_configured() { registry.with(Arc::new(acp)) } else { registry }
@@ -71,6 +75,8 @@ pub struct BackendOptions {
     pub codex: AgentOptions,
     /// Codex's home for every app-server.
     pub codex_home: Option<PathBuf>,
+    /// Whether Codex attempts share warm app-servers; `None`: one app-server per attempt.
+    pub codex_servers: Option<codex::shared::ServerMode>,
     /// The Claude backend's executable and deadlines.
     pub claude: AgentOptions,
     /// How many Claude CLIs stay warm, and for how long.

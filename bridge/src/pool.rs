@@ -208,6 +208,14 @@ where
         }
     }
 
+    /// Every item the pool holds (shared use: they stay in the pool).
+    pub fn items(&self) -> Vec<T>
+    where
+        T: Clone,
+    {
+        self.entries().values().map(|e| e.item.clone()).collect()
+    }
+
     /// How many items the pool holds.
     pub fn len(&self) -> usize {
         self.entries().len()

@@ -19,6 +19,7 @@ use futures::future::BoxFuture;
 
 use super::config::CodexConfig;
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
+use super::shared::{ServerMode, ServerPool};
 use super::tool_policy::{self, CodexToolPolicy};
 
 /// The environment variable that names the `codex` executable.
@@ -56,6 +57,12 @@ pub struct CodexBackend {
     options: crate::AgentOptions,
     /// Codex's home given to every app-server; `None`: the bridge's `CODEX_HOME`, if set.
     codex_home: Option<PathBuf>,
+    /// Whether attempts share warm app-servers (the native flavour only; a replay plays one
+    /// recorded thread per process).
+    servers: ServerMode,
+    /// The shared servers, made on the first shared attempt (inside the runtime) and kept by every
+    /// clone of this backend.
+    pool: Arc<std::sync::OnceLock<Arc<ServerPool>>>,
 }
 
 impl CodexBackend {
@@ -85,6 +92,8 @@ impl CodexBackend {
             flavour: Flavour::Native,
             options: crate::AgentOptions::default(),
             codex_home: None,
+            servers: ServerMode::PerAttempt,
+            pool: Arc::default(),
         }
     }
 
@@ -94,6 +103,27 @@ impl CodexBackend {
         self.options = options;
         self.codex_home = codex_home;
         self
+    }
+
+    /// Whether attempts share warm app-servers (docs/peers/codex.md#shared-app-servers). A replay
+    /// stays per attempt whatever is asked.
+    #[must_use]
+    pub fn with_servers(mut self, servers: ServerMode) -> Self {
+        self.servers = servers;
+        self
+    }
+
+    /// The shared servers, if this backend shares them and has started any.
+    pub fn server_pool(&self) -> Option<&Arc<ServerPool>> {
+        self.pool.get()
+    }
+
+    /// The pool to open a session on, when attempts share servers.
+    fn shared_pool(&self) -> Option<&Arc<ServerPool>> {
+        match (&self.flavour, self.servers) {
+            (Flavour::Native, ServerMode::Shared(limits)) => Some(self.pool.get_or_init(|| ServerPool::new(limits))),
+            _ => None,
+        }
     }
 
     /// The demo (`clawbridge-demo`): `program args… app-server` replays a recorded real codex
@@ -117,6 +147,8 @@ impl CodexBackend {
             flavour: Flavour::Replay { program, args, version },
             options: crate::AgentOptions::default(),
             codex_home: None,
+            servers: ServerMode::PerAttempt,
+            pool: Arc::default(),
         }
     }
 
@@ -166,8 +198,8 @@ impl CodexBackend {
             super::auth::apply(&mut config, auth);
         }
         config.cwd.clone_from(&settings.cwd);
-        // The environment the host prepared for this attempt (a new app-server per attempt, so no
-        // process ever runs under another attempt's variables).
+        // The environment the host prepared for this attempt: part of a shared server's key, so no
+        // process ever runs under another attempt's variables.
         config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         config.registry.clone_from(&settings.registry);
         settings.apply_deadlines(&mut config.approval_timeout, &mut config.tool_timeout, &mut config.interrupt_grace);
@@ -198,7 +230,11 @@ impl CodexBackend {
             // Default mode") unless this feature is on; with a person to ask, let it ask.
             config.config_overrides.push(ASK_IN_DEFAULT_MODE.into());
         }
-        let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
+        let connected = match self.shared_pool() {
+            Some(pool) => CodexSession::on_shared(pool, config, hooks).await,
+            None => CodexSession::connect(config, hooks).await,
+        };
+        let mut session = connected.map_err(start_error)?;
         if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
             session.answer_user_input_with(asker);
         }
@@ -307,6 +343,14 @@ impl Backend for CodexBackend {
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
     }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(pool) = self.pool.get() {
+                pool.shutdown().await;
+            }
+        })
+    }
 }
 
 /// A Codex session with its thread ready.
@@ -356,7 +400,7 @@ impl NativeSession for CodexNative {
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let stop = self.session.shutdown().await;
-            tracing::debug!(?stop, "codex app-server stopped");
+            tracing::debug!(?stop, "codex app-server stopped (none: left a shared server)");
         })
     }
 }
