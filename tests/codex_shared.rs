@@ -249,3 +249,50 @@ async fn a_server_killed_mid_turn_fails_only_its_turns_and_the_next_attempt_gets
     pool.shutdown().await;
     assert!(!group_alive(pid as i32) && !group_alive(fresh), "no orphan of either server");
 }
+
+/// Through the seam as `serve` opens attempts: with `server = shared` the backend's second attempt
+/// runs on the first one's server (no new process) and resumes the very thread still loaded in it;
+/// `Backend::shutdown` stops the server.
+#[tokio::test]
+async fn the_backends_next_attempt_resumes_its_thread_on_the_same_warm_server() {
+    use clawbridge_adapters::codex::CodexBackend;
+    use clawbridge_bridge::attempt::hooks::{FixedApprover, NoHostTools, NoObserver};
+    use clawbridge_bridge::backend::{Backend, OpenSettings, TurnInput, TurnRequest};
+
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    let backend = CodexBackend::native()
+        .configured(clawbridge_adapters::AgentOptions::default(), Some(live.sandbox.codex_home()))
+        .with_servers(ServerMode::Shared(ServerMode::DEFAULT_LIMITS));
+    let mut thread: Option<String> = None;
+    let mut pids = Vec::new();
+    for n in 0..2 {
+        let settings = OpenSettings {
+            program: live.codex.clone(),
+            session_key: "shared-seam".into(),
+            cwd: Some(live.sandbox.work()),
+            resume: thread.clone(),
+            ..OpenSettings::default()
+        };
+        let hooks = SessionHooks {
+            approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+            tools: Arc::new(NoHostTools),
+            observer: Arc::new(NoObserver),
+        };
+        let mut native = backend.open(settings, hooks).await.expect("the attempt opens");
+        assert_eq!(native.resume_failure(), None, "attempt {n} resumed without a failure");
+        let (input, cancel) = (TurnInput::text("Say hello."), CancellationToken::new());
+        let mut sink = |_: &Event| {};
+        let result = native.run_turn(TurnRequest { input: &input, sink: &mut sink, cancel: &cancel }).await.unwrap();
+        assert_eq!(result.terminal.kind, TerminalKind::Ok, "attempt {n}: {:?}", result.terminal);
+        if let Some(previous) = &thread {
+            assert_eq!(native.native_id().as_ref(), Some(previous), "the same Codex thread");
+        }
+        thread = native.native_id();
+        native.shutdown().await;
+        pids.extend(backend.server_pool().expect("a shared pool").pids());
+    }
+    assert_eq!(pids.len(), 2);
+    assert_eq!(pids[0], pids[1], "both attempts ran on one warm server");
+    backend.shutdown().await;
+    assert!(!group_alive(pids[0] as i32), "Backend::shutdown stopped it");
+}

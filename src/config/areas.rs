@@ -62,7 +62,7 @@ settings_area! {
         server: CodexServerSetting,
         flag None,
         env ["CLAWBRIDGE_CODEX_SERVER"],
-        default Some(CodexServerSetting::Shared);
+        default Some(CodexServerSetting::PerAttempt);
         /// Most shared app-servers alive at once (one per distinct launch setting); one more retires the least recently used.
         max_servers: u64,
         flag None,

@@ -40,8 +40,7 @@ impl Settings {
         };
         let shared = ServerMode::DEFAULT_LIMITS;
         let codex_servers = match self.codex.server.value {
-            Some(CodexServerSetting::PerAttempt) => ServerMode::PerAttempt,
-            _ => ServerMode::Shared(PoolLimits {
+            Some(CodexServerSetting::Shared) => ServerMode::Shared(PoolLimits {
                 max_items: self
                     .codex
                     .max_servers
@@ -56,6 +55,7 @@ impl Settings {
                     None => shared.max_uses,
                 },
             }),
+            _ => ServerMode::PerAttempt,
         };
         BackendOptions {
             codex_servers: Some(codex_servers),

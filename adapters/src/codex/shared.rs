@@ -58,7 +58,10 @@ impl ServerMode {
 
 /// What two attempts must agree on to share an app-server, hashed (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ServerKey(u64);
+pub struct ServerKey(
+    /// The keyed hash of the launch settings.
+    u64,
+);
 
 /// One session's place on a shared server: where its events go and who answers its requests.
 struct Route {
@@ -310,7 +313,10 @@ impl SharedServer {
 
 /// A shared server as the pool keeps it (the pool lends clones of the handle).
 #[derive(Clone, Debug)]
-struct Pooled(Arc<SharedServer>);
+struct Pooled(
+    /// The server, shared with the seats on it.
+    Arc<SharedServer>,
+);
 
 impl std::ops::Deref for Pooled {
     type Target = Arc<SharedServer>;
@@ -480,5 +486,107 @@ impl ServerPool {
         futures::future::join_all(servers.iter().map(|server| server.stop_now())).await;
         self.stopping.close();
         self.stopping.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use clawbridge_bridge::attempt::TurnActivity;
+    use clawbridge_bridge::attempt::hooks::{ApprovalDecision, ApprovalRequest, Approver, NoHostTools};
+    use clawbridge_protocol::jsonrpc::RequestId;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Allows everything and counts how often it was asked.
+    #[derive(Default)]
+    struct Counting(
+        /// How often it was asked.
+        AtomicUsize,
+    );
+
+    impl Approver for Counting {
+        fn decide(&self, _request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(ApprovalDecision::Allow) })
+        }
+    }
+
+    fn handler(approver: Arc<Counting>) -> Arc<CodexRequestHandler> {
+        let limit = std::time::Duration::from_secs(5);
+        CodexRequestHandler::new(approver, Arc::new(NoHostTools), Arc::new(TurnActivity::default()), limit, limit)
+    }
+
+    fn approval(thread: &str) -> Request {
+        let params =
+            json!({"threadId": thread, "turnId": "t1", "itemId": "call_1", "command": "echo hi", "cwd": "/tmp"});
+        Request::with_value(RequestId::Number("1".into()), "item/commandExecution/requestApproval", Some(params))
+    }
+
+    #[tokio::test]
+    async fn a_request_goes_to_the_hooks_of_the_thread_it_names_and_an_unknown_thread_gets_the_safe_answer() {
+        let routes = Arc::new(Routes::default());
+        let (a, b) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+        let (slot_a, _events_a) = routes.join(handler(a.clone()));
+        let (slot_b, _events_b) = routes.join(handler(b.clone()));
+        routes.claim(slot_a, "thread-a");
+        routes.claim(slot_b, "thread-b");
+        let router = RoutingHandler { routes: routes.clone() };
+
+        let answer = router.handle(approval("thread-b")).await.unwrap();
+        assert_eq!(answer["decision"], "accept");
+        assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (0, 1), "only b's approver was asked");
+
+        let answer = router.handle(approval("thread-nobody-holds")).await.unwrap();
+        assert_eq!(answer["decision"], "decline", "no session: the safe answer");
+        routes.leave(slot_a);
+        let answer = router.handle(approval("thread-a")).await.unwrap();
+        assert_eq!(answer["decision"], "decline", "a session that left no longer answers");
+        assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (0, 1), "nobody else was asked");
+    }
+
+    #[tokio::test]
+    async fn notifications_go_to_their_threads_session_and_the_end_of_the_server_to_every_session() {
+        let routes = Routes::default();
+        let counting = Arc::new(Counting::default());
+        let (slot_a, mut events_a) = routes.join(handler(counting.clone()));
+        let (slot_b, mut events_b) = routes.join(handler(counting));
+        routes.claim(slot_a, "thread-a");
+        routes.claim(slot_b, "thread-b");
+        let note = |method: &str, params: Value| {
+            PeerEvent::Notification(clawbridge_protocol::jsonrpc::Notification {
+                method: method.into(),
+                params: Some(params),
+            })
+        };
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-b", "delta": "hi"})));
+        routes.route(note("thread/started", json!({"thread": {"id": "thread-a"}})));
+        routes.route(note("configWarning", json!({"summary": "for everyone"})));
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-gone", "delta": "lost"})));
+        let gone = Arc::new(PeerGone {
+            cause: clawbridge_bridge::rpc::GoneCause::OutputClosed,
+            exit: None,
+            stderr_tail: String::new(),
+        });
+        routes.route(PeerEvent::Closed(gone));
+        let methods = |events: &mut mpsc::Receiver<PeerEvent>| {
+            let mut seen = Vec::new();
+            while let Ok(event) = events.try_recv() {
+                seen.push(match event {
+                    PeerEvent::Notification(n) => n.method,
+                    PeerEvent::Closed(_) => "closed".into(),
+                    _ => "other".into(),
+                });
+            }
+            seen
+        };
+        assert_eq!(methods(&mut events_a), vec!["thread/started", "configWarning", "closed"]);
+        assert_eq!(methods(&mut events_b), vec!["item/agentMessage/delta", "configWarning", "closed"]);
+        // A session that joins a dead server hears so at once.
+        let (_, mut late) = routes.join(handler(Arc::default()));
+        assert_eq!(methods(&mut late), vec!["closed"]);
+        assert!(routes.is_gone());
     }
 }
