@@ -186,8 +186,9 @@ impl std::fmt::Debug for CodexSession {
 /// The process a session talks to: its own, or a seat on a shared one.
 #[derive(Debug)]
 enum ServerLink {
-    /// An app-server started for this session alone, stopped with it.
-    Own(AgentConnection),
+    /// An app-server started for this session alone, stopped with it (boxed: the other variant is
+    /// a handle).
+    Own(Box<AgentConnection>),
     /// A seat on a shared app-server (super::shared); leaving it leaves the server running.
     Shared(super::shared::ServerSeat),
 }
@@ -282,7 +283,15 @@ impl CodexSession {
         let (conn, events) = spawn_server(&config, handler.clone())?;
         let experimental_api = !hooks.tools.specs().is_empty();
         let (conn, server_version) = handshake(conn, &config, experimental_api).await?;
-        Ok(CodexSession::assemble(ServerLink::Own(conn), events, activity, handler, hooks, config, server_version))
+        Ok(CodexSession::assemble(
+            ServerLink::Own(Box::new(conn)),
+            events,
+            activity,
+            handler,
+            hooks,
+            config,
+            server_version,
+        ))
     }
 
     /// A session on a warm app-server shared with other sessions (super::shared), from `pool`: no
