@@ -126,8 +126,18 @@ impl Live {
     }
 
     async fn session(&self, pool: &ServerPool, approver: Arc<NamedApprover>, tools: Arc<NamedTool>) -> CodexSession {
+        self.session_with(pool, self.config(), approver, tools).await
+    }
+
+    async fn session_with(
+        &self,
+        pool: &ServerPool,
+        config: CodexConfig,
+        approver: Arc<NamedApprover>,
+        tools: Arc<NamedTool>,
+    ) -> CodexSession {
         let hooks = SessionHooks { approver, tools, observer: Arc::new(RecordingObserver::default()) };
-        CodexSession::on_shared(pool, self.config(), hooks).await.expect("a seat on a shared codex app-server")
+        CodexSession::on_shared(pool, config, hooks).await.expect("a seat on a shared codex app-server")
     }
 
     fn options(&self) -> ThreadOptions {
@@ -209,6 +219,16 @@ async fn a_server_killed_mid_turn_fails_only_its_turns_and_the_next_attempt_gets
     let thread_a = a.start_thread(&live.options()).await.unwrap().thread_id;
     let thread_b = b.start_thread(&live.options()).await.unwrap().thread_id;
     let pid = a.pid();
+    // A session whose settings differ (one more variable in the child's environment) gets a server
+    // of its own, which the kill must leave alone.
+    let mut elsewhere = live.config();
+    elsewhere.env = elsewhere.env.with_var("CLAWBRIDGE_TEST_OTHER_SERVER", "1");
+    let approve_other = NamedApprover::new(Arc::new(Barrier::new(1)), None, Arc::new(Notify::new()));
+    let tool_other = Arc::new(NamedTool::default());
+    let mut other = live.session_with(&pool, elsewhere, approve_other, tool_other.clone()).await;
+    assert_ne!(other.pid(), pid, "other settings, another server");
+    assert_eq!(pool.server_count(), 2);
+    let thread_other = other.start_thread(&live.options()).await.unwrap().thread_id;
 
     let killer = async {
         // Both turns wait for their approval: kill the server's whole process group then.
@@ -233,6 +253,14 @@ async fn a_server_killed_mid_turn_fails_only_its_turns_and_the_next_attempt_gets
     a.shutdown().await;
     b.shutdown().await;
 
+    // The other server's session never noticed.
+    let result_other =
+        turn(&mut other, &thread_other, "Session beta: run the command, then look up the weather.").await;
+    assert_eq!(result_other.terminal.kind, TerminalKind::Ok, "{:?}", result_other.terminal);
+    assert_eq!(*tool_other.calls.lock().unwrap(), vec![json!({"city": "beta"})]);
+    let other_pid = other.pid() as i32;
+    other.shutdown().await;
+
     // The next attempt is not handed the dead server: a fresh one runs its turn.
     let together = Arc::new(Barrier::new(1));
     let approve_c = NamedApprover::new(together, None, Arc::new(Notify::new()));
@@ -243,11 +271,15 @@ async fn a_server_killed_mid_turn_fails_only_its_turns_and_the_next_attempt_gets
     let result_c = turn(&mut c, &thread_c, "Session alpha: run the command, then look up the weather.").await;
     assert_eq!(result_c.terminal.kind, TerminalKind::Ok, "{:?}", result_c.terminal);
     assert_eq!(*tool_c.calls.lock().unwrap(), vec![json!({"city": "alpha"})]);
-    assert_eq!(pool.pids(), vec![c.pid()], "the dead server left the pool");
+    let mut pids = pool.pids();
+    pids.sort_unstable();
+    let mut expected = vec![c.pid(), other_pid as u32];
+    expected.sort_unstable();
+    assert_eq!(pids, expected, "the dead server left the pool; the other one stayed");
     let fresh = c.pid() as i32;
     c.shutdown().await;
     pool.shutdown().await;
-    assert!(!group_alive(pid as i32) && !group_alive(fresh), "no orphan of either server");
+    assert!(!group_alive(pid as i32) && !group_alive(fresh) && !group_alive(other_pid), "no orphan of any server");
 }
 
 /// Through the seam as `serve` opens attempts: with `server = shared` the backend's second attempt
