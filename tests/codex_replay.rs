@@ -63,7 +63,7 @@ async fn replay(fixture: &Path, scenario: &str) -> Value {
         .run_turn(&thread.thread_id, prompt, &mut |event: &Event| transcript.on_event(event), &CancellationToken::new())
         .await
         .expect("the replayed turn runs");
-    let outcome = session.shutdown().await;
+    let outcome = session.shutdown().await.expect("the session had its own app-server");
     assert_eq!(
         outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
         Some(true),

@@ -113,7 +113,7 @@ async fn replayed_turn(recording: &Path, adjust: impl FnOnce(&mut CodexConfig)) 
         .run_turn(&thread.thread_id, "Say hello.", &mut |_: &Event| {}, &CancellationToken::new())
         .await
         .expect("the turn runs");
-    let outcome = session.shutdown().await;
+    let outcome = session.shutdown().await.expect("the session had its own app-server");
     assert_eq!(
         outcome.exit.map(clawbridge_bridge::exit::ExitState::success),
         Some(true),

@@ -162,7 +162,7 @@ async fn approved_turn_then_disconnect(listening: &Listening, mut session: Codex
     assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
     assert!(events.iter().any(|e| matches!(e, Event::ToolFinished(f) if f.outcome == ToolOutcome::Success)));
     let outcome = session.shutdown().await;
-    assert_eq!(outcome.stage, StopStage::NotOwned);
+    assert_eq!(outcome.expect("its own connection").stage, StopStage::NotOwned);
     assert!(listening.server.try_exit().is_none(), "closing the connection leaves the server running");
 }
 
@@ -247,7 +247,7 @@ async fn a_signed_bearer_token_is_accepted_and_one_signed_with_another_secret_is
     let mut session =
         listening.connect(&codex, signed("client-secret", SECRET), observed.clone()).await.expect("accepted");
     session.start_thread(&listening.options()).await.expect("a thread starts over the signed connection");
-    assert_eq!(session.shutdown().await.stage, StopStage::NotOwned);
+    assert_eq!(session.shutdown().await.expect("its own connection").stage, StopStage::NotOwned);
 
     let forged = signed("other-secret", "another-secret-that-is-also-32-bytes-long");
     let error = listening.connect(&codex, forged, observed.clone()).await.expect_err("a token of another secret");
@@ -360,7 +360,7 @@ async fn a_listening_server_killed_mid_turn_fails_the_attempt_over_the_connectio
     let reports = observed.reports();
     assert_eq!(reports.len(), 1, "the interrupted tool still gets its terminal: {reports:?}");
     assert_eq!(reports[0].outcome, clawbridge_bridge::attempt::hooks::TerminalOutcome::Failure);
-    assert_eq!(session.shutdown().await.stage, StopStage::NotOwned);
+    assert_eq!(session.shutdown().await.expect("its own connection").stage, StopStage::NotOwned);
     listening.stop().await;
 }
 

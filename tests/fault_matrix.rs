@@ -200,7 +200,7 @@ async fn crash_mid_turn_fails_the_attempt_with_exit_status_and_stderr_tail() {
         let reports = observer.reports();
         assert_eq!(reports.len(), 1, "the started command still gets its terminal: {reports:?}");
         assert_eq!(reports[0].outcome, TerminalOutcome::Failure);
-        assert_eq!(session.shutdown().await.stage, StopStage::AlreadyExited);
+        assert_eq!(session.shutdown().await.map(|stop| stop.stage), Some(StopStage::AlreadyExited));
         assert!(!group_alive(pgid));
     })
     .await;
@@ -227,7 +227,7 @@ async fn a_turn_without_turn_completed_after_item_completed_ends_as_timeout() {
         // The server is still alive and answers: the session stays usable and stops cleanly.
         let pid = session.pid().expect("spawned") as i32;
         assert!(group_alive(pid));
-        assert_eq!(session.shutdown().await.stage, StopStage::StdinClosed);
+        assert_eq!(session.shutdown().await.map(|stop| stop.stage), Some(StopStage::StdinClosed));
     })
     .await;
 }
@@ -257,7 +257,7 @@ async fn garbage_and_oversize_lines_mid_turn_are_skipped_and_the_turn_completes(
         let (result, _) = scripted_turn(&mut session).await;
         assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
         assert_eq!(assistant_text(&result), "Hello from the mock model.");
-        assert_eq!(session.shutdown().await.stage, StopStage::StdinClosed);
+        assert_eq!(session.shutdown().await.map(|stop| stop.stage), Some(StopStage::StdinClosed));
     })
     .await;
 }

@@ -58,7 +58,8 @@ pub fn registry_configured(demo: DemoAgent, options: &BackendOptions) -> Registr
         .with(Arc::new(
             codex::CodexBackend::native()
                 .configured(options.codex.clone(), options.codex_home.clone())
-                .connecting(options.codex_connect.clone()),
+                .connecting(options.codex_connect.clone())
+                .with_servers(options.codex_servers.unwrap_or(codex::shared::ServerMode::PerAttempt)),
         ))
         .with(Arc::new(claude.passing_env(&options.pass_env).configured(options.claude.clone())));
     let acp = options.acp.as_ref().map_or_else(acp::AcpBackend::from_env, acp::AcpBackend::from_options);
@@ -77,6 +78,8 @@ pub struct BackendOptions {
     pub codex_home: Option<PathBuf>,
     /// A listening app-server to connect to instead of spawning one (`[codex] connect`).
     pub codex_connect: Option<codex::CodexRemote>,
+    /// Whether Codex attempts share warm app-servers; `None`: one app-server per attempt.
+    pub codex_servers: Option<codex::shared::ServerMode>,
     /// The Claude backend's executable and deadlines.
     pub claude: AgentOptions,
     /// How many Claude CLIs stay warm, and for how long.

@@ -17,6 +17,8 @@
 //! - [`startup`]: the product's `clawbridge serve` spawned → `initialize` answered.
 //! - [`host_input`]: the product's `serve` under the worst host input (huge requests of tiny values,
 //!   many attempts with huge unknown members, prompts up to the input budget), peak RSS vs idle.
+//! - [`codex_shared`]: the real codex's per-turn overhead, a warm shared app-server vs a spawn per
+//!   attempt, on the mock model.
 //! - [`anchor`]: the official Python Claude Agent SDK on the same Claude stream, side by side.
 //!
 //! The native peers and the measured child are this binary re-run in hidden roles ([`agent`]): a
@@ -30,6 +32,7 @@ mod allocator;
 
 mod agent;
 mod anchor;
+mod codex_shared;
 mod generate;
 mod host;
 mod host_input;
@@ -102,15 +105,18 @@ pub enum Scenario {
     Anchor,
     /// Peak RSS of `clawbridge serve` under the worst host input, against its idle RSS.
     HostInput,
+    /// Per-turn overhead: a warm shared codex app-server vs a spawn per attempt (the real codex).
+    CodexShared,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 6] = [
+    const ALL: [Scenario; 7] = [
         Scenario::Throughput,
         Scenario::Latency,
         Scenario::Memory,
         Scenario::Startup,
         Scenario::HostInput,
+        Scenario::CodexShared,
         Scenario::Anchor,
     ];
 }
@@ -200,6 +206,7 @@ async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Scenario::Memory => memory::run(&ctx, &mut report).await,
             Scenario::Startup => startup::run(&ctx, &mut report).await,
             Scenario::HostInput => host_input::run(&ctx, &mut report).await,
+            Scenario::CodexShared => codex_shared::run(&ctx, &mut report).await,
             Scenario::Anchor => {
                 let python = args.sdk_python.clone().or_else(anchor::default_python);
                 anchor::run(&ctx, python, args.sdk_script.clone(), &mut report).await

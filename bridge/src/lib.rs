@@ -13,6 +13,7 @@ pub mod exit;
 pub mod input;
 pub mod mcp;
 pub mod native_tools;
+pub mod pool;
 pub mod probe;
 pub mod replay;
 pub mod rpc;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use super::declare::settings_area;
 use clawbridge_adapters::claude::pool::PoolConfig;
 
-use super::value::{CgroupsSetting, ConnectUrl, LogFilter, PassEnvList, Program, WsAuthMode};
+use super::value::{CgroupsSetting, CodexServerSetting, ConnectUrl, LogFilter, PassEnvList, Program, WsAuthMode};
+use clawbridge_adapters::codex::shared::ServerMode;
 
 /// `run.backend`'s default: the demo needs no peers.
 pub const DEFAULT_RUN_BACKEND: &str = "demo";
@@ -93,6 +94,26 @@ settings_area! {
         env [],
         default None,
         shown "none";
+        /// Whether attempts share warm app-servers (many threads on one process) or each start their own: shared or per-attempt.
+        server: CodexServerSetting,
+        flag None,
+        env ["CLAWBRIDGE_CODEX_SERVER"],
+        default Some(CodexServerSetting::PerAttempt);
+        /// Most shared app-servers alive at once (one per distinct launch setting); one more retires the least recently used.
+        max_servers: u64,
+        flag None,
+        env [],
+        default Some(u64::try_from(ServerMode::DEFAULT_LIMITS.max_items).unwrap_or(u64::MAX));
+        /// How long a shared app-server may serve no session before it is stopped, in milliseconds.
+        server_idle_ms: u64,
+        flag None,
+        env [],
+        default Some(u64::try_from(ServerMode::DEFAULT_LIMITS.idle_timeout.as_millis()).unwrap_or(u64::MAX));
+        /// Turns a shared app-server runs before it is retired (it stops once its sessions end; 0: never).
+        max_turns_per_server: u64,
+        flag None,
+        env [],
+        default ServerMode::DEFAULT_LIMITS.max_uses;
     }
 }
 

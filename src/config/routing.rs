@@ -7,9 +7,11 @@ use clawbridge_bridge::backend::ConfiguredProgram;
 use clawbridge_bridge::supervisor::Containment;
 
 use clawbridge_adapters::codex::CodexRemote;
+use clawbridge_adapters::codex::shared::ServerMode;
+use clawbridge_bridge::pool::PoolLimits;
 use clawbridge_bridge::transport::bearer::{BearerClaims, DEFAULT_TOKEN_LIFETIME, SecretSource, WsAuth};
 
-use super::value::{CgroupsSetting, ConnectUrl, WsAuthMode};
+use super::value::{CgroupsSetting, CodexServerSetting, ConnectUrl, WsAuthMode};
 use super::{ConfigError, Setting, Settings, Source};
 
 impl Settings {
@@ -38,7 +40,27 @@ impl Settings {
                 .map_or(default_pool.max_warm, |n| usize::try_from(n).unwrap_or(usize::MAX)),
             idle_timeout: self.claude.warm_idle_ms.value.map_or(default_pool.idle_timeout, Duration::from_millis),
         };
+        let shared = ServerMode::DEFAULT_LIMITS;
+        let codex_servers = match self.codex.server.value {
+            Some(CodexServerSetting::Shared) => ServerMode::Shared(PoolLimits {
+                max_items: self
+                    .codex
+                    .max_servers
+                    .value
+                    .map_or(shared.max_items, |n| usize::try_from(n).unwrap_or(usize::MAX))
+                    .max(1),
+                idle_timeout: self.codex.server_idle_ms.value.map_or(shared.idle_timeout, Duration::from_millis),
+                // 0 means "never" (unset is the default limit).
+                max_uses: match self.codex.max_turns_per_server.value {
+                    Some(0) => None,
+                    Some(n) => Some(n),
+                    None => shared.max_uses,
+                },
+            }),
+            _ => ServerMode::PerAttempt,
+        };
         BackendOptions {
+            codex_servers: Some(codex_servers),
             pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
             codex: agent(&self.codex.bin, "codex.bin"),
             codex_home: self.codex.home.value.clone(),

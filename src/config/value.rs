@@ -32,6 +32,9 @@ pub enum ValueError {
     /// A WebSocket auth mode codex does not have.
     #[error("\"capability-token\" or \"signed-bearer-token\"")]
     WsAuthMode,
+    /// Not one of the Codex server modes.
+    #[error("\"shared\" or \"per-attempt\"")]
+    NotAServerMode,
 }
 
 /// A value a setting can hold.
@@ -194,6 +197,34 @@ impl SettingValue for PassEnvList {
     }
     fn to_json(&self) -> serde_json::Value {
         self.0.iter().map(|group| serde_json::Value::from(group.name())).collect()
+    }
+}
+
+/// Whether Codex attempts share warm app-servers or each start their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum CodexServerSetting {
+    /// Attempts share warm app-servers, many threads on one process.
+    Shared,
+    /// Every attempt starts its own app-server and stops it at its end.
+    PerAttempt,
+}
+
+impl SettingValue for CodexServerSetting {
+    const KIND: &'static str = "\"shared\" or \"per-attempt\"";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        match text {
+            "shared" => Ok(CodexServerSetting::Shared),
+            "per-attempt" => Ok(CodexServerSetting::PerAttempt),
+            _ => Err(ValueError::NotAServerMode),
+        }
+    }
+    fn show(&self) -> String {
+        match self {
+            CodexServerSetting::Shared => "shared".into(),
+            CodexServerSetting::PerAttempt => "per-attempt".into(),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! Warm Claude sessions kept between the turns of one host session, so the next turn pays no CLI
-//! start-up: a [`SessionPool`] parks each session's [`WarmSession`] after its turn, under a cap on
+//! start-up: a [`SessionPool`] (the bridge's generic `WarmPool`, park-and-take) parks each session's [`WarmSession`] after its turn, under a cap on
 //! live processes (the least recently used is stopped first) and an idle timeout (a background
 //! reaper stops sessions nobody used for that long). A stopped session is not lost: its binding
 //! still names the native session, and the next turn starts a process with `--resume`.
@@ -9,8 +9,7 @@
 //! process serve the next turn's hooks. A parked session is only handed out again under the same
 //! [`Fingerprints`] (cwd, model, system prompt, tool set, auth profile): the CLI took those at start.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{
@@ -18,8 +17,8 @@ use clawbridge_bridge::attempt::hooks::{
     ToolTerminalObserver, ToolTerminalReport, ToolTerminalResolution,
 };
 use clawbridge_bridge::binding::{Binding, Fingerprints};
+use clawbridge_bridge::pool::{PoolLimits, WarmPool};
 use futures::future::BoxFuture;
-use tokio::time::Instant;
 
 use super::config::ClaudeConfig;
 use super::session::{ClaudeError, ClaudeSession, SessionHooks};
@@ -152,20 +151,16 @@ impl WarmSession {
     }
 }
 
-/// A parked session and when it was parked.
-struct Parked {
-    /// The session.
-    warm: WarmSession,
-    /// When it was last used (parked).
-    since: Instant,
+impl clawbridge_bridge::pool::PoolItem for WarmSession {
+    fn retire(self) -> BoxFuture<'static, ()> {
+        Box::pin(self.shutdown())
+    }
 }
 
-/// Warm sessions by host session key (see the module docs).
+/// Warm sessions by host session key (see the module docs), on the bridge's generic pool.
 pub struct SessionPool {
-    /// The limits.
-    config: PoolConfig,
-    /// Parked sessions by key. Never held across an await.
-    parked: Mutex<HashMap<String, Parked>>,
+    /// The parked sessions under the cap and idle timeout.
+    parked: Arc<WarmPool<String, WarmSession>>,
 }
 
 impl std::fmt::Debug for SessionPool {
@@ -177,36 +172,19 @@ impl SessionPool {
     /// An empty pool, with a background reaper that stops idle sessions (it ends with the pool). Call
     /// it inside a tokio runtime.
     pub fn new(config: PoolConfig) -> Arc<SessionPool> {
-        let pool = Arc::new(SessionPool { config, parked: Mutex::default() });
-        let weak: Weak<SessionPool> = Arc::downgrade(&pool);
-        let every = (config.idle_timeout / 4).max(Duration::from_millis(50));
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                match weak.upgrade() {
-                    Some(pool) => {
-                        pool.evict_idle();
-                    }
-                    None => return,
-                }
-            }
-        });
-        pool
-    }
-
-    fn parked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
-        self.parked.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        let limits = PoolLimits { max_items: config.max_warm, idle_timeout: config.idle_timeout, max_uses: None };
+        Arc::new(SessionPool { parked: WarmPool::new(limits) })
     }
 
     /// The warm session of `key`, if one is parked and was started under `current`; one started
     /// under other settings is stopped (the caller starts a new one, resuming the native session).
     pub fn take(&self, key: &str, current: &Fingerprints) -> Option<WarmSession> {
-        let parked = self.parked().remove(key)?;
-        match Binding::new("", parked.warm.fingerprints()).check(current) {
-            Ok(()) => Some(parked.warm),
+        let warm = self.parked.take(&key.to_owned())?;
+        match Binding::new("", warm.fingerprints()).check(current) {
+            Ok(()) => Some(warm),
             Err(reason) => {
                 tracing::info!(session = key, %reason, "stopping a warm claude process started under other settings");
-                stop_in_background(parked.warm);
+                stop_in_background(warm);
                 None
             }
         }
@@ -214,55 +192,27 @@ impl SessionPool {
 
     /// Parks `warm` for `key`'s next turn. Past the cap, the least recently used session is stopped.
     pub fn park(&self, key: &str, warm: WarmSession) {
-        let evicted = {
-            let mut parked = self.parked();
-            let replaced = parked.insert(key.to_owned(), Parked { warm, since: Instant::now() });
-            let mut evicted: Vec<WarmSession> = replaced.map(|p| p.warm).into_iter().collect();
-            while parked.len() > self.config.max_warm {
-                let Some(oldest) = parked.iter().min_by_key(|(_, p)| p.since).map(|(k, _)| k.clone()) else { break };
-                if let Some(p) = parked.remove(&oldest) {
-                    tracing::debug!(session = %oldest, "stopping the least recently used warm claude process");
-                    evicted.push(p.warm);
-                }
-            }
-            evicted
-        };
-        evicted.into_iter().for_each(stop_in_background);
+        self.parked.put(key.to_owned(), warm);
     }
 
     /// Stops every session parked for longer than the idle timeout; how many.
     pub fn evict_idle(&self) -> usize {
-        let idle = self.config.idle_timeout;
-        let stale: Vec<WarmSession> = {
-            let mut parked = self.parked();
-            let keys: Vec<String> =
-                parked.iter().filter(|(_, p)| p.since.elapsed() >= idle).map(|(k, _)| k.clone()).collect();
-            keys.iter().filter_map(|k| parked.remove(k)).map(|p| p.warm).collect()
-        };
-        let count = stale.len();
-        stale.into_iter().for_each(stop_in_background);
-        count
+        self.parked.evict_idle()
     }
 
     /// Forgets `key`'s warm session (the host reset the session), stopping its process.
     pub fn discard(&self, key: &str) -> bool {
-        let removed = self.parked().remove(key);
-        let found = removed.is_some();
-        if let Some(parked) = removed {
-            stop_in_background(parked.warm);
-        }
-        found
+        self.parked.remove(&key.to_owned())
     }
 
     /// How many sessions are parked.
     pub fn warm_count(&self) -> usize {
-        self.parked().len()
+        self.parked.len()
     }
 
     /// Stops every parked session and waits until they are all stopped.
     pub async fn shutdown(&self) {
-        let all: Vec<WarmSession> = self.parked().drain().map(|(_, p)| p.warm).collect();
-        futures::future::join_all(all.into_iter().map(WarmSession::shutdown)).await;
+        self.parked.shutdown().await;
     }
 }
 

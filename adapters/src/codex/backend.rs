@@ -19,6 +19,7 @@ use futures::future::BoxFuture;
 
 use super::config::{CodexConfig, CodexRemote};
 use super::session::{CodexError, CodexSession, Steering as CodexSteering, ThreadOptions, ThreadReady};
+use super::shared::{ServerMode, ServerPool};
 use super::tool_policy::{self, CodexToolPolicy};
 
 /// The environment variable that names the `codex` executable.
@@ -58,6 +59,12 @@ pub struct CodexBackend {
     codex_home: Option<PathBuf>,
     /// A listening app-server every session connects to instead of spawning one.
     connect: Option<CodexRemote>,
+    /// Whether attempts share warm app-servers (the native flavour only; a replay plays one
+    /// recorded thread per process).
+    servers: ServerMode,
+    /// The shared servers, made on the first shared attempt (inside the runtime) and kept by every
+    /// clone of this backend.
+    pool: Arc<std::sync::OnceLock<Arc<ServerPool>>>,
 }
 
 impl CodexBackend {
@@ -88,6 +95,8 @@ impl CodexBackend {
             options: crate::AgentOptions::default(),
             codex_home: None,
             connect: None,
+            servers: ServerMode::PerAttempt,
+            pool: Arc::default(),
         }
     }
 
@@ -107,6 +116,27 @@ impl CodexBackend {
             self.connect = remote;
         }
         self
+    }
+
+    /// Whether attempts share warm app-servers (docs/peers/codex.md#shared-app-servers). A replay
+    /// stays per attempt whatever is asked.
+    #[must_use]
+    pub fn with_servers(mut self, servers: ServerMode) -> Self {
+        self.servers = servers;
+        self
+    }
+
+    /// The shared servers, if this backend shares them and has started any.
+    pub fn server_pool(&self) -> Option<&Arc<ServerPool>> {
+        self.pool.get()
+    }
+
+    /// The pool to open a session on, when attempts share servers.
+    fn shared_pool(&self) -> Option<&Arc<ServerPool>> {
+        match (&self.flavour, self.servers) {
+            (Flavour::Native, ServerMode::Shared(limits)) => Some(self.pool.get_or_init(|| ServerPool::new(limits))),
+            _ => None,
+        }
     }
 
     /// The demo (`clawbridge-demo`): `program args… app-server` replays a recorded real codex
@@ -131,6 +161,8 @@ impl CodexBackend {
             options: crate::AgentOptions::default(),
             codex_home: None,
             connect: None,
+            servers: ServerMode::PerAttempt,
+            pool: Arc::default(),
         }
     }
 
@@ -185,8 +217,8 @@ impl CodexBackend {
             super::auth::apply(&mut config, auth);
         }
         config.cwd.clone_from(&settings.cwd);
-        // The environment the host prepared for this attempt (a new app-server per attempt, so no
-        // process ever runs under another attempt's variables).
+        // The environment the host prepared for this attempt: part of a shared server's key, so no
+        // process ever runs under another attempt's variables.
         config.env.set.extend(settings.process_env.iter().map(|(name, value)| (name.into(), value.into())));
         config.registry.clone_from(&settings.registry);
         if let Some(remote) = &self.connect {
@@ -221,7 +253,11 @@ impl CodexBackend {
             // Default mode") unless this feature is on; with a person to ask, let it ask.
             config.config_overrides.push(ASK_IN_DEFAULT_MODE.into());
         }
-        let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
+        let connected = match self.shared_pool() {
+            Some(pool) => CodexSession::on_shared(pool, config, hooks).await,
+            None => CodexSession::connect(config, hooks).await,
+        };
+        let mut session = connected.map_err(start_error)?;
         if let Some(asker) = settings.user_input.clone().filter(|_| self.facts.supports.user_input) {
             session.answer_user_input_with(asker);
         }
@@ -384,6 +420,14 @@ impl Backend for CodexBackend {
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
     }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(pool) = self.pool.get() {
+                pool.shutdown().await;
+            }
+        })
+    }
 }
 
 /// A Codex session with its thread ready.
@@ -433,7 +477,7 @@ impl NativeSession for CodexNative {
     fn shutdown(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move {
             let stop = self.session.shutdown().await;
-            tracing::debug!(?stop, "codex app-server stopped");
+            tracing::debug!(?stop, "codex app-server stopped (none: left a shared server)");
         })
     }
 }

@@ -4,6 +4,7 @@
 //! - [`config`]: how to launch it and the policies of a session.
 //! - [`handler`]: Codex's requests (approvals, dynamic tools, user input) → the attempt's hooks.
 //! - [`session`]: handshake with the version gate, threads, and one turn at a time.
+//! - [`shared`]: warm app-servers shared by many sessions, with per-thread routing.
 //! - [`retry`]: retrying requests the server refuses as overloaded.
 //! - [`auth`]: the host's prepared route auth as Codex model-provider overrides.
 //! - [`provider_env`]: the one credential variable a session passes (the selected provider's `env_key`).
@@ -19,6 +20,7 @@ pub mod mapping;
 pub mod provider_env;
 pub mod retry;
 pub mod session;
+pub mod shared;
 pub mod tool_policy;
 
 pub use backend::{CODEX_BIN_ENV, CodexBackend};

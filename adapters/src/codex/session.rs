@@ -161,8 +161,8 @@ impl Steering {
 
 /// A live `codex app-server` after a successful handshake.
 pub struct CodexSession {
-    /// The process and its JSON-RPC peer.
-    conn: AgentConnection,
+    /// The process and its JSON-RPC peer: its own, or a seat on a shared one.
+    link: ServerLink,
     /// Notifications in arrival order.
     events: mpsc::Receiver<PeerEvent>,
     /// What the request handler saw (pending approvals, accepted approvals).
@@ -188,83 +188,151 @@ impl std::fmt::Debug for CodexSession {
         f.debug_struct("CodexSession").finish_non_exhaustive()
     }
 }
-impl CodexSession {
-    /// Spawns the app-server (or connects to the configured one, [`CodexConfig::connect`]) and
-    /// performs the handshake. No other request can go out before it succeeds: the session only
-    /// exists afterwards. A refused version stops the child (or closes the connection).
-    pub async fn connect(config: CodexConfig, hooks: SessionHooks) -> Result<CodexSession, CodexError> {
-        let activity = Arc::new(TurnActivity::default());
-        let handler = CodexRequestHandler::new(
-            hooks.approver.clone(),
-            hooks.tools.clone(),
-            activity.clone(),
-            config.approval_timeout,
-            config.tool_timeout,
-        );
-        let peer_config = PeerConfig {
-            dialect: Dialect::Codex,
-            request_timeout: config.request_timeout,
-            // The handler applies the approval and tool deadlines itself; this is the backstop.
-            handler_timeout: config.approval_timeout.max(config.tool_timeout) + Duration::from_secs(5),
-            label: "codex".into(),
-            // A Codex that stops reading its stdin must fail the turn, not hang it.
-            write_timeout: Some(config.write_timeout),
-            ..PeerConfig::default()
-        };
-        let spawn = SpawnOptions {
-            registry: config.registry.clone(),
-            containment: config.containment,
-            ..SpawnOptions::default()
-        };
-        let (conn, events) = match &config.connect {
-            // The handshake's deadline covers reaching the server, as it covers a child's start-up.
-            Some(endpoint) => {
-                AgentConnection::connect(
-                    endpoint,
-                    &config.ws_auth,
-                    config.handshake_timeout,
-                    peer_config,
-                    handler.clone(),
-                )
-                .await?
-            }
-            None => AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?,
-        };
+/// The process a session talks to: its own, or a seat on a shared one.
+#[derive(Debug)]
+enum ServerLink {
+    /// An app-server started for this session alone, stopped with it (boxed: the other variant is
+    /// a handle).
+    Own(Box<AgentConnection>),
+    /// A seat on a shared app-server (super::shared); leaving it leaves the server running.
+    Shared(super::shared::ServerSeat),
+}
 
-        let experimental_api = !hooks.tools.specs().is_empty();
-        let params = InitializeParams {
-            client_info: ClientInfo::new(config.client_name.clone(), env!("CARGO_PKG_VERSION")),
-            capabilities: Some(InitializeCapabilities { experimental_api, ..InitializeCapabilities::default() }),
-            ..InitializeParams::default()
-        };
-        let answer = match conn
-            .peer()
-            .request_with_timeout(methods::INITIALIZE, Some(&params), config.handshake_timeout)
-            .await
-        {
+impl ServerLink {
+    fn peer(&self) -> &clawbridge_bridge::rpc::RpcPeer {
+        match self {
+            ServerLink::Own(conn) => conn.peer(),
+            ServerLink::Shared(seat) => seat.peer(),
+        }
+    }
+}
+
+/// A session's request handler and the activity it shares with the turn loop.
+fn session_handler(config: &CodexConfig, hooks: &SessionHooks) -> (Arc<TurnActivity>, Arc<CodexRequestHandler>) {
+    let activity = Arc::new(TurnActivity::default());
+    let handler = CodexRequestHandler::new(
+        hooks.approver.clone(),
+        hooks.tools.clone(),
+        activity.clone(),
+        config.approval_timeout,
+        config.tool_timeout,
+    );
+    (activity, handler)
+}
+
+/// Spawns the app-server `config` describes (or connects to the listening one it names,
+/// [`CodexConfig::connect`]), its requests answered by `handler`.
+pub(super) async fn open_server(
+    config: &CodexConfig,
+    handler: Arc<dyn clawbridge_bridge::rpc::RequestHandler>,
+) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), CodexError> {
+    let peer_config = PeerConfig {
+        dialect: Dialect::Codex,
+        request_timeout: config.request_timeout,
+        // The handler applies the approval and tool deadlines itself; this is the backstop.
+        handler_timeout: config.approval_timeout.max(config.tool_timeout) + Duration::from_secs(5),
+        label: "codex".into(),
+        // A Codex that stops reading its stdin must fail the turn, not hang it.
+        write_timeout: Some(config.write_timeout),
+        ..PeerConfig::default()
+    };
+    if let Some(endpoint) = &config.connect {
+        // The handshake's deadline covers reaching the server, as it covers a child's start-up.
+        return Ok(
+            AgentConnection::connect(endpoint, &config.ws_auth, config.handshake_timeout, peer_config, handler).await?
+        );
+    }
+    let spawn =
+        SpawnOptions { registry: config.registry.clone(), containment: config.containment, ..SpawnOptions::default() };
+    Ok(AgentConnection::spawn(&config.command(), spawn, peer_config, handler)?)
+}
+
+/// `initialize` with the version gate, then `initialized`; a failed or refused handshake stops the child.
+pub(super) async fn handshake(
+    conn: AgentConnection,
+    config: &CodexConfig,
+    experimental_api: bool,
+) -> Result<(AgentConnection, Version), CodexError> {
+    let params = InitializeParams {
+        client_info: ClientInfo::new(config.client_name.clone(), env!("CARGO_PKG_VERSION")),
+        capabilities: Some(InitializeCapabilities { experimental_api, ..InitializeCapabilities::default() }),
+        ..InitializeParams::default()
+    };
+    let answer =
+        match conn.peer().request_with_timeout(methods::INITIALIZE, Some(&params), config.handshake_timeout).await {
             Ok(answer) => answer,
             Err(error) => {
                 conn.shutdown(config.stop).await;
                 return Err(CodexError::Handshake(error));
             }
         };
-        let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
-        let server_version = match config.version_policy.check(response.user_agent.as_deref()) {
-            Ok(verdict) => {
-                if let Some(warning) = verdict.warning("Codex app-server") {
-                    tracing::warn!("{warning}");
-                }
-                verdict.found().clone()
+    let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
+    let server_version = match config.version_policy.check(response.user_agent.as_deref()) {
+        Ok(verdict) => {
+            if let Some(warning) = verdict.warning("Codex app-server") {
+                tracing::warn!("{warning}");
             }
-            Err(rejected) => {
-                let stop = conn.shutdown(config.stop).await;
-                tracing::debug!(?stop, "stopped a codex app-server of a refused version");
-                return Err(CodexError::VersionRejected { rejected, user_agent: response.user_agent });
-            }
-        };
-        conn.peer().notify::<Value>(methods::INITIALIZED, None).await?;
-        Ok(CodexSession {
-            conn,
+            verdict.found().clone()
+        }
+        Err(rejected) => {
+            let stop = conn.shutdown(config.stop).await;
+            tracing::debug!(?stop, "stopped a codex app-server of a refused version");
+            return Err(CodexError::VersionRejected { rejected, user_agent: response.user_agent });
+        }
+    };
+    if let Err(error) = conn.peer().notify::<Value>(methods::INITIALIZED, None).await {
+        conn.shutdown(config.stop).await;
+        return Err(error.into());
+    }
+    Ok((conn, server_version))
+}
+
+impl CodexSession {
+    /// Spawns the app-server (or connects to the configured one, [`CodexConfig::connect`]) and
+    /// performs the handshake. No other request can go out before it succeeds: the session only
+    /// exists afterwards. A refused version stops the child (or closes the connection).
+    pub async fn connect(config: CodexConfig, hooks: SessionHooks) -> Result<CodexSession, CodexError> {
+        let (activity, handler) = session_handler(&config, &hooks);
+        let (conn, events) = open_server(&config, handler.clone()).await?;
+        let experimental_api = !hooks.tools.specs().is_empty();
+        let (conn, server_version) = handshake(conn, &config, experimental_api).await?;
+        Ok(CodexSession::assemble(
+            ServerLink::Own(Box::new(conn)),
+            events,
+            activity,
+            handler,
+            hooks,
+            config,
+            server_version,
+        ))
+    }
+
+    /// A session on a warm app-server shared with other sessions (super::shared), from `pool`: no
+    /// process start, no handshake. Its thread's notifications and requests are routed to it.
+    pub async fn on_shared(
+        pool: &super::shared::ServerPool,
+        config: CodexConfig,
+        hooks: SessionHooks,
+    ) -> Result<CodexSession, CodexError> {
+        let (activity, handler) = session_handler(&config, &hooks);
+        let experimental_api = !hooks.tools.specs().is_empty();
+        let mut seat = pool.seat(&config, experimental_api, handler.clone()).await?;
+        let events = seat.take_events().expect("a new seat has its events");
+        let server_version = seat.version().clone();
+        Ok(CodexSession::assemble(ServerLink::Shared(seat), events, activity, handler, hooks, config, server_version))
+    }
+
+    fn assemble(
+        link: ServerLink,
+        events: mpsc::Receiver<PeerEvent>,
+        activity: Arc<TurnActivity>,
+        handler: Arc<CodexRequestHandler>,
+        hooks: SessionHooks,
+        config: CodexConfig,
+        server_version: Version,
+    ) -> CodexSession {
+        CodexSession {
+            link,
             events,
             activity,
             observer: hooks.observer,
@@ -274,7 +342,7 @@ impl CodexSession {
             server_version,
             unknown_methods: HashSet::new(),
             config_warnings: Vec::new(),
-        })
+        }
     }
 
     /// Who answers Codex's questions for the user (`item/tool/requestUserInput`). Without one they
@@ -285,7 +353,7 @@ impl CodexSession {
 
     /// A handle for steering running turns.
     pub fn steering(&self) -> Steering {
-        Steering { peer: self.conn.peer().clone(), retry: self.config.overload_retry }
+        Steering { peer: self.link.peer().clone(), retry: self.config.overload_retry }
     }
 
     /// The server's version.
@@ -295,7 +363,15 @@ impl CodexSession {
 
     /// The app-server's pid (its process group), when the bridge spawned it.
     pub fn pid(&self) -> Option<u32> {
-        self.conn.process().map(clawbridge_bridge::supervisor::ChildProcess::pid)
+        match &self.link {
+            ServerLink::Own(conn) => conn.process().map(clawbridge_bridge::supervisor::ChildProcess::pid),
+            ServerLink::Shared(seat) => seat.pid(),
+        }
+    }
+
+    /// Whether the session runs on a shared app-server.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.link, ServerLink::Shared(_))
     }
 
     fn dynamic_tools(&self) -> Option<Vec<DynamicToolSpec>> {
@@ -324,7 +400,7 @@ impl CodexSession {
         method: &str,
         params: &P,
     ) -> Result<R, RpcError> {
-        let peer = self.conn.peer().clone();
+        let peer = self.link.peer().clone();
         let request = retry::request_typed::<P, R>(&peer, self.config.overload_retry, method, Some(params));
         tokio::pin!(request);
         loop {
@@ -376,6 +452,7 @@ impl CodexSession {
             ..ThreadStartParams::default()
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
+        self.claim_thread(&response.thread.id);
         Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None, model: response.model })
     }
 
@@ -396,12 +473,15 @@ impl CodexSession {
             ..ThreadResumeParams::new(thread_id)
         };
         match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
-            Ok(response) => Ok(ThreadReady {
-                thread_id: response.thread.id,
-                resumed: true,
-                resume_failure: None,
-                model: response.model,
-            }),
+            Ok(response) => {
+                self.claim_thread(&response.thread.id);
+                Ok(ThreadReady {
+                    thread_id: response.thread.id,
+                    resumed: true,
+                    resume_failure: None,
+                    model: response.model,
+                })
+            }
             Err(error) => {
                 tracing::warn!(%thread_id, %error, "could not resume the codex thread; starting a new one");
                 let mut ready = self.start_thread(options).await?;
@@ -444,7 +524,10 @@ impl CodexSession {
                 return Ok(driver.close(closing).await.finish(Some(thread_id.to_string())));
             }
         }
-        let peer = self.conn.peer().clone();
+        if let ServerLink::Shared(seat) = &self.link {
+            seat.count_turn();
+        }
+        let peer = self.link.peer().clone();
         let mut params = TurnStartParams::new(thread_id, super::input::user_inputs(input));
         params.effort = input.think_level.and_then(super::input::effort).map(str::to_owned);
         // The answer may come after the notifications it causes: keep reading while it is pending.
@@ -479,7 +562,7 @@ impl CodexSession {
     }
 
     fn send_interrupt(&self, thread_id: &str, turn_id: &str) {
-        let peer = self.conn.peer().clone();
+        let peer = self.link.peer().clone();
         let params = TurnInterruptParams { thread_id: thread_id.into(), turn_id: turn_id.into(), ..Default::default() };
         let policy = self.config.overload_retry;
         tokio::spawn(async move {
@@ -489,9 +572,23 @@ impl CodexSession {
         });
     }
 
-    /// Stops the app-server (staged: stdin EOF, then signals to its group).
-    pub async fn shutdown(self) -> StopOutcome {
-        self.conn.shutdown(self.config.stop).await
+    /// Stops the app-server (staged: stdin EOF, then signals to its group); a session on a shared
+    /// server leaves it instead (`None`), and the pool decides when it stops.
+    pub async fn shutdown(self) -> Option<StopOutcome> {
+        match self.link {
+            ServerLink::Own(conn) => Some(conn.shutdown(self.config.stop).await),
+            ServerLink::Shared(seat) => {
+                drop(seat);
+                None
+            }
+        }
+    }
+
+    /// On a shared server, routes `thread_id`'s traffic to this session.
+    fn claim_thread(&self, thread_id: &str) {
+        if let ServerLink::Shared(seat) = &self.link {
+            seat.claim_thread(thread_id);
+        }
     }
 }
 
@@ -541,7 +638,7 @@ impl CodexTurn<'_> {
 
     fn start_reconcile(&mut self) {
         self.reconcile_at = None;
-        let peer = self.session.conn.peer().clone();
+        let peer = self.session.link.peer().clone();
         let policy = self.session.config.overload_retry;
         let params = ThreadTurnsListParams {
             thread_id: self.thread_id.into(),

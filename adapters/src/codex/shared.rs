@@ -1,0 +1,597 @@
+//! Warm `codex app-server`s shared by many sessions at once (docs/peers/codex.md#shared-app-servers):
+//! one process serves many threads, as the protocol allows, so an attempt pays neither the start-up
+//! nor the handshake.
+//!
+//! - A [`ServerPool`] keeps servers by [`ServerKey`], a keyed hash of everything two attempts must
+//!   agree on to share a process (program, arguments with every `-c` override, the environment with
+//!   the attempt's prepared and secret variables, the process's cwd, containment, the initialize
+//!   capabilities). The hash is keyed per pool so the key says nothing about a secret it covers.
+//! - One reader per server (a router task) sends each notification to the session whose thread it
+//!   names; one without a thread goes to every session (the mapper ignores what is not its turn's).
+//! - The server's request handler answers a request with the hooks of the session whose thread it
+//!   names; a request naming no known thread gets the method's safe answer (decline, tool failure).
+//! - A server whose peer is gone (crash, kill) fails the turns on it with its exit and stderr tail
+//!   (each session receives the `Closed` event) and is never lent again: the next attempt starts a
+//!   fresh one.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use clawbridge_bridge::connection::AgentConnection;
+use clawbridge_bridge::pool::{PoolItem, PoolLimits, WarmPool};
+use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, PeerEvent, PeerGone, RequestHandler, RpcPeer};
+use clawbridge_bridge::supervisor::{StopOutcome, StopPolicy};
+use clawbridge_protocol::codex::server_requests::ServerRequest;
+use clawbridge_protocol::codex::version::Version;
+use clawbridge_protocol::jsonrpc::{ErrorObject, Request};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::task::TaskTracker;
+
+use super::config::CodexConfig;
+use super::handler::CodexRequestHandler;
+use super::session::CodexError;
+
+/// How many events may wait for one session. The router never waits for a session: one that lets
+/// this many pile up is cut off (its turn fails) rather than stalling every other thread.
+const SESSION_QUEUE: usize = 1024;
+
+/// Whether the native backend's attempts share warm app-servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerMode {
+    /// Attempts share warm servers (many threads on one process) under these limits.
+    Shared(PoolLimits),
+    /// Every attempt starts its own app-server and stops it at its end (full isolation).
+    PerAttempt,
+}
+
+impl ServerMode {
+    /// The shared pool's default limits: a few servers (one per distinct setting in use), retired
+    /// after five idle minutes or 200 turns so a long-lived server's memory stays bounded.
+    pub const DEFAULT_LIMITS: PoolLimits =
+        PoolLimits { max_items: 4, idle_timeout: std::time::Duration::from_secs(300), max_uses: Some(200) };
+}
+
+/// What two attempts must agree on to share an app-server, hashed (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ServerKey(
+    /// The keyed hash of the launch settings.
+    u64,
+);
+
+/// One session's place on a shared server: where its events go and who answers its requests.
+struct Route {
+    /// The session's event queue.
+    events: mpsc::Sender<PeerEvent>,
+    /// The session's request handler (its approver, host tools, user-input asker).
+    handler: Arc<CodexRequestHandler>,
+}
+
+/// The sessions of one server, by slot and by thread.
+#[derive(Default)]
+struct RouteTable {
+    /// Every session on the server, by slot number.
+    routes: HashMap<u64, Route>,
+    /// Which slot owns which thread.
+    threads: HashMap<String, u64>,
+    /// The next slot number.
+    next: u64,
+    /// How the server's peer went away, once it has: later sessions hear it at once.
+    gone: Option<Arc<PeerGone>>,
+}
+
+/// The routing of one shared server, used by its router task and its request handler.
+#[derive(Default)]
+struct Routes {
+    /// The table; never held across an await.
+    table: Mutex<RouteTable>,
+}
+
+impl Routes {
+    fn table(&self) -> MutexGuard<'_, RouteTable> {
+        self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The handler of the session that owns `thread_id`.
+    fn handler_of(&self, thread_id: &str) -> Option<Arc<CodexRequestHandler>> {
+        let table = self.table();
+        let slot = table.threads.get(thread_id)?;
+        table.routes.get(slot).map(|route| route.handler.clone())
+    }
+
+    /// Hands `event` to `slot`'s session; a session that fell this far behind is cut off.
+    fn deliver(table: &mut RouteTable, slot: u64, event: PeerEvent) {
+        let Some(route) = table.routes.get(&slot) else { return };
+        if let Err(mpsc::error::TrySendError::Full(_)) = route.events.try_send(event) {
+            tracing::error!(
+                slot,
+                "a session on a shared codex app-server fell {SESSION_QUEUE} events behind; cutting it off"
+            );
+            table.routes.remove(&slot);
+            table.threads.retain(|_, owner| *owner != slot);
+        }
+    }
+
+    /// Routes one event from the server's reader (see the module docs).
+    fn route(&self, event: PeerEvent) {
+        let mut table = self.table();
+        match event {
+            PeerEvent::Notification(note) => {
+                let params = note.params.as_ref();
+                let thread = params
+                    .and_then(|p| p.get("threadId"))
+                    .or_else(|| params.and_then(|p| p.get("thread")).and_then(|t| t.get("id")))
+                    .and_then(Value::as_str);
+                match thread {
+                    Some(thread) => match table.threads.get(thread).copied() {
+                        Some(slot) => Self::deliver(&mut table, slot, PeerEvent::Notification(note)),
+                        None => tracing::trace!(method = %note.method, "a notification for a thread no session holds"),
+                    },
+                    None => {
+                        let slots: Vec<u64> = table.routes.keys().copied().collect();
+                        for slot in slots {
+                            Self::deliver(&mut table, slot, PeerEvent::Notification(note.clone()));
+                        }
+                    }
+                }
+            }
+            PeerEvent::Closed(gone) => {
+                table.gone = Some(gone.clone());
+                // Every session hears how the server ended; then its queue closes.
+                for (_, route) in table.routes.drain() {
+                    let _ = route.events.try_send(PeerEvent::Closed(gone.clone()));
+                }
+                table.threads.clear();
+            }
+            // The peer logged it; the stream goes on.
+            _ => {}
+        }
+    }
+
+    /// Adds a session; its event queue.
+    fn join(&self, handler: Arc<CodexRequestHandler>) -> (u64, mpsc::Receiver<PeerEvent>) {
+        let (events, receiver) = mpsc::channel(SESSION_QUEUE);
+        let mut table = self.table();
+        let slot = table.next;
+        table.next += 1;
+        match &table.gone {
+            Some(gone) => {
+                let _ = events.try_send(PeerEvent::Closed(gone.clone()));
+            }
+            None => {
+                table.routes.insert(slot, Route { events, handler });
+            }
+        }
+        (slot, receiver)
+    }
+
+    /// Gives `thread_id` to `slot`'s session.
+    fn claim(&self, slot: u64, thread_id: &str) {
+        let mut table = self.table();
+        if table.routes.contains_key(&slot) {
+            table.threads.insert(thread_id.to_owned(), slot);
+        }
+    }
+
+    /// Removes a session and its threads.
+    fn leave(&self, slot: u64) {
+        let mut table = self.table();
+        table.routes.remove(&slot);
+        table.threads.retain(|_, owner| *owner != slot);
+    }
+
+    fn is_gone(&self) -> bool {
+        self.table().gone.is_some()
+    }
+}
+
+/// The request handler of a shared server: each request to the hooks of the thread it names.
+struct RoutingHandler {
+    /// The server's routing.
+    routes: Arc<Routes>,
+}
+
+impl RequestHandler for RoutingHandler {
+    fn handle(&self, request: Request) -> BoxFuture<'static, Result<Value, HandlerError>> {
+        let params = request.params_value();
+        let thread = params.as_ref().and_then(|p| p.get("threadId")).and_then(Value::as_str);
+        if let Some(handler) = thread.and_then(|thread| self.routes.handler_of(thread)) {
+            return handler.handle(request);
+        }
+        tracing::warn!(method = %request.method, ?thread, "a codex request for no session on this server; answering with the safe default");
+        let answer = ServerRequest::from_request(&request.method, params).fallback_reply().map_err(HandlerError::Reply);
+        Box::pin(async move { answer })
+    }
+
+    fn fallback(&self, method: &str, params: Option<&Value>, failure: &HandlerFailure) -> Result<Value, ErrorObject> {
+        tracing::warn!(%method, %failure, "answering Codex with the safe default");
+        ServerRequest::from_request(method, params.cloned()).fallback_reply()
+    }
+}
+
+/// One warm `codex app-server` serving many sessions.
+pub struct SharedServer {
+    /// The process and its peer; taken when it stops.
+    conn: Mutex<Option<AgentConnection>>,
+    /// The peer, for requests while the connection is held above.
+    peer: RpcPeer,
+    /// The process's pid (its process group); `None` for a server the bridge connected to
+    /// (`codex.connect`) rather than spawned.
+    pid: Option<u32>,
+    /// Its sessions.
+    routes: Arc<Routes>,
+    /// Its version, from the handshake.
+    version: Version,
+    /// Sessions using it now.
+    leases: AtomicUsize,
+    /// Turns started on it, against the pool's retirement after N turns.
+    turns: AtomicU64,
+    /// No longer handed out; it stops when its last session ends.
+    retired: AtomicBool,
+    /// The staged stop's graces.
+    stop: StopPolicy,
+    /// Where a stop started by a session's end runs, so the pool's shutdown waits for it.
+    stopping: TaskTracker,
+}
+
+impl std::fmt::Debug for SharedServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedServer").field("pid", &self.pid).finish_non_exhaustive()
+    }
+}
+
+impl SharedServer {
+    /// Spawns the app-server `config` describes, with its router, and performs the handshake.
+    async fn start(
+        config: &CodexConfig,
+        experimental_api: bool,
+        stopping: TaskTracker,
+    ) -> Result<Arc<SharedServer>, CodexError> {
+        let routes = Arc::new(Routes::default());
+        let handler = Arc::new(RoutingHandler { routes: routes.clone() });
+        let (conn, mut events) = super::session::open_server(config, handler).await?;
+        let (conn, version) = super::session::handshake(conn, config, experimental_api).await?;
+        let router = routes.clone();
+        // The one reader of this server's events; it ends with the stream.
+        stopping.spawn(async move {
+            while let Some(event) = events.recv().await {
+                router.route(event);
+            }
+        });
+        let server = SharedServer {
+            peer: conn.peer().clone(),
+            pid: conn.process().map(clawbridge_bridge::supervisor::ChildProcess::pid),
+            conn: Mutex::new(Some(conn)),
+            routes,
+            version,
+            leases: AtomicUsize::new(0),
+            turns: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
+            stop: config.stop,
+            stopping,
+        };
+        tracing::debug!(pid = ?server.pid, "started a shared codex app-server");
+        Ok(Arc::new(server))
+    }
+
+    /// A place on this server for a session answering with `handler`, unless it was retired meanwhile.
+    fn seat(self: &Arc<Self>, handler: Arc<CodexRequestHandler>) -> Option<ServerSeat> {
+        self.leases.fetch_add(1, Ordering::SeqCst);
+        if self.retired.load(Ordering::SeqCst) {
+            self.release();
+            return None;
+        }
+        let (slot, events) = self.routes.join(handler);
+        Some(ServerSeat { server: self.clone(), slot, events: Some(events) })
+    }
+
+    fn release(self: &Arc<Self>) {
+        if self.leases.fetch_sub(1, Ordering::SeqCst) == 1 && self.retired.load(Ordering::SeqCst) {
+            let server = self.clone();
+            self.stopping.spawn(async move {
+                server.stop_now().await;
+            });
+        }
+    }
+
+    /// Stops the process now (once; later calls find it stopped).
+    async fn stop_now(&self) -> Option<StopOutcome> {
+        let conn = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()?;
+        let outcome = conn.shutdown(self.stop).await;
+        tracing::debug!(pid = ?self.pid, ?outcome, "stopped a shared codex app-server");
+        Some(outcome)
+    }
+
+    /// Its pid (its process group), when the bridge spawned it.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+}
+
+/// A shared server as the pool keeps it (the pool lends clones of the handle).
+#[derive(Clone, Debug)]
+struct Pooled(
+    /// The server, shared with the seats on it.
+    Arc<SharedServer>,
+);
+
+impl std::ops::Deref for Pooled {
+    type Target = Arc<SharedServer>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl PoolItem for Pooled {
+    fn in_use(&self) -> bool {
+        self.leases.load(Ordering::SeqCst) > 0
+    }
+
+    fn healthy(&self) -> bool {
+        !self.routes.is_gone() && self.peer.gone().is_none()
+    }
+
+    fn uses(&self) -> u64 {
+        self.turns.load(Ordering::SeqCst)
+    }
+
+    fn retire(self) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.retired.store(true, Ordering::SeqCst);
+            if self.leases.load(Ordering::SeqCst) == 0 {
+                self.stop_now().await;
+            }
+        })
+    }
+}
+
+/// A session's place on a shared server; leaving it (drop) frees its threads and, on a retired
+/// server, stops the process after its last session.
+pub struct ServerSeat {
+    /// The server.
+    server: Arc<SharedServer>,
+    /// The session's slot in the server's routing.
+    slot: u64,
+    /// The session's event queue, until the session takes it.
+    events: Option<mpsc::Receiver<PeerEvent>>,
+}
+
+impl std::fmt::Debug for ServerSeat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSeat").field("pid", &self.server.pid).field("slot", &self.slot).finish()
+    }
+}
+
+impl ServerSeat {
+    /// The server's peer.
+    pub fn peer(&self) -> &RpcPeer {
+        &self.server.peer
+    }
+
+    /// The server's pid, when the bridge spawned it.
+    pub fn pid(&self) -> Option<u32> {
+        self.server.pid
+    }
+
+    /// The server's version.
+    pub fn version(&self) -> &Version {
+        &self.server.version
+    }
+
+    /// The session's event queue (once).
+    pub(super) fn take_events(&mut self) -> Option<mpsc::Receiver<PeerEvent>> {
+        self.events.take()
+    }
+
+    /// Routes `thread_id`'s notifications and requests to this session from now on.
+    pub fn claim_thread(&self, thread_id: &str) {
+        self.server.routes.claim(self.slot, thread_id);
+    }
+
+    /// Counts a turn started on the server.
+    pub fn count_turn(&self) {
+        self.server.turns.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for ServerSeat {
+    fn drop(&mut self) {
+        self.server.routes.leave(self.slot);
+        self.server.release();
+    }
+}
+
+/// Shared app-servers by [`ServerKey`], on the bridge's generic pool.
+pub struct ServerPool {
+    /// The servers under the cap, idle retirement and retirement after N turns.
+    servers: Arc<WarmPool<ServerKey, Pooled>>,
+    /// The per-pool key of the [`ServerKey`] hash.
+    hasher: RandomState,
+    /// One start at a time, so attempts opening together share one new server.
+    starting: tokio::sync::Mutex<()>,
+    /// Routers and stops started by sessions, waited for on shutdown.
+    stopping: TaskTracker,
+}
+
+impl std::fmt::Debug for ServerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerPool").field("servers", &self.servers.len()).finish_non_exhaustive()
+    }
+}
+
+impl ServerPool {
+    /// An empty pool under `limits`. Call it inside a tokio runtime.
+    pub fn new(limits: PoolLimits) -> Arc<ServerPool> {
+        Arc::new(ServerPool {
+            servers: WarmPool::new(limits),
+            hasher: RandomState::new(),
+            starting: tokio::sync::Mutex::new(()),
+            stopping: TaskTracker::new(),
+        })
+    }
+
+    /// The key of the server `config` launches (see the module docs).
+    pub fn key(&self, config: &CodexConfig, experimental_api: bool) -> ServerKey {
+        let command = config.command();
+        let mut hasher = self.hasher.build_hasher();
+        command.program.hash(&mut hasher);
+        command.args.hash(&mut hasher);
+        command.cwd.hash(&mut hasher);
+        command.env.inherit.hash(&mut hasher);
+        command.env.set.hash(&mut hasher);
+        command.env.remove.hash(&mut hasher);
+        command.env.withhold.hash(&mut hasher);
+        format!("{:?}", config.containment).hash(&mut hasher);
+        config.client_name.hash(&mut hasher);
+        experimental_api.hash(&mut hasher);
+        // A listening server the sessions connect to instead: its address and how we sign in (the
+        // credential's source, never its value, which is read at each connect).
+        format!("{:?}", config.connect).hash(&mut hasher);
+        format!("{:?}", config.ws_auth).hash(&mut hasher);
+        ServerKey(hasher.finish())
+    }
+
+    /// A seat on a warm server for `config`, starting one when none can serve.
+    pub async fn seat(
+        &self,
+        config: &CodexConfig,
+        experimental_api: bool,
+        handler: Arc<CodexRequestHandler>,
+    ) -> Result<ServerSeat, CodexError> {
+        let key = self.key(config, experimental_api);
+        let _one_start = self.starting.lock().await;
+        if let Some(seat) = self.servers.lend(&key).and_then(|server| server.seat(handler.clone())) {
+            return Ok(seat);
+        }
+        let server = SharedServer::start(config, experimental_api, self.stopping.clone()).await?;
+        let seat = server.seat(handler).expect("a server nobody has seen yet is not retired");
+        self.servers.put(key, Pooled(server));
+        Ok(seat)
+    }
+
+    /// How many servers the pool holds (live, or gone and not yet noticed).
+    pub fn server_count(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// The pids of the servers the pool holds (those the bridge spawned).
+    pub fn pids(&self) -> Vec<u32> {
+        self.servers.items().iter().filter_map(|server| server.pid).collect()
+    }
+
+    /// Stops every server, waiting for the stops; a server still in use is stopped too (the
+    /// bridge is going away).
+    pub async fn shutdown(&self) {
+        let servers = self.servers.items();
+        self.servers.shutdown().await;
+        futures::future::join_all(servers.iter().map(|server| server.stop_now())).await;
+        self.stopping.close();
+        self.stopping.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use clawbridge_bridge::attempt::TurnActivity;
+    use clawbridge_bridge::attempt::hooks::{ApprovalDecision, ApprovalRequest, Approver, NoHostTools};
+    use clawbridge_protocol::jsonrpc::RequestId;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Allows everything and counts how often it was asked.
+    #[derive(Default)]
+    struct Counting(
+        /// How often it was asked.
+        AtomicUsize,
+    );
+
+    impl Approver for Counting {
+        fn decide(&self, _request: ApprovalRequest) -> BoxFuture<'static, Result<ApprovalDecision, String>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(ApprovalDecision::Allow) })
+        }
+    }
+
+    fn handler(approver: Arc<Counting>) -> Arc<CodexRequestHandler> {
+        let limit = std::time::Duration::from_secs(5);
+        CodexRequestHandler::new(approver, Arc::new(NoHostTools), Arc::new(TurnActivity::default()), limit, limit)
+    }
+
+    fn approval(thread: &str) -> Request {
+        let params =
+            json!({"threadId": thread, "turnId": "t1", "itemId": "call_1", "command": "echo hi", "cwd": "/tmp"});
+        Request::with_value(RequestId::Number("1".into()), "item/commandExecution/requestApproval", Some(params))
+    }
+
+    #[tokio::test]
+    async fn a_request_goes_to_the_hooks_of_the_thread_it_names_and_an_unknown_thread_gets_the_safe_answer() {
+        let routes = Arc::new(Routes::default());
+        let (a, b) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+        let (slot_a, _events_a) = routes.join(handler(a.clone()));
+        let (slot_b, _events_b) = routes.join(handler(b.clone()));
+        routes.claim(slot_a, "thread-a");
+        routes.claim(slot_b, "thread-b");
+        let router = RoutingHandler { routes: routes.clone() };
+
+        let answer = router.handle(approval("thread-b")).await.unwrap();
+        assert_eq!(answer["decision"], "accept");
+        assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (0, 1), "only b's approver was asked");
+
+        let answer = router.handle(approval("thread-nobody-holds")).await.unwrap();
+        assert_eq!(answer["decision"], "decline", "no session: the safe answer");
+        routes.leave(slot_a);
+        let answer = router.handle(approval("thread-a")).await.unwrap();
+        assert_eq!(answer["decision"], "decline", "a session that left no longer answers");
+        assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (0, 1), "nobody else was asked");
+    }
+
+    #[tokio::test]
+    async fn notifications_go_to_their_threads_session_and_the_end_of_the_server_to_every_session() {
+        let routes = Routes::default();
+        let counting = Arc::new(Counting::default());
+        let (slot_a, mut events_a) = routes.join(handler(counting.clone()));
+        let (slot_b, mut events_b) = routes.join(handler(counting));
+        routes.claim(slot_a, "thread-a");
+        routes.claim(slot_b, "thread-b");
+        let note = |method: &str, params: Value| {
+            PeerEvent::Notification(clawbridge_protocol::jsonrpc::Notification {
+                method: method.into(),
+                params: Some(params),
+            })
+        };
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-b", "delta": "hi"})));
+        routes.route(note("thread/started", json!({"thread": {"id": "thread-a"}})));
+        routes.route(note("configWarning", json!({"summary": "for everyone"})));
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-gone", "delta": "lost"})));
+        let gone = Arc::new(PeerGone {
+            cause: clawbridge_bridge::rpc::GoneCause::OutputClosed,
+            exit: None,
+            stderr_tail: String::new(),
+        });
+        routes.route(PeerEvent::Closed(gone));
+        let methods = |events: &mut mpsc::Receiver<PeerEvent>| {
+            let mut seen = Vec::new();
+            while let Ok(event) = events.try_recv() {
+                seen.push(match event {
+                    PeerEvent::Notification(n) => n.method,
+                    PeerEvent::Closed(_) => "closed".into(),
+                    _ => "other".into(),
+                });
+            }
+            seen
+        };
+        assert_eq!(methods(&mut events_a), vec!["thread/started", "configWarning", "closed"]);
+        assert_eq!(methods(&mut events_b), vec!["item/agentMessage/delta", "configWarning", "closed"]);
+        // A session that joins a dead server hears so at once.
+        let (_, mut late) = routes.join(handler(Arc::default()));
+        assert_eq!(methods(&mut late), vec!["closed"]);
+        assert!(routes.is_gone());
+    }
+}
