@@ -14,6 +14,7 @@ pub mod input;
 pub mod mcp;
 pub mod native_tools;
 pub mod probe;
+pub mod remote;
 pub mod replay;
 pub mod rpc;
 pub mod sink;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::declare::settings_area;
 use clawbridge_adapters::claude::pool::PoolConfig;
 
-use super::value::{CgroupsSetting, LogFilter, PassEnvList, Program};
+use super::value::{CgroupsSetting, LauncherWords, LogFilter, PassEnvList, Program};
 
 /// `run.backend`'s default: the demo needs no peers.
 pub const DEFAULT_RUN_BACKEND: &str = "demo";
@@ -57,6 +57,12 @@ settings_area! {
         env ["CODEX_HOME"],
         default None,
         shown "codex's own (~/.codex)";
+        /// Runs the app-server elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names codex there (docs/remote.md).
+        launcher: LauncherWords,
+        flag None,
+        env ["CLAWBRIDGE_CODEX_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
     }
 }
 

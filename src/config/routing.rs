@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clawbridge_adapters::{AgentOptions, BackendOptions};
 use clawbridge_bridge::backend::ConfiguredProgram;
+use clawbridge_bridge::remote::{Launcher, RemoteSpec};
 use clawbridge_bridge::supervisor::Containment;
 
 use super::value::CgroupsSetting;
@@ -21,11 +22,14 @@ impl Settings {
                 CgroupsSetting::Auto => Containment::CgroupWhereAvailable,
                 CgroupsSetting::Off => Containment::TokenOnly,
             }),
+            remote: None,
         };
         let agent = |bin: &Setting<super::value::Program>, key: &str| AgentOptions {
             program: configured_program(bin, key),
             ..process.clone()
         };
+        let mut codex = agent(&self.codex.bin, "codex.bin");
+        codex.remote = remote_spec(self.codex.launcher.get(), &self.codex.bin, "codex");
         let default_pool = clawbridge_adapters::claude::pool::PoolConfig::default();
         let claude_pool = clawbridge_adapters::claude::pool::PoolConfig {
             max_warm: self
@@ -37,7 +41,7 @@ impl Settings {
         };
         BackendOptions {
             pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
-            codex: agent(&self.codex.bin, "codex.bin"),
+            codex,
             codex_home: self.codex.home.value.clone(),
             claude: agent(&self.claude.bin, "claude.bin"),
             claude_pool: Some(claude_pool),
@@ -62,6 +66,20 @@ impl Settings {
 fn configured_program(bin: &Setting<super::value::Program>, key: &str) -> Option<ConfiguredProgram> {
     let path = bin.value.clone()?.0;
     Some(ConfiguredProgram { path, named_by: named_by(&bin.source, key) })
+}
+
+/// A launcher and the agent's program on its far side: `bin` as given (no local lookup
+/// applies), else the agent's usual name.
+fn remote_spec(
+    launcher: Option<&super::value::LauncherWords>,
+    bin: &Setting<super::value::Program>,
+    default_name: &str,
+) -> Option<RemoteSpec> {
+    let words = launcher?.0.iter().map(std::ffi::OsString::from).collect();
+    // The value type refuses an empty launcher, so this only fails on what it already checked.
+    let launcher = Launcher::new(words).ok()?;
+    let program = bin.value.clone().map_or_else(|| default_name.into(), |bin| bin.0.into_os_string());
+    Some(RemoteSpec { launcher, program })
 }
 
 /// A setting named as the user gave it: the variable, or the key and its place.

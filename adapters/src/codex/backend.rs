@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
     Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings,
-    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::events::Event;
@@ -145,6 +145,7 @@ impl CodexBackend {
         self.options.apply(&mut config.write_timeout, &mut config.containment);
         match &self.flavour {
             Flavour::Native => {
+                config.remote.clone_from(&self.options.remote);
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
                 // inherited otherwise.
                 config.codex_home =
@@ -231,6 +232,7 @@ async fn probe_native(program: &Path, versions: &VersionProbe, options: &crate::
     let program = program.to_path_buf();
     let mut config = CodexConfig::new(program.clone());
     options.apply(&mut config.write_timeout, &mut config.containment);
+    config.remote.clone_from(&options.remote);
     let text = match versions.version_output(&config.probe_command(), VERSION_TIMEOUT, config.containment).await {
         Ok(text) => text,
         Err(error) => {
@@ -261,10 +263,7 @@ impl Backend for CodexBackend {
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
         match &self.flavour {
-            Flavour::Native => match &self.options.program {
-                Some(configured) => locate_configured(requested, Some(configured), "codex"),
-                None => locate_program(requested, CODEX_BIN_ENV, "codex"),
-            },
+            Flavour::Native => self.options.locate(requested, CODEX_BIN_ENV, "codex"),
             Flavour::Replay { program, .. } => Ok(requested.map_or_else(|| program.clone(), Path::to_path_buf)),
         }
     }
@@ -399,6 +398,7 @@ mod tests {
             }),
             write_timeout: Some(Duration::from_millis(4321)),
             containment: Some(Containment::TokenOnly),
+            remote: None,
         };
         let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/srv/codex-home")));
         let settings = OpenSettings::default();

@@ -88,12 +88,15 @@ pub enum CodexError {
     /// A request failed.
     #[error(transparent)]
     Rpc(#[from] RpcError),
+    /// The launcher's command could not be built (docs/remote.md); nothing was started. Not retryable.
+    #[error("cannot run codex through the launcher")]
+    Launcher(#[from] clawbridge_bridge::remote::LauncherError),
 }
 
 impl CodexError {
     /// Whether trying again could help (a version refusal never does).
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, CodexError::VersionRejected { .. })
+        !matches!(self, CodexError::VersionRejected { .. } | CodexError::Launcher(_))
     }
 }
 
@@ -210,7 +213,8 @@ impl CodexSession {
             containment: config.containment,
             ..SpawnOptions::default()
         };
-        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
+        let (command, preamble) = config.launch()?;
+        let (conn, events) = AgentConnection::spawn_prefixed(&command, preamble, spawn, peer_config, handler.clone())?;
 
         let experimental_api = !hooks.tools.specs().is_empty();
         let params = InitializeParams {

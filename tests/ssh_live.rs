@@ -1,0 +1,242 @@
+//! The launcher against a loopback `sshd` (Debian's OpenSSH, started by the test on 127.0.0.1 with
+//! throw-away keys) and the real codex 0.169.0 on the mock model: a full turn with an approval
+//! runs through `ssh -T`, its provider key travels on stdin (never on a command line), and a
+//! bridge SIGKILLed mid-turn leaves nothing of the remote session running. Skipped with a printed
+//! reason when codex or OpenSSH is missing (failed when peers are required).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clawbridge_adapters::claude::Secret;
+use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
+use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
+use clawbridge_bridge::events::{Event, TerminalKind};
+use clawbridge_bridge::remote::{Launcher, RemoteSpec};
+use clawbridge_fixtures::hooks::RecordingObserver;
+use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
+use clawbridge_fixtures::peers::sshd::{LoopbackSshd, sshd_or_skip};
+use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock, start_mock_requiring_key};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// The variable codex's provider reads its key from in these tests.
+const KEY_VAR: &str = "CLAWBRIDGE_TEST_MOCK_KEY";
+/// The key: it must never show up on any process's command line.
+const KEY: &str = "sk-ssh-live-7b1e0c";
+/// How long the remote side gets to be gone after the bridge is killed (the wrapper's graces are
+/// 2 s + 2 s after its stdin ends).
+const GONE_LIMIT: Duration = Duration::from_secs(20);
+
+/// `config.toml` for the mock, with the provider's key read from [`KEY_VAR`].
+fn keyed_config(mock: &clawbridge_fixtures::mock_model::MockModel) -> String {
+    config_toml(mock).replace("wire_api = \"responses\"", &format!("wire_api = \"responses\"\nenv_key = \"{KEY_VAR}\""))
+}
+
+/// Every process's pid, parent and command line (NULs as spaces), read from /proc now.
+fn processes() -> BTreeMap<i32, (i32, String)> {
+    clawbridge_fixtures::peers::live_processes()
+        .filter_map(|(pid, state)| {
+            // `state` is what follows the command's name: `S <ppid> …`.
+            let ppid = state.split_whitespace().nth(1)?.parse().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            Some((pid, (ppid, cmdline)))
+        })
+        .collect()
+}
+
+/// The processes below `root` (not `root` itself), with their command lines.
+fn descendants(root: i32) -> BTreeMap<i32, String> {
+    let all = processes();
+    let mut found = BTreeMap::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, (ppid, cmdline)) in &all {
+            if *ppid == parent && found.insert(*pid, cmdline.clone()).is_none() {
+                frontier.push(*pid);
+            }
+        }
+    }
+    found
+}
+
+/// Watches every command line on the machine until stopped; true if one held [`KEY`].
+fn watch_argv_for_key() -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<String>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !flag.load(Ordering::Relaxed) {
+            seen.extend(processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(KEY)));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        seen
+    });
+    (stop, watcher)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reaches_a_command_line() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(sshd) = sshd_or_skip() else { return };
+    let sandbox = Sandbox::new().unwrap();
+    // The mock answers only the key: a turn that works proves the key reached the remote codex.
+    let mock = start_mock_requiring_key(&command_mock(true), KEY).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), keyed_config(&mock)).unwrap();
+
+    let launcher = Launcher::new(sshd.launcher()).unwrap();
+    let mut config = CodexConfig::new(clawbridge_bridge::backend::find_program("ssh".as_ref()).unwrap());
+    config.remote = Some(RemoteSpec { launcher, program: codex.clone().into_os_string() });
+    config.codex_home = Some(sandbox.codex_home());
+    config.env = sandbox.env();
+    config.secret_env.push((KEY_VAR.into(), Secret::new(KEY)));
+    config.cwd = Some(sandbox.work());
+    config.turn_idle_timeout = Duration::from_secs(60);
+    let observed = Arc::new(RecordingObserver::default());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: observed.clone(),
+    };
+
+    let (stop_watch, watcher) = watch_argv_for_key();
+    let mut session = CodexSession::connect(config, hooks).await.expect("codex over ssh passes the version gate");
+    assert_eq!(session.server_version().to_string(), "0.169.0");
+    let remote = descendants(sshd.pid() as i32);
+    assert!(
+        remote.values().any(|c| c.contains("clawbridge-remote")) && remote.values().any(|c| c.contains("app-server")),
+        "codex runs under the wrapper on the sshd side: {remote:?}"
+    );
+    let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
+    let thread = session.start_thread(&options).await.unwrap();
+    let mut events = Vec::new();
+    let result = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the live test command.",
+            &mut |e: &Event| events.push(e.clone()),
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .expect("the turn runs");
+    stop_watch.store(true, Ordering::Relaxed);
+    let leaked = watcher.join().unwrap();
+
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}\n{}", result.terminal, mock_log(&mock));
+    assert_eq!(observed.reports().len(), 1, "the approved command's terminal, once");
+    assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
+    assert!(leaked.is_empty(), "the key was on a command line: {leaked:?}");
+
+    let stop = session.shutdown().await;
+    assert!(stop.exit.is_some_and(|exit| exit.success()), "ssh ended with the remote codex's clean exit: {stop:?}");
+    assert_remote_gone(&sshd, &remote);
+}
+
+fn mock_log(mock: &clawbridge_fixtures::mock_model::MockModel) -> String {
+    clawbridge_fixtures::peers::describe_requests(&mock.requests())
+}
+
+/// Waits until none of `remote` (processes of the sshd side, by pid and command line) is alive,
+/// and no process at all is left below the daemon.
+fn assert_remote_gone(sshd: &LoopbackSshd, remote: &BTreeMap<i32, String>) {
+    let started = Instant::now();
+    loop {
+        let now = processes();
+        let left: Vec<(i32, String)> = remote
+            .iter()
+            .filter(|(pid, cmdline)| now.get(pid).is_some_and(|(_, now_cmdline)| now_cmdline == *cmdline))
+            .map(|(pid, cmdline)| (*pid, cmdline.clone()))
+            .chain(descendants(sshd.pid() as i32))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(started.elapsed() < GONE_LIMIT, "left behind on the remote side: {left:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A mock that runs a command that outlives any turn, one part of it detached in a session of its
+/// own (as a tool command may do), which codex's own cleanup of its commands does not reach.
+fn slow_command_mock(tag: &str) -> serde_json::Value {
+    json!({"rules": [
+        {"when": {"last_input_is_tool_result": true}, "reply": {"text": "done"}},
+        {"when": {"last_user_text_contains": "run", "tool_offered": "exec_command"},
+         "reply": {"run_command": {"command": format!(
+                   "setsid sh -c 'sleep 600; echo {tag}-detached' </dev/null >/dev/null 2>&1 & sleep 600; echo {tag}"), "escalated": true,
+                                   "justification": "Allow the slow command?", "shell": "/bin/bash"}}}
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_killed_mid_turn_leaves_nothing_running_on_the_remote_side() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(sshd) = sshd_or_skip() else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let tag = format!("clawbridge-ssh-kill-{}", std::process::id());
+    let mock = start_mock(&slow_command_mock(&tag)).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let launcher: Vec<String> = sshd.launcher().into_iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let bridge_config = sandbox.root().join("clawbridge.toml");
+    std::fs::write(
+        &bridge_config,
+        format!(
+            "[codex]\nlauncher = {launcher:?}\nbin = {codex:?}\nhome = {home:?}\n",
+            codex = codex.display().to_string(),
+            home = sandbox.codex_home().display().to_string()
+        ),
+    )
+    .unwrap();
+
+    let mut bridge = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "codex", "--json", "--approve", "Please run the slow command."])
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CLAWBRIDGE_CONFIG", &bridge_config)
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Wait until the approved command runs on the remote side.
+    let started = Instant::now();
+    let remote = loop {
+        let remote = descendants(sshd.pid() as i32);
+        // The detached part itself (not the shell line that names it) is running.
+        if remote.values().any(|c| c.starts_with("sh -c sleep 600") && c.contains(&tag)) {
+            break remote;
+        }
+        if let Ok(Some(status)) = bridge.try_wait() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
+            panic!("the bridge ended before the command ran ({status}): {stderr}\n{}", mock_log(&mock));
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the slow command never started: {remote:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(remote.values().any(|c| c.contains("clawbridge-remote")), "the wrapper runs there: {remote:?}");
+    assert!(remote.values().any(|c| c.contains("app-server")), "codex runs there: {remote:?}");
+    let key_path = sshd.client_key().display().to_string();
+    let local = descendants(bridge.id() as i32);
+    assert!(local.values().any(|c| c.contains(&key_path)), "the bridge runs ssh: {local:?}");
+
+    bridge.kill().unwrap();
+    bridge.wait().unwrap();
+
+    assert_remote_gone(&sshd, &remote);
+    // The launcher (the bridge's child) went with it.
+    let ssh_left: Vec<String> =
+        processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(&key_path)).collect();
+    assert!(ssh_left.is_empty(), "the local ssh survived the bridge: {ssh_left:?}");
+}
