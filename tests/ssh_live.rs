@@ -133,7 +133,10 @@ async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reache
     assert!(leaked.is_empty(), "the key was on a command line: {leaked:?}");
 
     let stop = session.shutdown().await;
-    assert!(stop.exit.is_some_and(|exit| exit.success()), "ssh ended with the remote codex's clean exit: {stop:?}");
+    assert!(
+        stop.exit.is_some_and(clawbridge_bridge::exit::ExitState::success),
+        "ssh ended with the remote codex's clean exit: {stop:?}"
+    );
     assert_remote_gone(&sshd, &remote);
 }
 

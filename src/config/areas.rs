@@ -75,6 +75,12 @@ settings_area! {
         env ["CLAWBRIDGE_CLAUDE_BIN"],
         default None,
         shown "claude on PATH";
+        /// Runs the CLI elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names claude there (docs/remote.md).
+        launcher: LauncherWords,
+        flag None,
+        env ["CLAWBRIDGE_CLAUDE_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
         /// Most Claude CLIs kept warm between turns at once; parking one more stops the least recently used.
         warm_max: u64,
         flag None,
@@ -148,6 +154,12 @@ settings_area! {
         env ["CLAWBRIDGE_ACP_AUTH_METHOD"],
         default None,
         shown "none (never authenticates)";
+        /// Runs the ACP agent's command line elsewhere through this command (`ssh -T host`, `kubectl exec -i pod --`) (docs/remote.md).
+        launcher: LauncherWords,
+        flag None,
+        env ["CLAWBRIDGE_ACP_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
     }
 }
 

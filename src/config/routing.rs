@@ -30,6 +30,8 @@ impl Settings {
         };
         let mut codex = agent(&self.codex.bin, "codex.bin");
         codex.remote = remote_spec(self.codex.launcher.get(), &self.codex.bin, "codex");
+        let mut claude = agent(&self.claude.bin, "claude.bin");
+        claude.remote = remote_spec(self.claude.launcher.get(), &self.claude.bin, "claude");
         let default_pool = clawbridge_adapters::claude::pool::PoolConfig::default();
         let claude_pool = clawbridge_adapters::claude::pool::PoolConfig {
             max_warm: self
@@ -43,7 +45,7 @@ impl Settings {
             pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
             codex,
             codex_home: self.codex.home.value.clone(),
-            claude: agent(&self.claude.bin, "claude.bin"),
+            claude,
             claude_pool: Some(claude_pool),
             acp: Some(clawbridge_adapters::acp::AcpOptions {
                 agent: self.acp.agent.value.clone(),
@@ -56,6 +58,7 @@ impl Settings {
                     .unwrap_or_default(),
                 auth_method: self.acp.auth_method.value.clone(),
                 agent_named_by: self.acp.agent.value.as_ref().map(|_| named_by(&self.acp.agent.source, "acp.agent")),
+                launcher: self.acp.launcher.get().and_then(launcher),
                 process,
             }),
         }
@@ -75,11 +78,15 @@ fn remote_spec(
     bin: &Setting<super::value::Program>,
     default_name: &str,
 ) -> Option<RemoteSpec> {
-    let words = launcher?.0.iter().map(std::ffi::OsString::from).collect();
-    // The value type refuses an empty launcher, so this only fails on what it already checked.
-    let launcher = Launcher::new(words).ok()?;
+    let launcher = self::launcher(launcher?)?;
     let program = bin.value.clone().map_or_else(|| default_name.into(), |bin| bin.0.into_os_string());
     Some(RemoteSpec { launcher, program })
+}
+
+/// The launcher the words name (the value type refuses an empty one, so this only fails on what
+/// it already checked).
+fn launcher(words: &super::value::LauncherWords) -> Option<Launcher> {
+    Launcher::new(words.0.iter().map(std::ffi::OsString::from).collect()).ok()
 }
 
 /// A setting named as the user gave it: the variable, or the key and its place.

@@ -390,6 +390,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn under_a_launcher_codex_is_named_for_the_far_side_and_its_secrets_go_on_stdin() {
+        use clawbridge_bridge::remote::{Launcher, RemoteSpec};
+        let launcher = Launcher::new(vec!["env".into()]).unwrap();
+        let options = crate::AgentOptions {
+            remote: Some(RemoteSpec { launcher, program: "/far/codex".into() }),
+            ..crate::AgentOptions::default()
+        };
+        let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/far/codex-home")));
+        let located = backend.locate(Some(Path::new("/nonexistent/local-codex"))).unwrap();
+        assert_eq!(located.file_name(), Some(std::ffi::OsStr::new("env")), "the launcher, found here");
+        let settings = OpenSettings { program: located.clone(), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let mut config = backend.config(&settings, &tools);
+        config.secret_env.push(("CLAWBRIDGE_ROUTE_API_KEY".into(), crate::claude::Secret::new("sk-far-secret")));
+        let (command, preamble) = config.launch().unwrap();
+        assert_eq!(command.program, located);
+        assert!(command.args.contains(&"/far/codex".into()) && command.args.contains(&"app-server".into()));
+        let argv = format!("{:?}", command.args);
+        assert!(!argv.contains("sk-far-secret") && !argv.contains("/far/codex-home"), "{argv}");
+        let block = String::from_utf8(preamble.unwrap().as_bytes().to_vec()).unwrap();
+        assert!(block.contains("CLAWBRIDGE_ROUTE_API_KEY=sk-far-secret\n"), "{block}");
+        assert!(block.contains("CODEX_HOME=/far/codex-home\n"), "{block}");
+    }
+
+    #[test]
     fn the_operators_options_reach_the_launch_config_and_the_lookup() {
         let options = crate::AgentOptions {
             program: Some(ConfiguredProgram {
