@@ -1,7 +1,7 @@
 //! The launcher against a loopback `sshd` (Debian's OpenSSH, started by the test on 127.0.0.1 with
-//! throw-away keys) and the real codex 0.169.0 on the mock model: a full turn with an approval
-//! runs through `ssh -T`, its provider key travels on stdin (never on a command line), and a
-//! bridge SIGKILLed mid-turn leaves nothing of the remote session running. Skipped with a printed
+//! throw-away keys) and the real codex 0.169.0 and claude 2.1.328 on the mock model: a full turn
+//! with an approval runs through `ssh -T`, its provider key travels on stdin (never on a command
+//! line), and a bridge SIGKILLed mid-turn leaves nothing of the remote session running. Skipped with a printed
 //! reason when codex or OpenSSH is missing (failed when peers are required).
 
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::remote::{Launcher, RemoteSpec};
 use clawbridge_fixtures::hooks::RecordingObserver;
 use clawbridge_fixtures::peers::codex::{MARKER, command_mock, config_toml};
-use clawbridge_fixtures::peers::sshd::{LoopbackSshd, sshd_or_skip};
+use clawbridge_fixtures::peers::sshd::{LoopbackSshd, sshd_or_skip_with_env};
 use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock, start_mock_requiring_key};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -62,14 +62,14 @@ fn descendants(root: i32) -> BTreeMap<i32, String> {
     found
 }
 
-/// Watches every command line on the machine until stopped; true if one held [`KEY`].
-fn watch_argv_for_key() -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<String>>) {
+/// Watches every command line on the machine until stopped; the ones that held `secret`.
+fn watch_argv_for(secret: &'static str) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<String>>) {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let watcher = std::thread::spawn(move || {
         let mut seen = Vec::new();
         while !flag.load(Ordering::Relaxed) {
-            seen.extend(processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(KEY)));
+            seen.extend(processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(secret)));
             std::thread::sleep(Duration::from_millis(10));
         }
         seen
@@ -80,8 +80,9 @@ fn watch_argv_for_key() -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<String>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reaches_a_command_line() {
     let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(sshd) = sshd_or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
+    // The far side's HOME is its own: the sandbox's, not the account's real one.
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &sandbox.home())]) else { return };
     // The mock answers only the key: a turn that works proves the key reached the remote codex.
     let mock = start_mock_requiring_key(&command_mock(true), KEY).await.unwrap();
     std::fs::write(sandbox.codex_home().join("config.toml"), keyed_config(&mock)).unwrap();
@@ -101,7 +102,7 @@ async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reache
         observer: observed.clone(),
     };
 
-    let (stop_watch, watcher) = watch_argv_for_key();
+    let (stop_watch, watcher) = watch_argv_for(KEY);
     let mut session = CodexSession::connect(config, hooks).await.expect("codex over ssh passes the version gate");
     assert_eq!(session.server_version().to_string(), "0.169.0");
     let remote = descendants(sshd.pid() as i32);
@@ -179,8 +180,9 @@ fn slow_command_mock(tag: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridge_killed_mid_turn_leaves_nothing_running_on_the_remote_side() {
     let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(sshd) = sshd_or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
+    // The far side's HOME is its own: the sandbox's, not the account's real one.
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &sandbox.home())]) else { return };
     let tag = format!("clawbridge-ssh-kill-{}", std::process::id());
     let mock = start_mock(&slow_command_mock(&tag)).await.unwrap();
     std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
@@ -242,4 +244,53 @@ async fn a_bridge_killed_mid_turn_leaves_nothing_running_on_the_remote_side() {
     let ssh_left: Vec<String> =
         processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(&key_path)).collect();
     assert!(ssh_left.is_empty(), "the local ssh survived the bridge: {ssh_left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claude_turn_with_an_approved_command_runs_through_ssh_and_its_key_never_reaches_a_command_line() {
+    use clawbridge_fixtures::peers::claude;
+    let Some(claude_bin) = peer_or_skip("claude") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    // The far side's HOME is its own (no local default travels): the sandbox's, so the CLI's
+    // files land there and not in the account's real home.
+    let home = sandbox.home();
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &home)]) else { return };
+    let mock = start_mock_requiring_key(&claude::bash_mock(), claude::API_KEY).await.unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let launcher: Vec<String> = sshd.launcher().into_iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let bridge_config = sandbox.root().join("clawbridge.toml");
+    std::fs::write(
+        &bridge_config,
+        format!("[claude]\nlauncher = {launcher:?}\nbin = {:?}\n", claude_bin.display().to_string()),
+    )
+    .unwrap();
+
+    let (stop_watch, watcher) = watch_argv_for(claude::API_KEY);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "claude", "--json", "--approve", "Please run the live test command."])
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", claude::API_KEY)
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAWBRIDGE_CONFIG", &bridge_config)
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    stop_watch.store(true, Ordering::Relaxed);
+    let leaked = watcher.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), mock_log(&mock));
+    let result: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(result["result"]["terminal"]["kind"], "ok", "{result}");
+    assert_eq!(result["result"]["tools"][0]["toolName"], "bash", "{result}");
+    // The command ran on the far side, in the session's directory there.
+    let written = std::fs::read_to_string(sandbox.work().join("out.txt")).unwrap_or_default();
+    assert!(written.contains(claude::MARKER), "{written:?}");
+    assert!(leaked.is_empty(), "the key was on a command line: {leaked:?}");
+    assert_remote_gone(&sshd, &BTreeMap::new());
 }

@@ -35,7 +35,6 @@ mkfifo "$fifos/in" || { rmdir "$fifos"; exit 125; }
 sweep() {
   # Everything carrying the marker but this shell; a few rounds for what was being started.
   unset CLAWBRIDGE_CONTAINMENT
-  kill -KILL "$agent" 2>/dev/null
   for round in 1 2 3; do
     found=$(grep -lF -- "$marker" /proc/[0-9]*/environ 2>/dev/null)
     [ -n "$found" ] || break
@@ -49,7 +48,9 @@ sweep() {
 }
 "$@" <"$fifos/in" &
 agent=$!
-trap 'sweep; exit 143' HUP INT TERM
+# Signalled itself (sshd's HUP, a TERM): the agent goes first, then what carries the mark. After a
+# `wait` the agent's pid is reaped and may be reused, so only this path kills it by pid.
+trap 'kill -KILL "$agent" 2>/dev/null; sweep; exit 143' HUP INT TERM
 {
   cat <&3 >"$fifos/in"
   sleep "$grace"
