@@ -294,3 +294,28 @@ async fn a_claude_turn_with_an_approved_command_runs_through_ssh_and_its_key_nev
     assert!(leaked.is_empty(), "the key was on a command line: {leaked:?}");
     assert_remote_gone(&sshd, &BTreeMap::new());
 }
+
+/// Needs no peers: `run --launcher` reaches the backend, which looks for the launcher here (not
+/// for codex) and names it when it is missing; an empty one is refused by the flag itself.
+#[test]
+fn run_launcher_flag_is_the_program_looked_up_here() {
+    let state = tempfile::tempdir().unwrap();
+    let run = |launcher: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+            .envs(clawbridge_fixtures::no_user_config())
+            .args(["run", "--backend", "codex", "--launcher", launcher, "hi"])
+            .env("CLAWBRIDGE_STATE_DIR", state.path())
+            .env("CLAWBRIDGE_CODEX_BIN", "/far/side/codex")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let missing = run("/nonexistent/launcher -T box");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(stderr.contains("the launcher `/nonexistent/launcher -T box` is not found on PATH"), "{stderr}");
+    let empty = run("");
+    let stderr = String::from_utf8_lossy(&empty.stderr);
+    assert!(!empty.status.success());
+    assert!(stderr.contains("a launcher command line"), "{stderr}");
+}

@@ -59,7 +59,7 @@ settings_area! {
         shown "codex's own (~/.codex)";
         /// Runs the app-server elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names codex there (docs/remote.md).
         launcher: LauncherWords,
-        flag None,
+        flag Some("--launcher"),
         env ["CLAWBRIDGE_CODEX_LAUNCHER"],
         default None,
         shown "none (runs here)";
@@ -77,7 +77,7 @@ settings_area! {
         shown "claude on PATH";
         /// Runs the CLI elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names claude there (docs/remote.md).
         launcher: LauncherWords,
-        flag None,
+        flag Some("--launcher"),
         env ["CLAWBRIDGE_CLAUDE_LAUNCHER"],
         default None,
         shown "none (runs here)";
@@ -156,7 +156,7 @@ settings_area! {
         shown "none (never authenticates)";
         /// Runs the ACP agent's command line elsewhere through this command (`ssh -T host`, `kubectl exec -i pod --`) (docs/remote.md).
         launcher: LauncherWords,
-        flag None,
+        flag Some("--launcher"),
         env ["CLAWBRIDGE_ACP_LAUNCHER"],
         default None,
         shown "none (runs here)";
