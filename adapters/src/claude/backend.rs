@@ -96,6 +96,7 @@ impl ClaudeBackend {
     #[must_use]
     pub fn configured(mut self, options: crate::AgentOptions) -> Self {
         self.diagnostics.program.clone_from(&options.program);
+        self.diagnostics.remote.clone_from(&options.remote);
         self.options = options;
         self
     }

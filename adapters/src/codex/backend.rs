@@ -138,6 +138,11 @@ impl CodexBackend {
         self.options.program.as_ref()
     }
 
+    /// The launcher and the far side's codex, when the operator configured one.
+    pub(super) fn remote(&self) -> Option<&clawbridge_bridge::remote::RemoteSpec> {
+        self.options.remote.as_ref()
+    }
+
     /// How a session of this backend is launched under `settings`.
     pub(super) fn config(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> CodexConfig {
         let mut config = CodexConfig::new(settings.program.clone());

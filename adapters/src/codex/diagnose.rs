@@ -89,6 +89,9 @@ impl Diagnostics for CodexBackend {
     }
 
     fn program_source(&self) -> Option<String> {
+        if let Some(remote) = self.remote() {
+            return Some(format!("as the launcher, running {} on the far side", remote.program.to_string_lossy()));
+        }
         Some(clawbridge_bridge::diagnose::program_source(self.configured_program(), CODEX_BIN_ENV))
     }
 
