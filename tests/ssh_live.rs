@@ -1,5 +1,5 @@
 //! The launcher against a loopback `sshd` (Debian's OpenSSH, started by the test on 127.0.0.1 with
-//! throw-away keys) and the real codex 0.169.0 and claude 2.1.328 on the mock model: a full turn
+//! throw-away keys) and the real codex 0.169.0, claude 2.1.328 and codex-acp on the mock model: a full turn
 //! with an approval runs through `ssh -T`, its provider key travels on stdin (never on a command
 //! line), and a bridge SIGKILLed mid-turn leaves nothing of the remote session running. Skipped with a printed
 //! reason when codex or OpenSSH is missing (failed when peers are required).
@@ -60,6 +60,21 @@ fn descendants(root: i32) -> BTreeMap<i32, String> {
         }
     }
     found
+}
+
+/// Watches the processes below `root` (the sshd) until stopped; whether one's command line held `needle`.
+fn watch_below(root: u32, needle: String) -> (Arc<AtomicBool>, std::thread::JoinHandle<bool>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut seen = false;
+        while !flag.load(Ordering::Relaxed) && !seen {
+            seen = descendants(root as i32).values().any(|c| c.contains(&needle));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        seen
+    });
+    (stop, watcher)
 }
 
 /// Watches every command line on the machine until stopped; the ones that held `secret`.
@@ -266,6 +281,7 @@ async fn a_claude_turn_with_an_approved_command_runs_through_ssh_and_its_key_nev
     .unwrap();
 
     let (stop_watch, watcher) = watch_argv_for(claude::API_KEY);
+    let (stop_below, below) = watch_below(sshd.pid(), claude_bin.display().to_string());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
         .args(["run", "--backend", "claude", "--json", "--approve", "Please run the live test command."])
         .current_dir(sandbox.work())
@@ -283,6 +299,8 @@ async fn a_claude_turn_with_an_approved_command_runs_through_ssh_and_its_key_nev
         .unwrap();
     stop_watch.store(true, Ordering::Relaxed);
     let leaked = watcher.join().unwrap();
+    stop_below.store(true, Ordering::Relaxed);
+    assert!(below.join().unwrap(), "claude ran below the sshd, not here");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), mock_log(&mock));
     let result: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
@@ -318,4 +336,44 @@ fn run_launcher_flag_is_the_program_looked_up_here() {
     let stderr = String::from_utf8_lossy(&empty.stderr);
     assert!(!empty.status.success());
     assert!(stderr.contains("a launcher command line"), "{stderr}");
+}
+
+/// An ACP agent (codex-acp) through the loopback sshd: the agent's command line runs on the far
+/// side, its approved command too, and nothing of the session is left there afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_turn_with_an_approved_command_runs_through_ssh() {
+    use clawbridge_fixtures::peers::acp::{AcpAgent, AcpSandbox, command_mock, marker_command};
+    let agent = AcpAgent::CodexAcp;
+    if let Err(why) = agent.available() {
+        assert!(!clawbridge_fixtures::peers::peers_required(), "CLAWBRIDGE_REQUIRE_PEERS=1 but {why}");
+        eprintln!("skipped: peers not installed: {why}");
+        return;
+    }
+    let acp = AcpSandbox::new(agent, &command_mock(agent, marker_command(agent))).await.unwrap();
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &acp.sandbox.home())]) else { return };
+    let launcher: Vec<String> = sshd.launcher().into_iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let state = tempfile::tempdir().unwrap();
+    let (stop_below, below) = watch_below(sshd.pid(), "codex-acp".into());
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"))
+        .args(["run", "--backend", "acp", "--json", "--approve", "Please run the live test command."])
+        .current_dir(acp.work())
+        .env_clear()
+        .envs(acp.bridge_env())
+        .env("CLAWBRIDGE_ACP_LAUNCHER", shell_words::join(&launcher))
+        .env("CLAWBRIDGE_CONFIG", clawbridge_fixtures::no_user_config()[0].1.clone())
+        .env("CLAWBRIDGE_STATE_DIR", state.path())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(90), out).await.expect("the run ends").unwrap();
+    stop_below.store(true, Ordering::Relaxed);
+    assert!(below.join().unwrap(), "codex-acp ran below the sshd, not here");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{}", mock_log(&acp.mock));
+    let result: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(result["result"]["terminal"]["kind"], "ok", "{result}\n{stderr}");
+    let texts = result["result"]["assistantTexts"].to_string();
+    assert!(texts.contains(MARKER), "the command ran and the model quoted it: {texts}\n{stderr}");
+    assert_remote_gone(&sshd, &BTreeMap::new());
 }

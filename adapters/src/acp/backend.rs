@@ -365,7 +365,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn under_a_launcher_the_launcher_is_located_here_and_the_agent_runs_there_without_local_files() {
+    fn under_a_launcher_the_launcher_is_located_here_and_the_agent_command_line_runs_there() {
         let launcher = Launcher::new(vec!["env".into(), "-u".into(), "NOTHING".into()]).unwrap();
         let options = AcpOptions {
             agent: Some("/far/bin/my-agent --acp".into()),
