@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 peers="$(bash scripts/install-peers.sh all)"
+# OpenSSH for the launcher's live tests (tests/ssh_live.rs); when it cannot be installed they
+# fail below, since peers are required here, naming what is missing.
+bash scripts/install-sshd.sh || echo "test.sh: OpenSSH is not installed; tests/ssh_live.rs will fail" >&2
 export CLAWBRIDGE_REQUIRE_PEERS="${CLAWBRIDGE_REQUIRE_PEERS:-1}"
 # Every clawbridge the tests start reads an empty config file, never the developer's own
 # (~/.config/clawbridge/config.toml); tests of the config file name theirs with --config.

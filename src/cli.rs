@@ -73,6 +73,11 @@ enum Command {
         /// without it, CLAWBRIDGE_ACP_AGENT, else acp.agent in the config file. Only with `--backend acp`.
         #[arg(long, value_name = "COMMAND")]
         agent: Option<String>,
+        /// Run the backend's agent elsewhere through this command, split as a shell would
+        /// (`--launcher "ssh -T build-box"`, `docker exec -i ctr`); the backend's bin then names
+        /// its program there. Over codex.launcher, claude.launcher, acp.launcher (docs/remote.md).
+        #[arg(long, value_name = "COMMAND", value_parser = parse_launcher)]
+        launcher: Option<crate::config::value::LauncherWords>,
         /// A variable of this environment the ACP agent also sees (repeatable), besides the default
         /// allowlist and CLAWBRIDGE_ACP_AGENT_ENV's list: its own configuration and credentials.
         #[arg(long = "agent-env", value_name = "NAME")]
@@ -165,10 +170,14 @@ impl Cli {
         flags.bridge.state_dir.clone_from(&self.state_dir);
         flags.bridge.pass_env.clone_from(&self.pass_env);
         match &self.command {
-            Command::Run { backend, agent, connect, .. } => {
+            Command::Run { backend, agent, connect, launcher, .. } => {
                 flags.run.backend.clone_from(backend);
                 flags.acp.agent.clone_from(agent);
                 flags.codex.connect.clone_from(connect);
+                // Only the backend `run` uses reads its own.
+                flags.codex.launcher.clone_from(launcher);
+                flags.claude.launcher.clone_from(launcher);
+                flags.acp.launcher.clone_from(launcher);
             }
             Command::Reap { grace_ms } => flags.reap.grace_ms = *grace_ms,
             // The agent the gateway's environment names is not in the user's shell: the doctor takes it too.
@@ -217,6 +226,7 @@ pub async fn run(cli: Cli, settings: Settings) -> anyhow::Result<()> {
             agent,
             agent_env,
             connect,
+            launcher: _,
             prompt,
         } => {
             let approval = match (approve, deny) {
@@ -297,4 +307,9 @@ async fn reap(state_dir: &std::path::Path, grace: Duration) -> anyhow::Result<()
     }
     println!("{} orphaned process group(s) reaped from {}", reaped.len(), registry.dir().display());
     Ok(())
+}
+
+/// `--launcher`'s value: a command line a shell would split into at least a program.
+fn parse_launcher(line: &str) -> Result<crate::config::value::LauncherWords, crate::config::value::ValueError> {
+    line.parse()
 }

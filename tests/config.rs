@@ -96,7 +96,7 @@ fn an_unknown_key_names_the_file_line_the_key_and_the_known_ones() {
     let file = place.file("c.toml", "[codex]\nbin = \"/x\"\n\nbinary = \"/opt/codex\"\n");
     let err = refused(&place.run(&["--config", file.to_str().unwrap(), "run", "hi"], &[]));
     assert!(err.contains(&format!("{}:4:1: key `codex.binary`", file.display())), "{err}");
-    let known = "expected one of `bin`, `home`, `connect`, `ws-auth`, `ws-token-file`, `ws-token-env`, `ws-issuer`, `ws-audience`, `server`, `max-servers`, `server-idle-ms`, `max-turns-per-server`";
+    let known = "expected one of `bin`, `home`, `connect`, `ws-auth`, `ws-token-file`, `ws-token-env`, `ws-issuer`, `ws-audience`, `server`, `max-servers`, `server-idle-ms`, `max-turns-per-server`, `launcher`";
     assert!(err.contains(&format!("unknown field `binary`, {known}")), "{err}");
 }
 

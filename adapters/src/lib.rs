@@ -97,9 +97,37 @@ pub struct AgentOptions {
     pub write_timeout: Option<Duration>,
     /// Its containment; `None`: `CLAWBRIDGE_CGROUPS`, else cgroups where available.
     pub containment: Option<Containment>,
+    /// Run it elsewhere through a launcher (`ssh -T host`), and its program there; `None`: here.
+    pub remote: Option<clawbridge_bridge::remote::RemoteSpec>,
 }
 
 impl AgentOptions {
+    /// Where the executable is: the launcher's program under a launcher (found on this machine's
+    /// PATH; the agent's own program is looked up on the far side, so a requested local path
+    /// means nothing there and is not used), else the usual lookup.
+    fn locate(
+        &self,
+        requested: Option<&std::path::Path>,
+        env_var: &str,
+        default_name: &str,
+    ) -> Result<PathBuf, clawbridge_bridge::backend::ProgramNotFound> {
+        match (&self.remote, &self.program) {
+            (Some(remote), _) => {
+                let launcher = remote.launcher.program();
+                clawbridge_bridge::backend::find_program(launcher).ok_or_else(|| {
+                    clawbridge_bridge::backend::ProgramNotFound {
+                        name: launcher.to_path_buf(),
+                        why: format!("the launcher `{}` is not found on PATH", remote.launcher.display()),
+                    }
+                })
+            }
+            (_, Some(configured)) => {
+                clawbridge_bridge::backend::locate_configured(requested, Some(configured), default_name)
+            }
+            (_, None) => clawbridge_bridge::backend::locate_program(requested, env_var, default_name),
+        }
+    }
+
     /// Puts what is configured over a launch config's defaults.
     fn apply(&self, write_timeout: &mut Duration, containment: &mut Containment) {
         if let Some(value) = self.write_timeout {

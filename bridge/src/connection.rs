@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::exit::ExitState;
+use crate::remote::{PrefixedWriter, StdinPreamble};
 use crate::rpc::NoProcess;
 use crate::rpc::{ExitReporter, PeerConfig, PeerEvent, RequestHandler, RpcPeer};
 use crate::supervisor::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy};
@@ -39,11 +40,26 @@ impl AgentConnection {
         peer: PeerConfig,
         handler: Arc<dyn RequestHandler>,
     ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), SpawnError> {
+        Self::spawn_prefixed(spec, None, spawn, peer, handler)
+    }
+
+    /// [`AgentConnection::spawn`], writing `preamble` to the child's stdin before the peer's first
+    /// line: the environment block a launcher's remote wrapper reads (crate::remote).
+    pub fn spawn_prefixed(
+        spec: &CommandSpec,
+        preamble: Option<StdinPreamble>,
+        spawn: SpawnOptions,
+        peer: PeerConfig,
+        handler: Arc<dyn RequestHandler>,
+    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), SpawnError> {
         let mut process = ChildProcess::spawn(spec, spawn)?;
         let stdin = process.take_stdin().expect("stdin is piped");
         let stdout = process.take_stdout().expect("stdout is piped");
         let reporter = Arc::new(ProcessExit(process.exit_watch()));
-        let (peer, events) = RpcPeer::start(stdout, stdin, peer, handler, reporter);
+        let (peer, events) = match preamble {
+            Some(preamble) => RpcPeer::start(stdout, PrefixedWriter::new(stdin, preamble), peer, handler, reporter),
+            None => RpcPeer::start(stdout, stdin, peer, handler, reporter),
+        };
         Ok((AgentConnection { process: Some(process), endpoint: None, peer }, events))
     }
 

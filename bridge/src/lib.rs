@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod native_tools;
 pub mod pool;
 pub mod probe;
+pub mod remote;
 pub mod replay;
 pub mod rpc;
 pub mod sink;

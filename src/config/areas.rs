@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use super::declare::settings_area;
 use clawbridge_adapters::claude::pool::PoolConfig;
 
-use super::value::{CgroupsSetting, CodexServerSetting, ConnectUrl, LogFilter, PassEnvList, Program, WsAuthMode};
+use super::value::{
+    CgroupsSetting, CodexServerSetting, ConnectUrl, LauncherWords, LogFilter, PassEnvList, Program, WsAuthMode,
+};
 use clawbridge_adapters::codex::shared::ServerMode;
 
 /// `run.backend`'s default: the demo needs no peers.
@@ -114,6 +116,12 @@ settings_area! {
         flag None,
         env [],
         default ServerMode::DEFAULT_LIMITS.max_uses;
+        /// Runs the app-server elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names codex there (docs/remote.md).
+        launcher: LauncherWords,
+        flag Some("--launcher"),
+        env ["CLAWBRIDGE_CODEX_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
     }
 }
 
@@ -126,6 +134,12 @@ settings_area! {
         env ["CLAWBRIDGE_CLAUDE_BIN"],
         default None,
         shown "claude on PATH";
+        /// Runs the CLI elsewhere through this command (`ssh -T host`, `docker exec -i ctr`); `bin` then names claude there (docs/remote.md).
+        launcher: LauncherWords,
+        flag Some("--launcher"),
+        env ["CLAWBRIDGE_CLAUDE_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
         /// Most Claude CLIs kept warm between turns at once; parking one more stops the least recently used.
         warm_max: u64,
         flag None,
@@ -199,6 +213,12 @@ settings_area! {
         env ["CLAWBRIDGE_ACP_AUTH_METHOD"],
         default None,
         shown "none (never authenticates)";
+        /// Runs the ACP agent's command line elsewhere through this command (`ssh -T host`, `kubectl exec -i pod --`) (docs/remote.md).
+        launcher: LauncherWords,
+        flag Some("--launcher"),
+        env ["CLAWBRIDGE_ACP_LAUNCHER"],
+        default None,
+        shown "none (runs here)";
     }
 }
 

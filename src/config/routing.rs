@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clawbridge_adapters::{AgentOptions, BackendOptions};
 use clawbridge_bridge::backend::ConfiguredProgram;
+use clawbridge_bridge::remote::{Launcher, RemoteSpec};
 use clawbridge_bridge::supervisor::Containment;
 
 use clawbridge_adapters::codex::CodexRemote;
@@ -26,11 +27,16 @@ impl Settings {
                 CgroupsSetting::Auto => Containment::CgroupWhereAvailable,
                 CgroupsSetting::Off => Containment::TokenOnly,
             }),
+            remote: None,
         };
         let agent = |bin: &Setting<super::value::Program>, key: &str| AgentOptions {
             program: configured_program(bin, key),
             ..process.clone()
         };
+        let mut codex = agent(&self.codex.bin, "codex.bin");
+        codex.remote = remote_spec(self.codex.launcher.get(), &self.codex.bin, "codex");
+        let mut claude = agent(&self.claude.bin, "claude.bin");
+        claude.remote = remote_spec(self.claude.launcher.get(), &self.claude.bin, "claude");
         let default_pool = clawbridge_adapters::claude::pool::PoolConfig::default();
         let claude_pool = clawbridge_adapters::claude::pool::PoolConfig {
             max_warm: self
@@ -62,11 +68,11 @@ impl Settings {
         BackendOptions {
             codex_servers: Some(codex_servers),
             pass_env: self.bridge.pass_env.value.clone().map(|list| list.0).unwrap_or_default(),
-            codex: agent(&self.codex.bin, "codex.bin"),
+            codex,
             codex_home: self.codex.home.value.clone(),
             // Checked when the settings were resolved.
             codex_connect: self.codex_remote().ok().flatten(),
-            claude: agent(&self.claude.bin, "claude.bin"),
+            claude,
             claude_pool: Some(claude_pool),
             acp: Some(clawbridge_adapters::acp::AcpOptions {
                 agent: self.acp.agent.value.clone(),
@@ -79,6 +85,7 @@ impl Settings {
                     .unwrap_or_default(),
                 auth_method: self.acp.auth_method.value.clone(),
                 agent_named_by: self.acp.agent.value.as_ref().map(|_| named_by(&self.acp.agent.source, "acp.agent")),
+                launcher: self.acp.launcher.get().and_then(launcher),
                 process,
             }),
         }
@@ -135,6 +142,24 @@ impl Settings {
 fn configured_program(bin: &Setting<super::value::Program>, key: &str) -> Option<ConfiguredProgram> {
     let path = bin.value.clone()?.0;
     Some(ConfiguredProgram { path, named_by: named_by(&bin.source, key) })
+}
+
+/// A launcher and the agent's program on its far side: `bin` as given (no local lookup
+/// applies), else the agent's usual name.
+fn remote_spec(
+    launcher: Option<&super::value::LauncherWords>,
+    bin: &Setting<super::value::Program>,
+    default_name: &str,
+) -> Option<RemoteSpec> {
+    let launcher = self::launcher(launcher?)?;
+    let program = bin.value.clone().map_or_else(|| default_name.into(), |bin| bin.0.into_os_string());
+    Some(RemoteSpec { launcher, program })
+}
+
+/// The launcher the words name (the value type refuses an empty one, so this only fails on what
+/// it already checked).
+fn launcher(words: &super::value::LauncherWords) -> Option<Launcher> {
+    Launcher::new(words.0.iter().map(std::ffi::OsString::from).collect()).ok()
 }
 
 /// A setting named as the user gave it: the variable, or the key and its place.

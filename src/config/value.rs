@@ -23,6 +23,9 @@ pub enum ValueError {
     /// A log filter tracing cannot parse; its reason.
     #[error("a log filter (tracing's EnvFilter syntax): {0}")]
     LogFilter(String),
+    /// A launcher that names no program, or whose text a shell could not split.
+    #[error("a launcher command line, e.g. [\"ssh\", \"-T\", \"build-box\"] or \"ssh -T build-box\"")]
+    Launcher,
     /// A pass-env group that does not exist.
     #[error("{0}")]
     PassEnv(#[from] clawbridge_bridge::supervisor::UnknownPassEnvGroup),
@@ -225,6 +228,58 @@ impl SettingValue for CodexServerSetting {
             CodexServerSetting::Shared => "shared".into(),
             CodexServerSetting::PerAttempt => "per-attempt".into(),
         }
+    }
+}
+
+/// A launcher prefix that runs a backend's agent elsewhere (`ssh -T build-box`): in the file a
+/// list of words or one line split as a shell would (no expansion); in a variable, the line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LauncherWords(pub Vec<String>);
+
+impl std::str::FromStr for LauncherWords {
+    type Err = ValueError;
+    fn from_str(line: &str) -> Result<Self, ValueError> {
+        let words = shell_words::split(line).map_err(|_| ValueError::Launcher)?;
+        LauncherWords::from_words(words)
+    }
+}
+
+impl LauncherWords {
+    /// `words`, if they name a program.
+    fn from_words(words: Vec<String>) -> Result<Self, ValueError> {
+        if words.first().is_none_or(String::is_empty) {
+            return Err(ValueError::Launcher);
+        }
+        Ok(LauncherWords(words))
+    }
+}
+
+impl<'de> Deserialize<'de> for LauncherWords {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged, expecting = "a list of words, e.g. [\"ssh\", \"-T\", \"build-box\"], or one line")]
+        enum Form {
+            List(Vec<String>),
+            Text(String),
+        }
+        match Form::deserialize(deserializer)? {
+            Form::List(words) => LauncherWords::from_words(words),
+            Form::Text(line) => line.parse(),
+        }
+        .map_err(serde::de::Error::custom)
+    }
+}
+
+impl SettingValue for LauncherWords {
+    const KIND: &'static str = "command line (list of words)";
+    fn from_env_text(text: &str) -> Result<Self, ValueError> {
+        text.parse()
+    }
+    fn show(&self) -> String {
+        shell_words::join(&self.0)
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.0.iter().map(|word| serde_json::Value::from(word.as_str())).collect()
     }
 }
 

@@ -14,6 +14,7 @@ use clawbridge_bridge::backend::{
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::{NativeToolClass, Unenforceable};
 use clawbridge_bridge::probe::VersionProbe;
+use clawbridge_bridge::remote::{Launcher, RemoteSpec};
 use futures::future::BoxFuture;
 
 use crate::AgentOptions;
@@ -45,6 +46,8 @@ pub struct AcpBackend {
     process: AgentOptions,
     /// The agent's name as the probe read it, for fingerprints.
     agent_name: OnceLock<String>,
+    /// Runs the agent's command line elsewhere (`ssh -T host`); `None`: here.
+    launcher: Option<Launcher>,
 }
 
 fn facts() -> HarnessFacts {
@@ -73,6 +76,7 @@ impl Default for AcpBackend {
             agent_named_by: AGENT_ENV.into(),
             process: AgentOptions::default(),
             agent_name: OnceLock::new(),
+            launcher: None,
         }
     }
 }
@@ -92,6 +96,8 @@ pub struct AcpOptions {
     /// The agent process's write timeout and containment (`agents.write-timeout-ms`,
     /// `containment.cgroups`). Its `program` is not used: the command line names the program.
     pub process: AgentOptions,
+    /// Runs the agent's command line elsewhere through this launcher (`acp.launcher`); `None`: here.
+    pub launcher: Option<Launcher>,
 }
 
 impl AcpBackend {
@@ -116,6 +122,7 @@ impl AcpBackend {
             auth_method: set(&options.auth_method),
             agent_named_by: options.agent_named_by.clone().unwrap_or_else(|| AGENT_ENV.into()),
             process: options.process.clone(),
+            launcher: options.launcher.clone(),
             ..AcpBackend::default()
         }
     }
@@ -161,6 +168,14 @@ impl AcpBackend {
     fn config(&self, program: PathBuf, cwd: PathBuf) -> AcpConfig {
         let args = self.agent.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.args.clone()).unwrap_or_default();
         let mut config = AcpConfig::new(program, args, cwd);
+        // Under a launcher the located program is the launcher's; the command line's program is
+        // looked up on the far side.
+        let far_program = self.agent.as_ref().and_then(|a| a.as_ref().ok()).map(|a| a.program.clone());
+        config.remote = self
+            .launcher
+            .clone()
+            .zip(far_program)
+            .map(|(launcher, program)| RemoteSpec { launcher, program: program.into_os_string() });
         config.env.inherit.extend(self.pass_env.iter().cloned());
         config.auth_method.clone_from(&self.auth_method);
         self.process.apply(&mut config.write_timeout, &mut config.containment);
@@ -231,6 +246,13 @@ impl Backend for AcpBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
+        if let Some(launcher) = &self.launcher {
+            self.agent()?;
+            return find_program(launcher.program()).ok_or_else(|| ProgramNotFound {
+                name: launcher.program().to_path_buf(),
+                why: format!("the launcher `{}` is not found on PATH", launcher.display()),
+            });
+        }
         let name = match requested {
             Some(requested) => requested,
             None => &self.agent()?.program,
@@ -343,6 +365,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn under_a_launcher_the_launcher_is_located_here_and_the_agent_command_line_runs_there() {
+        let launcher = Launcher::new(vec!["env".into(), "-u".into(), "NOTHING".into()]).unwrap();
+        let options = AcpOptions {
+            agent: Some("/far/bin/my-agent --acp".into()),
+            launcher: Some(launcher.clone()),
+            ..AcpOptions::default()
+        };
+        let backend = AcpBackend::from_options(&options);
+        let located = backend.locate(None).unwrap();
+        assert_eq!(located.file_name(), Some(std::ffi::OsStr::new("env")), "{}", located.display());
+        let config = backend.config_for(located.clone(), std::env::temp_dir());
+        assert_eq!(config.remote, Some(RemoteSpec { launcher, program: "/far/bin/my-agent".into() }));
+        let (command, preamble) = config.launch().unwrap();
+        assert_eq!(command.program, located);
+        assert_eq!(command.args[..2], [std::ffi::OsString::from("-u"), "NOTHING".into()]);
+        assert!(command.args.contains(&"/far/bin/my-agent".into()) && command.args.contains(&"--acp".into()));
+        assert!(preamble.is_some());
+    }
+
+    #[test]
     fn the_operators_options_reach_the_launch_config_and_the_lookup() {
         let options = AcpOptions {
             agent: Some("my-agent 'unclosed".into()),
@@ -351,6 +393,7 @@ mod tests {
                 program: None,
                 write_timeout: Some(Duration::from_millis(4321)),
                 containment: Some(Containment::TokenOnly),
+                remote: None,
             },
             ..AcpOptions::default()
         };

@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clawbridge_bridge::remote::{LauncherError, RemoteSpec, StdinPreamble};
 use clawbridge_bridge::supervisor::{CommandSpec, Containment, EnvPolicy, PidRegistry, StopPolicy};
 use clawbridge_bridge::transport::agent_write_timeout;
 
@@ -98,6 +99,9 @@ pub struct AcpConfig {
     pub write_timeout: Duration,
     /// How the agent's descendants are contained.
     pub containment: Containment,
+    /// Run the agent elsewhere: `program` is then the launcher, and this names the agent's
+    /// program there (docs/remote.md).
+    pub remote: Option<RemoteSpec>,
 }
 
 impl AcpConfig {
@@ -125,10 +129,25 @@ impl AcpConfig {
             registry: None,
             write_timeout: agent_write_timeout(),
             containment: Containment::from_env(),
+            remote: None,
         }
     }
 
-    /// The command to spawn.
+    /// The command to spawn and what goes on its stdin first: the agent itself, or, with a
+    /// launcher, the launcher running it under the remote wrapper, its environment on stdin.
+    pub(crate) fn launch(&self) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
+        let command = self.command();
+        match &self.remote {
+            None => Ok((command, None)),
+            Some(remote) => {
+                let far = CommandSpec { program: remote.program.clone().into(), ..command };
+                let wrapped = remote.launcher.wrap(&self.program, &far)?;
+                Ok((wrapped.spec, Some(wrapped.preamble)))
+            }
+        }
+    }
+
+    /// The command to spawn on the machine that runs the agent.
     pub(crate) fn command(&self) -> CommandSpec {
         CommandSpec {
             program: self.program.clone(),

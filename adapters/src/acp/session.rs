@@ -45,6 +45,9 @@ pub enum AcpError {
     /// The agent could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The launcher's command could not be built (docs/remote.md); nothing was started. Not retryable.
+    #[error("cannot run the ACP agent through the launcher")]
+    Launcher(#[from] clawbridge_bridge::remote::LauncherError),
     /// The loopback MCP server for the host's tools could not start; the child was stopped.
     #[error(transparent)]
     McpServer(#[from] clawbridge_bridge::mcp::McpServerError),
@@ -100,6 +103,7 @@ impl AcpError {
         !matches!(
             self,
             AcpError::VersionRejected { .. }
+                | AcpError::Launcher(_)
                 | AcpError::HandshakeAnswer(_)
                 | AcpError::AuthRequired { .. }
                 | AcpError::UnknownAuthMethod { .. }
@@ -209,11 +213,14 @@ impl AcpSession {
             containment: config.containment,
             ..SpawnOptions::default()
         };
-        let (conn, events) = AgentConnection::spawn(&config.command(), spawn, peer_config, handler.clone())?;
+        let (command, preamble) = config.launch()?;
+        let (conn, events) = AgentConnection::spawn_prefixed(&command, preamble, spawn, peer_config, handler.clone())?;
+        // A remote agent's paths are the far side's: the bridge cannot serve its files from here.
+        let local_files = config.remote.is_none();
         let params = InitializeParams {
             protocol_version: PROTOCOL_VERSION,
             client_capabilities: ClientCapabilities {
-                fs: FileSystemCapability { read_text_file: true, write_text_file: true },
+                fs: FileSystemCapability { read_text_file: local_files, write_text_file: local_files },
                 terminal: false,
             },
             client_info: Some(Implementation {

@@ -19,7 +19,7 @@ use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::NoUserInput;
 use clawbridge_bridge::backend::{
     Backend, BackendError, GateRefusal, HarnessFacts, NativeIdListener, NativeSession, OpenFuture, OpenSettings,
-    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::native_tools::Unenforceable;
@@ -96,6 +96,7 @@ impl ClaudeBackend {
     #[must_use]
     pub fn configured(mut self, options: crate::AgentOptions) -> Self {
         self.diagnostics.program.clone_from(&options.program);
+        self.diagnostics.remote.clone_from(&options.remote);
         self.options = options;
         self
     }
@@ -120,6 +121,7 @@ impl ClaudeBackend {
     fn base_config(&self, settings: &OpenSettings) -> (ClaudeConfig, String) {
         let mut config = ClaudeConfig::new(settings.program.clone());
         self.options.apply(&mut config.write_timeout, &mut config.containment);
+        config.remote.clone_from(&self.options.remote);
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
@@ -170,10 +172,7 @@ impl Backend for ClaudeBackend {
     }
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
-        match &self.options.program {
-            Some(configured) => locate_configured(requested, Some(configured), "claude"),
-            None => locate_program(requested, CLAUDE_BIN_ENV, "claude"),
-        }
+        self.options.locate(requested, CLAUDE_BIN_ENV, "claude")
     }
 
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
@@ -181,6 +180,7 @@ impl Backend for ClaudeBackend {
             let program = program.to_path_buf();
             let mut config = ClaudeConfig::new(program.clone());
             self.options.apply(&mut config.write_timeout, &mut config.containment);
+            config.remote.clone_from(&self.options.remote);
             config.inherit_cli_environment();
             match check_version(&config, versions).await {
                 Ok(version) => ProbeReport::available(program, Some(version.to_string())),
@@ -350,6 +350,7 @@ mod tests {
             }),
             write_timeout: Some(Duration::from_millis(1234)),
             containment: Some(Containment::TokenOnly),
+            remote: None,
         };
         let backend = ClaudeBackend::default().configured(options);
         let (config, _) = backend.base_config(&OpenSettings::default());

@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clawbridge_bridge::remote::{LauncherError, RemoteSpec, StdinPreamble};
 use clawbridge_bridge::supervisor::{CommandSpec, Containment, EnvPolicy, PassEnvGroup, PidRegistry, StopPolicy};
 use clawbridge_bridge::transport::{DEFAULT_MAX_LINE_BYTES, agent_write_timeout};
 use clawbridge_protocol::claude::VersionPolicy;
@@ -147,6 +148,9 @@ pub struct ClaudeConfig {
     pub write_timeout: Duration,
     /// Whether the child gets a cgroup of its own where the machine allows it.
     pub containment: Containment,
+    /// Run the CLI elsewhere: `program` is then the launcher (`ssh`), and this names the claude
+    /// there (docs/remote.md).
+    pub remote: Option<RemoteSpec>,
 }
 
 impl ClaudeConfig {
@@ -182,6 +186,7 @@ impl ClaudeConfig {
             registry: None,
             write_timeout: agent_write_timeout(),
             containment: Containment::from_env(),
+            remote: None,
         }
     }
 
@@ -221,11 +226,33 @@ impl ClaudeConfig {
 
     /// The command whose `--version` is judged by the version gate (the probe appends `--version`).
     pub(crate) fn probe_command(&self) -> CommandSpec {
+        if let Some(remote) = &self.remote {
+            return remote.launcher.probe_command(&self.program, &remote.program);
+        }
         CommandSpec {
             program: self.program.clone(),
             args: self.launcher_args.clone(),
             cwd: self.cwd.clone(),
             env: self.child_env(),
+        }
+    }
+
+    /// The command to spawn for a session process and what goes on its stdin first: the CLI
+    /// itself, or, with a launcher, the launcher running it under the remote wrapper, its
+    /// environment on stdin.
+    pub(crate) fn launch(
+        &self,
+        resume: Option<&str>,
+        host_tools: bool,
+    ) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
+        let command = self.command(resume, host_tools);
+        match &self.remote {
+            None => Ok((command, None)),
+            Some(remote) => {
+                let far = CommandSpec { program: remote.program.clone().into(), ..command };
+                let wrapped = remote.launcher.wrap(&self.program, &far)?;
+                Ok((wrapped.spec, Some(wrapped.preamble)))
+            }
         }
     }
 

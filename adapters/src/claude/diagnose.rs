@@ -33,6 +33,8 @@ pub struct ClaudeDiagnostics {
     pub pass_env: Vec<PassEnvGroup>,
     /// The executable the operator configured (config file, variable, flag), if any.
     pub program: Option<clawbridge_bridge::backend::ConfiguredProgram>,
+    /// The launcher and the far side's claude, so the handshake runs the way sessions do.
+    pub remote: Option<clawbridge_bridge::remote::RemoteSpec>,
 }
 
 impl Diagnostics for ClaudeDiagnostics {
@@ -41,6 +43,9 @@ impl Diagnostics for ClaudeDiagnostics {
     }
 
     fn program_source(&self) -> Option<String> {
+        if let Some(remote) = &self.remote {
+            return Some(format!("as the launcher, running {} on the far side", remote.program.to_string_lossy()));
+        }
         Some(clawbridge_bridge::diagnose::program_source(self.program.as_ref(), CLAUDE_BIN_ENV))
     }
 
@@ -66,6 +71,7 @@ fn set(name: &str) -> Option<String> {
 impl ClaudeDiagnostics {
     async fn run(&self, program: &Path, limits: Limits) -> Vec<Check> {
         let mut config = ClaudeConfig::new(program.to_path_buf());
+        config.remote.clone_from(&self.remote);
         config.inherit_cli_environment();
         config.pass_env_groups(&self.pass_env, std::env::vars_os());
         config.handshake_timeout = limits.handshake;
@@ -228,10 +234,10 @@ mod tests {
         let closed = ClaudeDiagnostics::default().auth_check(None, Some("CLAUDE_CODE_USE_BEDROCK"));
         assert_eq!(closed.verdict, clawbridge_bridge::diagnose::Verdict::Fail, "{closed:?}");
         assert_eq!(closed.fix.as_deref(), Some("add `--pass-env bedrock` (or the config key bridge.pass-env)"));
-        let open = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None }
+        let open = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None, remote: None }
             .auth_check(None, Some("CLAUDE_CODE_USE_BEDROCK"));
         assert_eq!(open.verdict, clawbridge_bridge::diagnose::Verdict::Ok, "{open:?}");
-        let vertex = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None }
+        let vertex = ClaudeDiagnostics { pass_env: vec![PassEnvGroup::Bedrock], program: None, remote: None }
             .auth_check(None, Some("CLAUDE_CODE_USE_VERTEX"));
         assert!(vertex.summary.contains("the vertex environment group is not passed"), "{vertex:?}");
     }

@@ -75,6 +75,9 @@ pub enum ClaudeError {
     /// The CLI could not be started.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The launcher's command could not be built (docs/remote.md); nothing was started. Not retryable.
+    #[error("cannot run claude through the launcher")]
+    Launcher(#[from] clawbridge_bridge::remote::LauncherError),
     /// `claude --version` could not be run, failed, or did not finish in time.
     #[error(transparent)]
     VersionCheck(#[from] ProbeError),
@@ -108,7 +111,10 @@ pub enum ClaudeError {
 impl ClaudeError {
     /// Whether trying again could help (a version refusal never does).
     pub fn is_retryable(&self) -> bool {
-        !matches!(self, ClaudeError::VersionRejected { .. } | ClaudeError::VersionMismatch { .. })
+        !matches!(
+            self,
+            ClaudeError::VersionRejected { .. } | ClaudeError::VersionMismatch { .. } | ClaudeError::Launcher(_)
+        )
     }
 }
 
@@ -260,7 +266,7 @@ impl ClaudeSession {
             }
             None => None,
         };
-        let spec = self.config.command(resume, self.host_server.is_some());
+        let (spec, preamble) = self.config.launch(resume, self.host_server.is_some())?;
         let options = SpawnOptions {
             registry: self.config.registry.clone(),
             containment: self.config.containment,
@@ -283,7 +289,7 @@ impl ClaudeSession {
         };
         let (notes_tx, notes) = mpsc::channel(NOTES_CAPACITY);
         let handler = self.control_handler(notes_tx);
-        let (conn, events) = AgentConnection::spawn(&spec, options, peer, handler)?;
+        let (conn, events) = AgentConnection::spawn_prefixed(&spec, preamble, options, peer, handler)?;
         self.spawns += 1;
         self.live = Some(Live { conn, events, notes });
         match self.initialize().await {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::backend::{
     Backend, BackendError, FixedApproval, GateRefusal, HarnessFacts, NativeSession, OpenFuture, OpenSettings,
-    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest, locate_configured, locate_program,
+    ProbeReport, ProgramNotFound, Steering, Supports, TurnFuture, TurnRequest,
 };
 use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::events::Event;
@@ -180,13 +180,18 @@ impl CodexBackend {
     }
 
     /// The listening app-server sessions connect to, if one is configured.
-    pub(super) fn remote(&self) -> Option<&CodexRemote> {
+    pub(super) fn connected(&self) -> Option<&CodexRemote> {
         self.connect.as_ref()
     }
 
     /// The executable the operator configured (config file, variable, flag), if any.
     pub(super) fn configured_program(&self) -> Option<&clawbridge_bridge::backend::ConfiguredProgram> {
         self.options.program.as_ref()
+    }
+
+    /// The launcher and the far side's codex, when the operator configured one.
+    pub(super) fn remote(&self) -> Option<&clawbridge_bridge::remote::RemoteSpec> {
+        self.options.remote.as_ref()
     }
 
     /// How a session of this backend is launched under `settings`.
@@ -196,6 +201,7 @@ impl CodexBackend {
         self.options.apply(&mut config.write_timeout, &mut config.containment);
         match &self.flavour {
             Flavour::Native => {
+                config.remote.clone_from(&self.options.remote);
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
                 // inherited otherwise.
                 config.codex_home =
@@ -335,6 +341,7 @@ async fn probe_native(program: &Path, versions: &VersionProbe, options: &crate::
     let program = program.to_path_buf();
     let mut config = CodexConfig::new(program.clone());
     options.apply(&mut config.write_timeout, &mut config.containment);
+    config.remote.clone_from(&options.remote);
     let text = match versions.version_output(&config.probe_command(), VERSION_TIMEOUT, config.containment).await {
         Ok(text) => text,
         Err(error) => {
@@ -369,10 +376,7 @@ impl Backend for CodexBackend {
             return Ok(requested.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf));
         }
         match &self.flavour {
-            Flavour::Native => match &self.options.program {
-                Some(configured) => locate_configured(requested, Some(configured), "codex"),
-                None => locate_program(requested, CODEX_BIN_ENV, "codex"),
-            },
+            Flavour::Native => self.options.locate(requested, CODEX_BIN_ENV, "codex"),
             Flavour::Replay { program, .. } => Ok(requested.map_or_else(|| program.clone(), Path::to_path_buf)),
         }
     }
@@ -512,6 +516,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn under_a_launcher_codex_is_named_for_the_far_side_and_its_secrets_go_on_stdin() {
+        use clawbridge_bridge::remote::{Launcher, RemoteSpec};
+        let launcher = Launcher::new(vec!["env".into()]).unwrap();
+        let options = crate::AgentOptions {
+            remote: Some(RemoteSpec { launcher, program: "/far/codex".into() }),
+            ..crate::AgentOptions::default()
+        };
+        let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/far/codex-home")));
+        let located = backend.locate(Some(Path::new("/nonexistent/local-codex"))).unwrap();
+        assert_eq!(located.file_name(), Some(std::ffi::OsStr::new("env")), "the launcher, found here");
+        let settings = OpenSettings { program: located.clone(), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let mut config = backend.config(&settings, &tools);
+        config.secret_env.push(("CLAWBRIDGE_ROUTE_API_KEY".into(), crate::claude::Secret::new("sk-far-secret")));
+        let (command, preamble) = config.launch().unwrap();
+        assert_eq!(command.program, located);
+        assert!(command.args.contains(&"/far/codex".into()) && command.args.contains(&"app-server".into()));
+        let argv = format!("{:?}", command.args);
+        assert!(!argv.contains("sk-far-secret") && !argv.contains("/far/codex-home"), "{argv}");
+        let block = String::from_utf8(preamble.unwrap().as_bytes().to_vec()).unwrap();
+        assert!(block.contains("CLAWBRIDGE_ROUTE_API_KEY=sk-far-secret\n"), "{block}");
+        assert!(block.contains("CODEX_HOME=/far/codex-home\n"), "{block}");
+    }
+
+    #[test]
     fn the_operators_options_reach_the_launch_config_and_the_lookup() {
         let options = crate::AgentOptions {
             program: Some(ConfiguredProgram {
@@ -520,6 +549,7 @@ mod tests {
             }),
             write_timeout: Some(Duration::from_millis(4321)),
             containment: Some(Containment::TokenOnly),
+            remote: None,
         };
         let backend = CodexBackend::native().configured(options, Some(PathBuf::from("/srv/codex-home")));
         let settings = OpenSettings::default();

@@ -2,6 +2,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clawbridge_bridge::remote::{LauncherError, RemoteSpec, StdinPreamble};
 use clawbridge_bridge::supervisor::{
     CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CommandSpec, Containment, EnvPolicy, PidRegistry, StopPolicy,
 };
@@ -75,6 +76,9 @@ pub struct CodexConfig {
     pub connect: Option<Endpoint>,
     /// How to authenticate to [`connect`](Self::connect)'s WebSocket upgrade.
     pub ws_auth: WsAuth,
+    /// Run the app-server elsewhere: `program` is then the launcher (`ssh`), and this names the
+    /// codex there (docs/remote.md).
+    pub remote: Option<RemoteSpec>,
 }
 
 impl CodexConfig {
@@ -108,11 +112,15 @@ impl CodexConfig {
             containment: Containment::from_env(),
             connect: None,
             ws_auth: WsAuth::None,
+            remote: None,
         }
     }
 
     /// The command whose `--version` the probe reads (it appends `--version`).
     pub(crate) fn probe_command(&self) -> CommandSpec {
+        if let Some(remote) = &self.remote {
+            return remote.launcher.probe_command(&self.program, &remote.program);
+        }
         CommandSpec {
             program: self.program.clone(),
             args: self.launcher_args.clone(),
@@ -121,7 +129,21 @@ impl CodexConfig {
         }
     }
 
-    /// The command to spawn.
+    /// The command to spawn and what goes on its stdin first: the app-server itself, or, with a
+    /// launcher, the launcher running it under the remote wrapper, its environment on stdin.
+    pub(crate) fn launch(&self) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
+        let command = self.command();
+        match &self.remote {
+            None => Ok((command, None)),
+            Some(remote) => {
+                let far = CommandSpec { program: remote.program.clone().into(), ..command };
+                let wrapped = remote.launcher.wrap(&self.program, &far)?;
+                Ok((wrapped.spec, Some(wrapped.preamble)))
+            }
+        }
+    }
+
+    /// The command to spawn on the machine that runs the app-server.
     pub(crate) fn command(&self) -> CommandSpec {
         let mut args = self.launcher_args.clone();
         args.push("app-server".into());

@@ -89,8 +89,11 @@ impl Diagnostics for CodexBackend {
     }
 
     fn program_source(&self) -> Option<String> {
+        if let Some(connected) = self.connected() {
+            return Some(format!("not needed: sessions connect to {}", connected.endpoint));
+        }
         if let Some(remote) = self.remote() {
-            return Some(format!("not needed: sessions connect to {}", remote.endpoint));
+            return Some(format!("as the launcher, running {} on the far side", remote.program.to_string_lossy()));
         }
         Some(clawbridge_bridge::diagnose::program_source(self.configured_program(), CODEX_BIN_ENV))
     }
@@ -100,7 +103,7 @@ impl Diagnostics for CodexBackend {
     }
 
     fn install_hint(&self) -> String {
-        match self.remote() {
+        match self.connected() {
             Some(remote) => format!(
                 "start `codex app-server --listen {}` (its --ws-auth matching codex.ws-auth), or fix codex.connect and the token",
                 remote.endpoint

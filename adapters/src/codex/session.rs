@@ -92,13 +92,20 @@ pub enum CodexError {
     /// A request failed.
     #[error(transparent)]
     Rpc(#[from] RpcError),
+    /// The launcher's command could not be built (docs/remote.md); nothing was started. Not retryable.
+    #[error("cannot run codex through the launcher")]
+    Launcher(#[from] clawbridge_bridge::remote::LauncherError),
 }
 
 impl CodexError {
     /// Whether trying again could help (a version refusal never does).
     pub fn is_retryable(&self) -> bool {
-        // A refused credential stays refused until someone changes it.
-        !matches!(self, CodexError::VersionRejected { .. } | CodexError::Connect(ConnectError::Refused { .. }))
+        !matches!(
+            self,
+            CodexError::VersionRejected { .. }
+                | CodexError::Connect(ConnectError::Refused { .. })
+                | CodexError::Launcher(_)
+        )
     }
 }
 
@@ -244,7 +251,8 @@ pub(super) async fn open_server(
     }
     let spawn =
         SpawnOptions { registry: config.registry.clone(), containment: config.containment, ..SpawnOptions::default() };
-    Ok(AgentConnection::spawn(&config.command(), spawn, peer_config, handler)?)
+    let (command, preamble) = config.launch()?;
+    Ok(AgentConnection::spawn_prefixed(&command, preamble, spawn, peer_config, handler)?)
 }
 
 /// `initialize` with the version gate, then `initialized`; a failed or refused handshake stops the child.

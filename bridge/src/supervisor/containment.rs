@@ -95,6 +95,12 @@ pub enum CgroupUnavailable {
     },
 }
 
+/// A fresh token's text (32 lowercase hex digits): a mark of the same kind for processes the
+/// supervisor does not start itself, such as an agent on the far side of a launcher.
+pub fn fresh_token_text() -> Result<String, getrandom::Error> {
+    Token::fresh().map(|token| token.0)
+}
+
 /// The random mark an agent and its descendants carry in their environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Token(String);
