@@ -142,7 +142,9 @@ fn live_codex_command(
         .env("TMPDIR", sandbox.tmp())
         .env("CODEX_HOME", sandbox.codex_home())
         .env("CLAWBRIDGE_STATE_DIR", state)
-        .env("CLAWBRIDGE_CODEX_BIN", codex);
+        .env("CLAWBRIDGE_CODEX_BIN", codex)
+        // The fake agents play one scripted thread per process.
+        .env("CLAWBRIDGE_CODEX_SERVER", "per-attempt");
     command
 }
 
@@ -638,7 +640,8 @@ fn start_with_codex(codex: &std::path::Path) -> Bridge {
 fn start_with_codex_env(codex: &std::path::Path, env: &[(&str, &str)]) -> Bridge {
     let state = tempfile::tempdir().unwrap();
     let mut command = command(state.path());
-    command.env("CLAWBRIDGE_CODEX_BIN", codex).envs(env.iter().copied());
+    // The fake agents play one scripted thread per process.
+    command.env("CLAWBRIDGE_CODEX_BIN", codex).env("CLAWBRIDGE_CODEX_SERVER", "per-attempt").envs(env.iter().copied());
     let mut child = command.spawn().expect("clawbridge serve starts");
     let log = Arc::new(HostLog::default());
     let (peer, mut events) = RpcPeer::start(

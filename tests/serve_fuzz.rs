@@ -539,6 +539,8 @@ fn start_server(codex: &Path) -> Server {
         // The demo and a scripted Codex run, Claude cannot: no model, no network, the same on
         // every machine.
         .env("CLAWBRIDGE_CODEX_BIN", codex)
+        // The scripted agent plays one thread per process.
+        .env("CLAWBRIDGE_CODEX_SERVER", "per-attempt")
         .env("CLAWBRIDGE_CLAUDE_BIN", "/nonexistent/clawbridge-fuzz/claude")
         .env("CLAWBRIDGE_TURN_IDLE_TIMEOUT_MS", TURN_IDLE_MS)
         .stdin(Stdio::piped())

@@ -100,7 +100,7 @@ settings_area! {
         server: CodexServerSetting,
         flag None,
         env ["CLAWBRIDGE_CODEX_SERVER"],
-        default Some(CodexServerSetting::PerAttempt);
+        default Some(CodexServerSetting::Shared);
         /// Most shared app-servers alive at once (one per distinct launch setting); one more retires the least recently used.
         max_servers: u64,
         flag None,

@@ -70,7 +70,11 @@ export function pluginUnderTest({ config = {}, deps = {}, checker, codexBin } = 
   const api = {
     pluginConfig: {
       command: bridgeBinary(),
-      env: { CLAWBRIDGE_STATE_DIR: stateDir, ...(codexBin ? { CLAWBRIDGE_CODEX_BIN: codexBin } : {}) },
+      // The fake codex plays one scripted thread per process: one app-server per attempt.
+      env: {
+        CLAWBRIDGE_STATE_DIR: stateDir,
+        ...(codexBin ? { CLAWBRIDGE_CODEX_BIN: codexBin, CLAWBRIDGE_CODEX_SERVER: "per-attempt" } : {}),
+      },
       ...config,
     },
     logger,
