@@ -1,11 +1,14 @@
 //! The real OpenClaw gateway (openclaw 2026.9.6 on Node 24, issue #15): one warm gateway on
 //! 127.0.0.1 runs the same tool-call turn (one shell command, auto-approved, then a final text
-//! quoting its output) through two agents on the same mock model, turn for turn:
+//! quoting its output) through up to three agents on the same mock model, turn for turn:
 //!
 //! - `main`: the model's runtime is `clawbridge-codex` (the plugin from `openclaw-plugin/`, its one
 //!   shared `clawbridge serve` — the product executable — and the real codex app-server);
 //! - `builtin`: the same mock model with no runtime override, so OpenClaw's own embedded runner
-//!   calls the mock's Responses API itself and runs its own `exec` tool.
+//!   calls the mock's Responses API itself and runs its own `exec` tool;
+//! - `codexplugin` (when `scripts/install-peers.sh openclaw-codex` installed it): OpenClaw's
+//!   official Codex plugin (`@openclaw/codex`, its own app-server client and pool) on the same
+//!   pinned codex binary and the same mock ([`official`]).
 //!
 //! One Node client ([`DRIVER`]) stays connected for the whole run and times each `agent` request
 //! to its final answer; what the gateway does before and after a turn is inside the figure, what
@@ -17,6 +20,7 @@
 //! answered, `thread/resume` answered, and the stop after stdin closes. When serve keeps a warm
 //! shared app-server (its default once it has one), the same bench measures that instead.
 
+mod official;
 mod split;
 
 use std::path::PathBuf;
@@ -62,6 +66,7 @@ pub struct Turns {
 }
 
 /// One harness under test.
+#[derive(Clone, Copy, Debug)]
 struct Harnessed {
     /// The row label.
     label: &'static str,
@@ -71,10 +76,11 @@ struct Harnessed {
     harness: &'static str,
 }
 
-const TARGETS: [Harnessed; 2] = [
-    Harnessed { label: "clawbridge-codex", agent: BRIDGE_AGENT, harness: "clawbridge-codex" },
-    Harnessed { label: "openclaw built-in (embedded runner)", agent: BUILTIN_AGENT, harness: "openclaw" },
-];
+/// clawbridge's harness, the one judged.
+const BRIDGE: Harnessed = Harnessed { label: "clawbridge-codex", agent: BRIDGE_AGENT, harness: "clawbridge-codex" };
+/// OpenClaw's embedded runner.
+const EMBEDDED: Harnessed =
+    Harnessed { label: "openclaw built-in (embedded runner)", agent: BUILTIN_AGENT, harness: "openclaw" };
 
 /// Runs the gateway bench and adds its rows (skipped when a peer is missing).
 pub async fn run(ctx: &Setup<'_>, report: &mut Report, turns: Turns) -> anyhow::Result<()> {
@@ -90,7 +96,11 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report, turns: Turns) -> anyhow::
     }
     // The fixtures' OpenClaw helpers panic on what a test would fail on; here that ends this
     // scenario with its message instead of the whole bench.
-    let rows = tokio::spawn(measure(Peers { codex, node, openclaw, product }, turns))
+    let official = official::template();
+    if let Err(why) = &official {
+        report.skipped(Scenario::Gateway, &format!("the official Codex plugin's row: {why}"));
+    }
+    let rows = tokio::spawn(measure(Peers { codex, node, openclaw, product, official: official.ok() }, turns))
         .await
         .map_err(|join| anyhow!("the gateway bench broke off: {}", panic_text(join)))??;
     for row in rows {
@@ -109,6 +119,8 @@ struct Peers {
     openclaw: PathBuf,
     /// The `clawbridge` executable the plugin starts.
     product: PathBuf,
+    /// The state dir OpenClaw installed its official Codex plugin into, when it did.
+    official: Option<PathBuf>,
 }
 
 /// One timed turn, as the driver reported it.
@@ -135,7 +147,7 @@ struct TurnLine {
 async fn measure(peers: Peers, turns: Turns) -> anyhow::Result<Vec<Row>> {
     let sandbox = Sandbox::new().context("creating the sandbox")?;
     let mock = start_mock(&scenario()).await.map_err(|e| anyhow!(e))?;
-    let home = OpenClawHome::new(
+    let mut home = OpenClawHome::new(
         &peers.node,
         &peers.openclaw,
         &peers.product,
@@ -144,15 +156,21 @@ async fn measure(peers: Peers, turns: Turns) -> anyhow::Result<Vec<Row>> {
         &mock,
     );
     let port = free_port();
-    home.write_config(&with_gateway(two_agents(home.config()), port));
+    let mut config = two_agents(home.config());
+    let mut targets = vec![BRIDGE, EMBEDDED];
+    if let Some(template) = &peers.official {
+        official::prepare(template, &mut home, &mut config, &peers.codex, &mock)?;
+        targets.push(official::TARGET);
+    }
+    home.write_config(&with_gateway(config, port));
     let _temp_root = TempRootGuard::snapshot();
     let gateway = Gateway::start(&home, port).await;
-    let outcome = drive(&home, port, turns).await;
+    let outcome = drive(&home, port, turns, &targets).await;
     let log = gateway.output();
     gateway.stop().await;
     let leftovers = wait_until_gone(&home).await;
     let lines = outcome.with_context(|| format!("gateway log:\n{}", tail(&log, 4000)))?;
-    let mut rows = figures(&lines, turns)?;
+    let mut rows = figures(&lines, turns, &targets)?;
     let thread = home.bound_native_session();
     rows.extend(split::measure(&peers.codex, &sandbox, &thread, turns.spawns).await?);
     if !leftovers.is_empty() {
@@ -198,18 +216,23 @@ fn two_agents(mut config: Value) -> Value {
 }
 
 /// Runs [`DRIVER`] against the gateway and returns its turn lines.
-async fn drive(home: &OpenClawHome<'_>, port: u16, turns: Turns) -> anyhow::Result<Vec<TurnLine>> {
+async fn drive(
+    home: &OpenClawHome<'_>,
+    port: u16,
+    turns: Turns,
+    targets: &[Harnessed],
+) -> anyhow::Result<Vec<TurnLine>> {
     let script = home.sandbox.root().join("gateway-bench.mjs");
     std::fs::write(&script, DRIVER).context("writing the driver")?;
     let dist = home.openclaw.parent().context("openclaw's package dir")?.join("dist");
-    let targets: Vec<Value> = TARGETS
+    let plan_targets: Vec<Value> = targets
         .iter()
         .map(
             |t| json!({"label": t.label, "agentId": t.agent, "sessionKey": format!("agent:{}:gateway-bench", t.agent)}),
         )
         .collect();
     let plan = json!({"warm": WARM_TURNS, "runs": turns.runs, "turns": turns.turns, "prompt": PROMPT,
-                      "marker": MARKER, "targets": targets});
+                      "marker": MARKER, "targets": plan_targets});
     let child = tokio::process::Command::new(&home.node)
         .arg(&script)
         .arg(&dist)
@@ -247,7 +270,7 @@ async fn drive(home: &OpenClawHome<'_>, port: u16, turns: Turns) -> anyhow::Resu
         .collect::<Result<_, _>>()
         .with_context(describe)?;
     for line in &lines {
-        let expected = TARGETS.iter().find(|t| t.label == line.label).map(|t| t.harness);
+        let expected = targets.iter().find(|t| t.label == line.label).map(|t| t.harness);
         if !line.ok || line.harness.as_deref() != expected {
             bail!(
                 "a {} turn did not run the command on {expected:?} (harness {:?}, error {:?}, answer {:?})\n{}",
@@ -269,12 +292,13 @@ fn median_p90(ms: &mut [f64]) -> (f64, f64) {
     (rank(0.5), rank(0.9))
 }
 
-/// The rows: each target's best run (median and p90), its warm-up turns, and the ratio.
-fn figures(lines: &[TurnLine], turns: Turns) -> anyhow::Result<Vec<Row>> {
+/// The rows: each target's best run (median and p90), its warm-up turns, and clawbridge's ratio
+/// to each of the others.
+fn figures(lines: &[TurnLine], turns: Turns, targets: &[Harnessed]) -> anyhow::Result<Vec<Row>> {
     let (n, r) = (turns.turns, turns.runs);
     let mut rows = Vec::new();
     let mut best_medians = Vec::new();
-    for target in &TARGETS {
+    for target in targets {
         let mut runs: Vec<(f64, f64)> = Vec::new();
         for run in 0..r {
             let mut ms: Vec<f64> = lines
@@ -315,17 +339,18 @@ fn figures(lines: &[TurnLine], turns: Turns) -> anyhow::Result<Vec<Row>> {
             .with_note(format!("warm-up turns, not in the figures above: {} ms", warm.join(", "))),
         );
     }
-    let ratio = best_medians[0] / best_medians[1];
-    rows.push(
-        Row::judged(
-            Scenario::Gateway,
-            "clawbridge-codex ÷ built-in, best medians",
-            ratio,
-            "×",
-            Target::AtMost(RATIO_TARGET),
-        )
-        .with_note("same gateway, same mock, turns interleaved; the built-in runner talks to the mock itself"),
-    );
+    for (other, median) in targets.iter().zip(&best_medians).skip(1) {
+        rows.push(
+            Row::judged(
+                Scenario::Gateway,
+                format!("clawbridge-codex ÷ {}, best medians", other.label),
+                best_medians[0] / median,
+                "×",
+                Target::AtMost(RATIO_TARGET),
+            )
+            .with_note("same gateway, same mock, turns interleaved"),
+        );
+    }
     Ok(rows)
 }
 
