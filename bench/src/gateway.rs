@@ -49,7 +49,7 @@ const BRIDGE_AGENT: &str = "main";
 /// The agent on OpenClaw's own embedded runner, and its model.
 const BUILTIN_AGENT: &str = "builtin";
 /// Turns of each agent before the timed ones: the first starts the plugin's bridge, both fill
-/// OpenClaw's caches.
+/// OpenClaw's caches. Each run then opens its own session with one more untimed turn.
 const WARM_TURNS: usize = 2;
 /// The target: clawbridge's median turn no slower than the built-in runtime's.
 const RATIO_TARGET: f64 = 1.0;
@@ -128,9 +128,9 @@ struct Peers {
 struct TurnLine {
     /// Which target.
     label: String,
-    /// Which run (`-1` for warm-up turns).
+    /// Which run (`-1` for the warm-up before the first).
     run: i64,
-    /// Whether it was a warm-up turn.
+    /// Whether it was untimed: a warm-up turn, or the turn that opens a run's session.
     warm: bool,
     /// Wall time of the `agent` request, in milliseconds.
     ms: f64,
@@ -336,7 +336,10 @@ fn figures(lines: &[TurnLine], turns: Turns, targets: &[Harnessed]) -> anyhow::R
                 first_warm(lines, target),
                 "ms",
             )
-            .with_note(format!("warm-up turns, not in the figures above: {} ms", warm.join(", "))),
+            .with_note(format!(
+                "untimed turns (warm-up, then each run's first on its session): {} ms",
+                warm.join(", ")
+            )),
         );
     }
     for (other, median) in targets.iter().zip(&best_medians).skip(1) {

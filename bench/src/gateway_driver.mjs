@@ -3,7 +3,8 @@
 // gateway's `agent` method and prints one JSON line per turn with its wall time.
 //
 // argv: <openclaw dist dir> <port> <token> <plan JSON>
-// plan: {warm, runs, turns, prompt, marker, targets: [{label, agentId, sessionKey}]}
+// plan: {warm, runs, turns, prompt, marker, targets: [{label, agentId, sessionKey}]}; each turn's
+// session key is the target's with `-warm` or `-<run>` after it.
 //
 // Turns alternate between the targets, and the order flips every turn, so a drift in the
 // machine's load falls on both alike. Approvals (plugin or exec) are allowed once, as a person at
@@ -47,6 +48,8 @@ try {
 }
 
 let serial = 0;
+// Every run has a session of its own per target, opened by one untimed turn, so a run's turns do
+// not carry the history of the runs before it (the embedded runner resends it all every turn).
 async function turn(target, run, index, warm) {
   serial += 1;
   const started = performance.now();
@@ -58,7 +61,7 @@ async function turn(target, run, index, warm) {
       {
         message: plan.prompt,
         agentId: target.agentId,
-        sessionKey: target.sessionKey,
+        sessionKey: `${target.sessionKey}-${run < 0 ? "warm" : run}`,
         idempotencyKey: `bench-${process.pid}-${serial}`,
         timeout: 120,
       },
@@ -78,6 +81,7 @@ for (let i = 0; i < plan.warm; i++) {
   for (const target of plan.targets) await turn(target, -1, i, true);
 }
 for (let run = 0; run < plan.runs; run++) {
+  for (const target of plan.targets) await turn(target, run, -1, true);
   for (let i = 0; i < plan.turns; i++) {
     const order = i % 2 === 0 ? plan.targets : [...plan.targets].reverse();
     for (const target of order) await turn(target, run, i, false);

@@ -74,7 +74,8 @@ pub fn prepare(
     }
     let native_home = home.sandbox.home().join(".codex");
     std::fs::create_dir_all(&native_home).context("creating ~/.codex")?;
-    std::fs::write(native_home.join("config.toml"), codex::config_toml(mock)).context("writing ~/.codex/config.toml")?;
+    std::fs::write(native_home.join("config.toml"), codex::config_toml(mock))
+        .context("writing ~/.codex/config.toml")?;
     let base = format!("{}/v1", mock.base_url());
     home.extra_env.push(("OPENAI_BASE_URL".into(), base.clone()));
     home.extra_env.push(("NPM_CONFIG_OFFLINE".into(), "true".into()));

@@ -51,8 +51,9 @@ pub async fn measure(codex: &Path, sandbox: &Sandbox, thread: &str, spawns: usiz
         )
         .with_note("paid once per attempt while serve spawns a server per attempt; once for the pool's server"),
         Row::info(Scenario::Gateway, format!("… thread/resume answered, median of {k}"), resume, "ms"),
-        Row::info(Scenario::Gateway, format!("… stdin closed → exited, median of {k}"), stop, "ms"),
-        Row::info(Scenario::Gateway, "… spawn + initialize + resume per attempt", init + resume, "ms"),
+        Row::info(Scenario::Gateway, format!("… stdin closed → exited, median of {k}"), stop, "ms")
+            .with_note("serve awaits this stop before it answers attempt/run"),
+        Row::info(Scenario::Gateway, "… spawn + initialize + resume + stop per attempt", init + resume + stop, "ms"),
     ])
 }
 
