@@ -171,7 +171,7 @@ async fn measure(peers: Peers, turns: Turns) -> anyhow::Result<Vec<Row>> {
     let leftovers = wait_until_gone(&home).await;
     let lines = outcome.with_context(|| format!("gateway log:\n{}", tail(&log, 4000)))?;
     let mut rows = figures(&lines, turns, &targets)?;
-    let thread = home.bound_native_session();
+    let thread = bound_thread(&home.bridge_state)?;
     rows.extend(split::measure(&peers.codex, &sandbox, &thread, turns.spawns).await?);
     if !leftovers.is_empty() {
         bail!("processes of the bridge outlived the gateway: {leftovers:?}");
@@ -361,6 +361,22 @@ fn first_warm(lines: &[TurnLine], target: &Harnessed) -> f64 {
     lines.iter().find(|l| l.label == target.label && l.warm).map_or(f64::NAN, |l| l.ms)
 }
 
+/// The Codex thread of one of the sessions the bridge bound (every run has its own).
+fn bound_thread(bridge_state: &std::path::Path) -> anyhow::Result<String> {
+    let dir = bridge_state.join("serve/bindings");
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let binding: Value = serde_json::from_slice(&std::fs::read(&path)?)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if let Some(thread) = binding["nativeSessionId"].as_str() {
+                return Ok(thread.to_string());
+            }
+        }
+    }
+    bail!("the bridge bound no Codex thread in {}", dir.display())
+}
+
 /// Waits until no process runs with the bridge's state dir; returns the ones still there after 15 s.
 async fn wait_until_gone(home: &OpenClawHome<'_>) -> Vec<i32> {
     let needle = format!("CLAWBRIDGE_STATE_DIR={}\0", home.bridge_state.display());
@@ -391,5 +407,64 @@ fn panic_text(join: tokio::task::JoinError) -> String {
             .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
             .unwrap_or_else(|| "a panic without a message".into()),
         Err(join) => join.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(label: &str, run: i64, warm: bool, ms: f64) -> TurnLine {
+        TurnLine { label: label.into(), run, warm, ms, ok: true, harness: None, text: String::new(), error: None }
+    }
+
+    #[test]
+    fn median_and_p90_are_nearest_rank() {
+        let mut ms: Vec<f64> = (1..=10).rev().map(f64::from).collect();
+        assert_eq!(median_p90(&mut ms), (5.0, 9.0));
+        assert_eq!(median_p90(&mut [7.0]), (7.0, 7.0));
+    }
+
+    #[test]
+    fn each_target_reports_its_best_run_and_clawbridge_is_divided_by_the_others() {
+        let turns = Turns { turns: 3, runs: 2, spawns: 1 };
+        let mut lines = vec![line(BRIDGE.label, -1, true, 9000.0), line(EMBEDDED.label, -1, true, 8000.0)];
+        for (run, bridge, embedded) in
+            [(0, [300.0, 100.0, 200.0], [500.0, 400.0, 450.0]), (1, [90.0, 80.0, 70.0], [900.0, 950.0, 990.0])]
+        {
+            for i in 0..3 {
+                lines.push(line(BRIDGE.label, run, false, bridge[i]));
+                lines.push(line(EMBEDDED.label, run, false, embedded[i]));
+            }
+        }
+        let rows = figures(&lines, turns, &[BRIDGE, EMBEDDED]).unwrap();
+        let value = |start: &str| rows.iter().find(|r| r.measure.starts_with(start)).map(|r| r.value).unwrap();
+        // clawbridge's best run is run 1 (median 80), the embedded runner's run 0 (median 450);
+        // warm-up turns are in neither.
+        assert_eq!(value("clawbridge-codex tool-call turn"), 80.0);
+        assert_eq!(value("openclaw built-in (embedded runner) tool-call turn"), 450.0);
+        assert_eq!(value("… clawbridge-codex first warm-up turn"), 9000.0);
+        let ratio = rows.iter().find(|r| r.measure.starts_with("clawbridge-codex ÷")).unwrap();
+        assert!((ratio.value - 80.0 / 450.0).abs() < 1e-9);
+        assert_eq!(ratio.met(), Some(true));
+    }
+
+    #[test]
+    fn a_run_without_timed_turns_is_an_error_not_a_figure() {
+        let turns = Turns { turns: 1, runs: 2, spawns: 1 };
+        let lines = vec![line(BRIDGE.label, 0, false, 1.0), line(EMBEDDED.label, 0, false, 1.0)];
+        assert!(figures(&lines, turns, &[BRIDGE, EMBEDDED]).is_err());
+    }
+
+    #[test]
+    fn the_builtin_agent_gets_its_own_model_on_the_responses_api() {
+        let config = json!({"models": {"providers": {"mock": {"api": "openai-completions", "models": [{"id": "mock-model"}]}}},
+                            "agents": {"defaults": {"models": {"mock/mock-model": {"agentRuntime": {"id": "clawbridge-codex"}}}}}});
+        let config = two_agents(config);
+        assert_eq!(config["models"]["providers"]["mock"]["api"], "openai-responses");
+        assert_eq!(config["models"]["providers"]["mock"]["models"][1]["id"], "mock-builtin");
+        assert_eq!(config["agents"]["entries"][BUILTIN_AGENT]["model"], "mock/mock-builtin");
+        assert!(config["agents"]["defaults"]["models"]["mock/mock-builtin"].get("agentRuntime").is_none());
+        assert_eq!(config["agents"]["entries"][BRIDGE_AGENT]["model"], "mock/mock-model");
     }
 }
