@@ -89,7 +89,7 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report, turns: Turns) -> anyhow::
         report.skipped(Scenario::Gateway, &format!("{why}; run `bash scripts/install-peers.sh all`"));
         return Ok(());
     }
-    let [codex, node, openclaw] = peers.map(|p| p.unwrap_or_default());
+    let [codex, node, openclaw] = peers.map(Result::unwrap_or_default);
     let product = ctx.product.to_path_buf();
     if !product.is_file() {
         bail!("no clawbridge executable at {}: build it or pass --clawbridge", product.display());
