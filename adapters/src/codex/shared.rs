@@ -35,8 +35,9 @@ use super::config::CodexConfig;
 use super::handler::CodexRequestHandler;
 use super::session::CodexError;
 
-/// How many events may wait for one session. The router never waits for a session: one that lets
-/// this many pile up is cut off (its turn fails) rather than stalling every other thread.
+/// How many events may wait for one session. A session that lets this many pile up makes the
+/// router wait (the server's stream backs up, as a single session's does on its own server)
+/// rather than lose its turn's events: a fast turn outruns its consumer for a moment, routinely.
 const SESSION_QUEUE: usize = 1024;
 
 /// Whether the native backend's attempts share warm app-servers.
@@ -103,21 +104,31 @@ impl Routes {
         table.routes.get(slot).map(|route| route.handler.clone())
     }
 
-    /// Hands `event` to `slot`'s session; a session that fell this far behind is cut off.
-    fn deliver(table: &mut RouteTable, slot: u64, event: PeerEvent) {
-        let Some(route) = table.routes.get(&slot) else { return };
-        if let Err(mpsc::error::TrySendError::Full(_)) = route.events.try_send(event) {
-            tracing::error!(
-                slot,
-                "a session on a shared codex app-server fell {SESSION_QUEUE} events behind; cutting it off"
-            );
-            table.routes.remove(&slot);
-            table.threads.retain(|_, owner| *owner != slot);
+    /// Queues `event` for `slot`'s session, if it is still on the server.
+    fn deliver(
+        table: &mut RouteTable,
+        slot: u64,
+        event: PeerEvent,
+        out: &mut Vec<(mpsc::Sender<PeerEvent>, PeerEvent)>,
+    ) {
+        if let Some(route) = table.routes.get(&slot) {
+            out.push((route.events.clone(), event));
         }
     }
 
-    /// Routes one event from the server's reader (see the module docs).
-    fn route(&self, event: PeerEvent) {
+    /// Routes one event from the server's reader (see the module docs), waiting while a session's
+    /// queue is full; the table is not held meanwhile.
+    async fn route(&self, event: PeerEvent) {
+        let deliveries = self.deliveries(event);
+        for (queue, event) in deliveries {
+            // A session that left has dropped its queue: nothing to deliver.
+            let _ = queue.send(event).await;
+        }
+    }
+
+    /// Where one event goes, decided under the table's lock.
+    fn deliveries(&self, event: PeerEvent) -> Vec<(mpsc::Sender<PeerEvent>, PeerEvent)> {
+        let mut out = Vec::new();
         let mut table = self.table();
         match event {
             PeerEvent::Notification(note) => {
@@ -128,13 +139,13 @@ impl Routes {
                     .and_then(Value::as_str);
                 match thread {
                     Some(thread) => match table.threads.get(thread).copied() {
-                        Some(slot) => Self::deliver(&mut table, slot, PeerEvent::Notification(note)),
+                        Some(slot) => Self::deliver(&mut table, slot, PeerEvent::Notification(note), &mut out),
                         None => tracing::trace!(method = %note.method, "a notification for a thread no session holds"),
                     },
                     None => {
                         let slots: Vec<u64> = table.routes.keys().copied().collect();
                         for slot in slots {
-                            Self::deliver(&mut table, slot, PeerEvent::Notification(note.clone()));
+                            Self::deliver(&mut table, slot, PeerEvent::Notification(note.clone()), &mut out);
                         }
                     }
                 }
@@ -143,13 +154,14 @@ impl Routes {
                 table.gone = Some(gone.clone());
                 // Every session hears how the server ended; then its queue closes.
                 for (_, route) in table.routes.drain() {
-                    let _ = route.events.try_send(PeerEvent::Closed(gone.clone()));
+                    out.push((route.events, PeerEvent::Closed(gone.clone())));
                 }
                 table.threads.clear();
             }
             // The peer logged it; the stream goes on.
             _ => {}
         }
+        out
     }
 
     /// Adds a session; its event queue.
@@ -259,7 +271,7 @@ impl SharedServer {
         // The one reader of this server's events; it ends with the stream.
         stopping.spawn(async move {
             while let Some(event) = events.recv().await {
-                router.route(event);
+                router.route(event).await;
             }
         });
         let server = SharedServer {
@@ -553,6 +565,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_session_that_falls_behind_makes_the_router_wait_and_loses_nothing() {
+        let routes = Arc::new(Routes::default());
+        let (slot, mut events) = routes.join(handler(Arc::new(Counting::default())));
+        routes.claim(slot, "thread-a");
+        let sent = SESSION_QUEUE + 5;
+        let router = tokio::spawn({
+            let routes = routes.clone();
+            async move {
+                for n in 0..sent {
+                    let note = clawbridge_protocol::jsonrpc::Notification {
+                        method: "item/agentMessage/delta".into(),
+                        params: Some(json!({"threadId": "thread-a", "delta": n.to_string()})),
+                    };
+                    routes.route(PeerEvent::Notification(note)).await;
+                }
+            }
+        });
+        let mut received = 0;
+        while received < sent {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), events.recv()).await {
+                Ok(Some(PeerEvent::Notification(_))) => received += 1,
+                other => panic!("after {received} of {sent}: {other:?}"),
+            }
+        }
+        router.await.unwrap();
+        assert!(routes.table().threads.contains_key("thread-a"), "still on the server");
+    }
+
+    #[tokio::test]
     async fn notifications_go_to_their_threads_session_and_the_end_of_the_server_to_every_session() {
         let routes = Routes::default();
         let counting = Arc::new(Counting::default());
@@ -566,16 +607,16 @@ mod tests {
                 params: Some(params),
             })
         };
-        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-b", "delta": "hi"})));
-        routes.route(note("thread/started", json!({"thread": {"id": "thread-a"}})));
-        routes.route(note("configWarning", json!({"summary": "for everyone"})));
-        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-gone", "delta": "lost"})));
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-b", "delta": "hi"}))).await;
+        routes.route(note("thread/started", json!({"thread": {"id": "thread-a"}}))).await;
+        routes.route(note("configWarning", json!({"summary": "for everyone"}))).await;
+        routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-gone", "delta": "lost"}))).await;
         let gone = Arc::new(PeerGone {
             cause: clawbridge_bridge::rpc::GoneCause::OutputClosed,
             exit: None,
             stderr_tail: String::new(),
         });
-        routes.route(PeerEvent::Closed(gone));
+        routes.route(PeerEvent::Closed(gone)).await;
         let methods = |events: &mut mpsc::Receiver<PeerEvent>| {
             let mut seen = Vec::new();
             while let Ok(event) = events.try_recv() {
