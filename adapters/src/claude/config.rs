@@ -246,14 +246,7 @@ impl ClaudeConfig {
         host_tools: bool,
     ) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
         let command = self.command(resume, host_tools);
-        match &self.remote {
-            None => Ok((command, None)),
-            Some(remote) => {
-                let far = CommandSpec { program: remote.program.clone().into(), ..command };
-                let wrapped = remote.launcher.wrap(&self.program, &far)?;
-                Ok((wrapped.spec, Some(wrapped.preamble)))
-            }
-        }
+        clawbridge_bridge::remote::launch(self.remote.as_ref(), &self.program, command)
     }
 
     /// The command for a session process, continuing `resume` when given. With `host_tools`, the

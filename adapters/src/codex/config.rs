@@ -133,14 +133,7 @@ impl CodexConfig {
     /// launcher, the launcher running it under the remote wrapper, its environment on stdin.
     pub(crate) fn launch(&self) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
         let command = self.command();
-        match &self.remote {
-            None => Ok((command, None)),
-            Some(remote) => {
-                let far = CommandSpec { program: remote.program.clone().into(), ..command };
-                let wrapped = remote.launcher.wrap(&self.program, &far)?;
-                Ok((wrapped.spec, Some(wrapped.preamble)))
-            }
-        }
+        clawbridge_bridge::remote::launch(self.remote.as_ref(), &self.program, command)
     }
 
     /// The command to spawn on the machine that runs the app-server.

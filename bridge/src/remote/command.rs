@@ -256,5 +256,23 @@ pub struct RemoteSpec {
     pub program: OsString,
 }
 
+/// What a backend spawns for `command` and what goes on its stdin first: `command` itself when
+/// there is no launcher; else the launcher (found here at `launcher_program`) running `command`
+/// with the far side's program under the wrapper, its environment on stdin.
+pub fn launch(
+    remote: Option<&RemoteSpec>,
+    launcher_program: &Path,
+    command: CommandSpec,
+) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
+    match remote {
+        None => Ok((command, None)),
+        Some(remote) => {
+            let far = CommandSpec { program: remote.program.clone().into(), ..command };
+            let wrapped = remote.launcher.wrap(launcher_program, &far)?;
+            Ok((wrapped.spec, Some(wrapped.preamble)))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -7,5 +7,5 @@
 mod command;
 mod preamble;
 
-pub use command::{Launcher, LauncherError, RemoteCommand, RemoteSpec, WRAPPER_NAME, quote_word};
+pub use command::{Launcher, LauncherError, RemoteCommand, RemoteSpec, WRAPPER_NAME, launch, quote_word};
 pub use preamble::{MAX_PREAMBLE_BYTES, PrefixedWriter, StdinPreamble};
