@@ -320,20 +320,9 @@ async fn probe_remote(program: &Path, remote: &CodexRemote) -> ProbeReport {
             ProbeReport::unavailable(program, None, rejected.to_string()).refused(refusal)
         }
         // Its version cannot be asked: as for a binary that does not run.
-        Err(error) => ProbeReport::unavailable(program, None, error_chain(&error)).refused(GateRefusal::CannotRun),
+        Err(error) => ProbeReport::unavailable(program, None, clawbridge_bridge::supervisor::error_chain(&error))
+            .refused(GateRefusal::CannotRun),
     }
-}
-
-/// An error and its causes on one line (a connect error's cause is the OS's word for it).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `program --version` (the last word that starts with a digit) judged by the Codex version gate.

@@ -651,8 +651,9 @@ fn owner_alive(owner: i32) -> bool {
     owner > 0 && procfs::process::Process::new(owner).is_ok()
 }
 
-/// The error and its sources on one line, for the one debug log of why cgroups are not used.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+/// The error and its sources on one line: for the one debug log of why cgroups are not used, and
+/// for reports whose cause is the OS's word for it.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -13,7 +13,7 @@ mod stderr;
 
 pub use containment::{
     CGROUPS_VAR, CONTAINMENT_VALUE_ARG, CONTAINMENT_VAR, CgroupUnavailable, Containment, Escaped, TOKEN_SEPARATOR,
-    cgroups_available, fresh_token_text,
+    cgroups_available, error_chain, fresh_token_text,
 };
 pub use env::{DEFAULT_INHERIT, EnvPolicy, LOADER_INJECTION};
 pub use group::{group_alive, group_members, signal_group};
