@@ -83,8 +83,10 @@ enum Command {
         #[arg(long = "agent-env", value_name = "NAME")]
         agent_env: Vec<String>,
         /// Connect to a listening `codex app-server --listen …` instead of spawning one
-        /// (unix:///path, ws://host:port, wss://host:port); its auth comes from codex.ws-auth and
-        /// codex.ws-token-file in the config file. Only with `--backend codex`.
+        /// (unix:///path, ws://host:port, wss://host:port), or to a running daemon through
+        /// `codex app-server proxy` (proxy, or proxy:///socket/path; under --launcher on the far
+        /// side); its auth comes from codex.ws-auth and codex.ws-token-file in the config file.
+        /// Only with `--backend codex`.
         #[arg(long, value_name = "URL")]
         connect: Option<crate::config::value::ConnectUrl>,
         /// The prompt.

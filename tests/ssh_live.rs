@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use clawbridge_adapters::claude::Secret;
-use clawbridge_adapters::codex::{CodexConfig, CodexSession, SessionHooks, ThreadOptions};
+use clawbridge_adapters::codex::{CodexConfig, CodexError, CodexSession, SessionHooks, ThreadOptions};
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::remote::{Launcher, RemoteSpec};
@@ -375,5 +375,257 @@ async fn an_acp_turn_with_an_approved_command_runs_through_ssh() {
     assert_eq!(result["result"]["terminal"]["kind"], "ok", "{result}\n{stderr}");
     let texts = result["result"]["assistantTexts"].to_string();
     assert!(texts.contains(MARKER), "the command ran and the model quoted it: {texts}\n{stderr}");
+    assert_remote_gone(&sshd, &BTreeMap::new());
+}
+
+/// The graces the test's own daemon is stopped with.
+const DAEMON_STOP: clawbridge_bridge::supervisor::StopPolicy = clawbridge_bridge::supervisor::StopPolicy {
+    after_stdin_close: Duration::from_secs(2),
+    after_sigterm: Duration::from_secs(2),
+    after_sigkill: Duration::from_secs(2),
+};
+
+/// The managed daemon's stand-in on the "remote" side (the same machine, outside the sshd):
+/// `codex app-server --listen unix://SOCKET` in the sandbox's CODEX_HOME, started by the test,
+/// not by a session. (`codex app-server daemon start` would copy the 290 MB binary into the
+/// home and leave a helper `daemon stop` does not end: docs/peers/codex.md.) The proxy reaches
+/// both the same way, through a Unix socket that speaks WebSocket.
+struct Daemon {
+    /// The server, in a process group of its own; killed with its group if the test fails.
+    process: clawbridge_bridge::supervisor::ChildProcess,
+    /// Where it listens.
+    socket: std::path::PathBuf,
+}
+
+impl Daemon {
+    async fn start(codex: &std::path::Path, sandbox: &Sandbox) -> Daemon {
+        use clawbridge_bridge::supervisor::{ChildProcess, CommandSpec, SpawnOptions};
+        let socket = sandbox.root().join("daemon.sock");
+        let spec = CommandSpec {
+            program: codex.to_path_buf(),
+            args: vec!["app-server".into(), "--listen".into(), format!("unix://{}", socket.display()).into()],
+            cwd: Some(sandbox.work()),
+            env: sandbox.env().with_var("CODEX_HOME", sandbox.codex_home()),
+        };
+        let process = ChildProcess::spawn(&spec, SpawnOptions::default()).expect("the daemon starts");
+        let started = Instant::now();
+        while tokio::net::UnixStream::connect(&socket).await.is_err() {
+            assert!(process.try_exit().is_none(), "the daemon exited: {}", process.stderr().snapshot());
+            assert!(started.elapsed() < Duration::from_secs(30), "no socket: {}", process.stderr().snapshot());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Daemon { process, socket }
+    }
+
+    fn running(&self) -> bool {
+        self.process.try_exit().is_none()
+    }
+
+    /// Stops it and checks nothing of its group is left.
+    async fn stop(&mut self) {
+        let pid = self.process.pid() as i32;
+        self.process.stop(DAEMON_STOP).await;
+        assert!(!clawbridge_bridge::supervisor::group_alive(pid), "the daemon's group is gone");
+    }
+}
+
+/// A session's config that reaches `daemon` through `ssh … codex app-server proxy --sock …`.
+fn proxy_config(sshd: &LoopbackSshd, codex: &std::path::Path, sandbox: &Sandbox, daemon: &Daemon) -> CodexConfig {
+    let launcher = Launcher::new(sshd.launcher()).unwrap();
+    let mut config = CodexConfig::new(clawbridge_bridge::backend::find_program("ssh".as_ref()).unwrap());
+    config.remote = Some(RemoteSpec { launcher, program: codex.to_path_buf().into_os_string() });
+    config.connect = Some(format!("proxy://{}", daemon.socket.display()).parse().unwrap());
+    config.codex_home = Some(sandbox.codex_home());
+    config.env = sandbox.env();
+    config.cwd = Some(sandbox.work());
+    config.turn_idle_timeout = Duration::from_secs(60);
+    config.handshake_timeout = Duration::from_secs(30);
+    config
+}
+
+fn allow_all(observer: Arc<RecordingObserver>) -> SessionHooks {
+    SessionHooks { approver: Arc::new(FixedApprover(ApprovalDecision::Allow)), tools: Arc::new(NoHostTools), observer }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_codex_turn_with_an_approval_reaches_a_daemon_through_app_server_proxy_over_ssh() {
+    use clawbridge_bridge::connection::PipeError;
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &sandbox.home())]) else { return };
+    let mock = start_mock(&command_mock(true)).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let mut daemon = Daemon::start(&codex, &sandbox).await;
+    let config = proxy_config(&sshd, &codex, &sandbox, &daemon);
+
+    let observed = Arc::new(RecordingObserver::default());
+    let mut session =
+        CodexSession::connect(config.clone(), allow_all(observed.clone())).await.expect("the proxy reaches the daemon");
+    assert_eq!(session.server_version().to_string(), "0.169.0", "the daemon's own userAgent passed the gate");
+    let remote = descendants(sshd.pid() as i32);
+    assert!(
+        remote.values().any(|c| c.contains("clawbridge-remote"))
+            && remote.values().any(|c| c.contains("app-server proxy")),
+        "the proxy runs under the wrapper on the sshd side: {remote:?}"
+    );
+    assert!(!remote.values().any(|c| c.contains("--listen")), "the daemon is not the session's: {remote:?}");
+    let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
+    let thread = session.start_thread(&options).await.unwrap();
+    let mut events = Vec::new();
+    let result = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the live test command.",
+            &mut |e: &Event| events.push(e.clone()),
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .expect("the turn runs");
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}\n{}", result.terminal, mock_log(&mock));
+    assert_eq!(observed.reports().len(), 1, "the approved command's terminal, once");
+    assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
+
+    let stop = session.shutdown().await.expect("the session owns its proxy (through ssh)");
+    assert!(
+        stop.exit.is_some_and(clawbridge_bridge::exit::ExitState::success),
+        "the proxy ended cleanly on its stdin's end: {stop:?}"
+    );
+    assert_remote_gone(&sshd, &remote);
+    assert!(daemon.running(), "the daemon is the user's: it outlives the session");
+
+    daemon.stop().await;
+    let Err(error) = CodexSession::connect(config, allow_all(Arc::default())).await else {
+        panic!("reached a stopped daemon");
+    };
+    let message = error.to_string();
+    assert!(matches!(error, CodexError::Pipe(PipeError::Ended { .. })), "{error:?}");
+    assert!(
+        message.contains(&daemon.socket.display().to_string()) && message.contains("ssh -F /dev/null -T"),
+        "names the socket and the launcher: {message}"
+    );
+    assert!(message.contains("failed to connect to socket"), "carries the proxy's reason: {message}");
+    assert!(!message.contains("<unknown>"), "without the backtrace: {message}");
+    assert_remote_gone(&sshd, &BTreeMap::new());
+}
+
+/// A mock whose "slowly" turn streams its answer ten minutes late (a turn the bridge is killed in),
+/// and whose command turn runs the approved live test command.
+fn slow_or_command_mock() -> serde_json::Value {
+    let mut scenario = command_mock(true);
+    let slow = json!({"when": {"last_user_text_contains": "slowly"}, "reply": {"text": "late", "delay_ms": 600_000}});
+    scenario["rules"].as_array_mut().unwrap().insert(0, slow);
+    scenario
+}
+
+/// `clawbridge run` with `config` (and nothing of the account's), its output piped.
+fn bridge_run(
+    sandbox: &Sandbox,
+    config: &std::path::Path,
+    state: &std::path::Path,
+    args: &[&str],
+) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .args(args)
+        .current_dir(sandbox.work())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", sandbox.home())
+        .env("TMPDIR", sandbox.tmp())
+        .env("CLAWBRIDGE_CONFIG", config)
+        .env("CLAWBRIDGE_STATE_DIR", state)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_killed_on_a_proxied_daemon_leaves_nothing_remote_and_the_daemon_serves_the_next() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let Some(sshd) = sshd_or_skip_with_env(&[("HOME", &sandbox.home())]) else { return };
+    let mock = start_mock(&slow_or_command_mock()).await.unwrap();
+    std::fs::write(sandbox.codex_home().join("config.toml"), config_toml(&mock)).unwrap();
+    let mut daemon = Daemon::start(&codex, &sandbox).await;
+    let state = tempfile::tempdir().unwrap();
+    let launcher: Vec<String> = sshd.launcher().into_iter().map(|w| w.to_string_lossy().into_owned()).collect();
+    let bridge_config = sandbox.root().join("clawbridge.toml");
+    std::fs::write(
+        &bridge_config,
+        format!(
+            "[codex]\nlauncher = {launcher:?}\nbin = {codex:?}\nhome = {home:?}\nconnect = {connect:?}\n",
+            codex = codex.display().to_string(),
+            home = sandbox.codex_home().display().to_string(),
+            connect = format!("proxy://{}", daemon.socket.display()),
+        ),
+    )
+    .unwrap();
+
+    let mut bridge = bridge_run(
+        &sandbox,
+        &bridge_config,
+        state.path(),
+        &["run", "--backend", "codex", "--json", "Please answer slowly."],
+    )
+    .stdout(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    // Wait until the turn runs: the proxy is up on the far side and the daemon asked the model.
+    let started = Instant::now();
+    let remote = loop {
+        let remote = descendants(sshd.pid() as i32);
+        if remote.values().any(|c| c.contains("app-server proxy")) && !mock.requests().is_empty() {
+            break remote;
+        }
+        if let Ok(Some(status)) = bridge.try_wait() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
+            panic!("the bridge ended before its turn ran ({status}): {stderr}\n{}", mock_log(&mock));
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the turn never started: {remote:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(remote.values().any(|c| c.contains("clawbridge-remote")), "the wrapper runs there: {remote:?}");
+    let key_path = sshd.client_key().display().to_string();
+    assert!(descendants(bridge.id() as i32).values().any(|c| c.contains(&key_path)), "the bridge runs ssh");
+
+    bridge.kill().unwrap();
+    bridge.wait().unwrap();
+    assert_remote_gone(&sshd, &remote);
+    let ssh_left: Vec<String> =
+        processes().into_values().map(|(_, cmdline)| cmdline).filter(|c| c.contains(&key_path)).collect();
+    assert!(ssh_left.is_empty(), "the local ssh survived the bridge: {ssh_left:?}");
+    assert!(daemon.running(), "the daemon survives the bridge that used it");
+
+    let out = bridge_run(
+        &sandbox,
+        &bridge_config,
+        state.path(),
+        &["run", "--backend", "codex", "--json", "--approve", "Please run the live test command."],
+    )
+    .output()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), mock_log(&mock));
+    let result: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(result["result"]["terminal"]["kind"], "ok", "{result}");
+    assert!(result["result"]["assistantTexts"].to_string().contains(MARKER), "{result}");
+    assert_remote_gone(&sshd, &BTreeMap::new());
+    assert!(daemon.running(), "and it still runs");
+
+    // Stopped, the daemon is reported by the doctor as an endpoint nothing listens on is.
+    daemon.stop().await;
+    let out = bridge_run(&sandbox, &bridge_config, state.path(), &["doctor", "--backend", "codex"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&daemon.socket.display().to_string()) && stdout.contains("failed to connect to socket"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("codex app-server daemon start"), "says how to start one: {stdout}");
     assert_remote_gone(&sshd, &BTreeMap::new());
 }

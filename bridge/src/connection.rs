@@ -1,6 +1,8 @@
 //! A native agent as one object: the JSON-RPC peer talking to it and, when the bridge started it,
 //! its supervised process. A spawned agent is spoken to on its stdio; an agent that already runs
-//! is reached at its [`Endpoint`] (a Unix socket or a WebSocket), and then no process is owned.
+//! is reached at its [`Endpoint`] (a Unix socket or a WebSocket), and then no process is owned;
+//! one reached through a spawned pipe (`codex app-server proxy`, [`AgentConnection::spawn_websocket`])
+//! owns the pipe's process, not the server's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +18,9 @@ use crate::supervisor::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnO
 use crate::transport::bearer::WsAuth;
 use crate::transport::endpoint::{self, ConnectError, Endpoint};
 
+mod over_child;
+pub use over_child::{PipeError, PipeLaunch};
+
 /// How long, after the agent's stdout closes, to wait for its exit status before reporting without it.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
 
@@ -28,6 +33,9 @@ pub struct AgentConnection {
     process: Option<ChildProcess>,
     /// Where we connected to, for a connection to a listening agent.
     endpoint: Option<Endpoint>,
+    /// Closes the child's stdin when the protocol runs over a stream that never closes it itself
+    /// (a WebSocket over a proxy's stdio): the proxy ends on its input's end.
+    stdin_closer: Option<crate::transport::child_duplex::StdinCloser>,
     /// The protocol peer on the process's stdin/stdout, or on the connection.
     peer: RpcPeer,
 }
@@ -60,7 +68,7 @@ impl AgentConnection {
             Some(preamble) => RpcPeer::start(stdout, PrefixedWriter::new(stdin, preamble), peer, handler, reporter),
             None => RpcPeer::start(stdout, stdin, peer, handler, reporter),
         };
-        Ok((AgentConnection { process: Some(process), endpoint: None, peer }, events))
+        Ok((AgentConnection { process: Some(process), endpoint: None, stdin_closer: None, peer }, events))
     }
 
     /// Connects to an agent listening at `endpoint`, upgrading with `auth`, within `limit`, and
@@ -75,7 +83,7 @@ impl AgentConnection {
     ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), ConnectError> {
         let (frames, writer) = endpoint::open(endpoint, auth, peer.max_line_bytes, limit).await?;
         let (peer, events) = RpcPeer::start_framed(frames, writer, peer, handler, Arc::new(NoProcess));
-        Ok((AgentConnection { process: None, endpoint: Some(endpoint.clone()), peer }, events))
+        Ok((AgentConnection { process: None, endpoint: Some(endpoint.clone()), stdin_closer: None, peer }, events))
     }
 
     /// The protocol peer.
@@ -98,6 +106,12 @@ impl AgentConnection {
     /// policy's stdin grace for the agent to close its side; its process runs on.
     pub async fn shutdown(mut self, policy: StopPolicy) -> StopOutcome {
         self.peer.close();
+        if let Some(closer) = self.stdin_closer.take() {
+            // The close frame first (the server answers it, which ends our reading), then the
+            // child's end of input, so the proxy exits on its own instead of by the ladder.
+            let _ = tokio::time::timeout(policy.after_stdin_close, self.peer.closed()).await;
+            closer.close();
+        }
         match self.process.as_mut() {
             Some(process) => process.stop(policy).await,
             None => {

@@ -60,7 +60,7 @@ settings_area! {
         env ["CODEX_HOME"],
         default None,
         shown "codex's own (~/.codex)";
-        /// A listening `codex app-server --listen …` to connect to instead of spawning one: unix:///path, ws://host:port or wss://host:port.
+        /// A listening `codex app-server --listen …` to connect to instead of spawning one: unix:///path, ws://host:port or wss://host:port; or proxy / proxy:///path: a running daemon reached through `codex app-server proxy [--sock path]`, run through `launcher` when one is set.
         connect: ConnectUrl,
         flag Some("--connect"),
         env ["CLAWBRIDGE_CODEX_CONNECT"],

@@ -311,7 +311,8 @@ impl SettingValue for CgroupsSetting {
     }
 }
 
-/// Where a listening app-server is (`unix:///path`, `ws://host:port`, `wss://…`), checked when read.
+/// Where a listening app-server is (`unix:///path`, `ws://host:port`, `wss://…`, or `proxy[:///path]`
+/// for a daemon behind `codex app-server proxy`), checked when read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectUrl(pub clawbridge_bridge::transport::endpoint::Endpoint);
 
@@ -329,7 +330,7 @@ impl<'de> Deserialize<'de> for ConnectUrl {
 }
 
 impl SettingValue for ConnectUrl {
-    const KIND: &'static str = "unix:///path, ws://host:port or wss://host:port";
+    const KIND: &'static str = "unix:///path, ws://host:port, wss://host:port, proxy or proxy:///path";
     fn from_env_text(text: &str) -> Result<Self, ValueError> {
         text.parse().map_err(ValueError::Endpoint)
     }

@@ -189,6 +189,12 @@ impl CodexBackend {
         self.options.program.as_ref()
     }
 
+    /// Codex's home for the processes this backend starts: the configured one, else the bridge's
+    /// own `CODEX_HOME`, if set.
+    fn codex_home(&self) -> Option<PathBuf> {
+        self.codex_home.clone().or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+    }
+
     /// The launcher and the far side's codex, when the operator configured one.
     pub(super) fn remote(&self) -> Option<&clawbridge_bridge::remote::RemoteSpec> {
         self.options.remote.as_ref()
@@ -204,8 +210,7 @@ impl CodexBackend {
                 config.remote.clone_from(&self.options.remote);
                 // The user's CODEX_HOME (config, provider, threads) carries over; it is not
                 // inherited otherwise.
-                config.codex_home =
-                    self.codex_home.clone().or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from));
+                config.codex_home = self.codex_home();
                 // Without host auth the provider config.toml selects takes its key from the
                 // variable it names: that one variable passes (super::provider_env).
                 let home = super::provider_env::resolve_home(config.codex_home.as_deref());
@@ -293,8 +298,15 @@ fn start_error(error: CodexError) -> BackendError {
 
 /// The server at `remote` reached and its `initialize` answer judged by the version gate, as a
 /// session would: an endpoint that cannot be reached, or refuses our credential, is reported so.
-async fn probe_remote(program: &Path, remote: &CodexRemote) -> ProbeReport {
+/// A daemon behind `codex app-server proxy` is reached the same way, the proxy launched as a
+/// session launches it (`program` under the launcher, with Codex's home).
+async fn probe_remote(program: &Path, remote: &CodexRemote, backend: &CodexBackend) -> ProbeReport {
     let mut config = CodexConfig::new(program);
+    if remote.endpoint.is_proxy() {
+        backend.options.apply(&mut config.write_timeout, &mut config.containment);
+        config.remote.clone_from(&backend.options.remote);
+        config.codex_home = backend.codex_home();
+    }
     config.connect = Some(remote.endpoint.clone());
     config.ws_auth = remote.auth.clone();
     config.handshake_timeout = VERSION_TIMEOUT;
@@ -361,7 +373,8 @@ impl Backend for CodexBackend {
 
     fn locate(&self, requested: Option<&Path>) -> Result<PathBuf, ProgramNotFound> {
         // A server reached over a connection needs no local binary; the name only labels reports.
-        if self.connect.is_some() {
+        // One reached through `codex app-server proxy` needs the proxy (or its launcher) here.
+        if self.connect.as_ref().is_some_and(|remote| !remote.endpoint.is_proxy()) {
             return Ok(requested.map_or_else(|| PathBuf::from("codex"), Path::to_path_buf));
         }
         match &self.flavour {
@@ -373,7 +386,7 @@ impl Backend for CodexBackend {
     fn probe<'a>(&'a self, program: &'a Path, versions: &'a VersionProbe) -> BoxFuture<'a, ProbeReport> {
         Box::pin(async move {
             match (&self.flavour, &self.connect) {
-                (Flavour::Native, Some(remote)) => probe_remote(program, remote).await,
+                (Flavour::Native, Some(remote)) => probe_remote(program, remote, self).await,
                 (Flavour::Native, None) => probe_native(program, versions, &self.options).await,
                 (Flavour::Replay { version, .. }, _) => {
                     let program = program.to_path_buf();

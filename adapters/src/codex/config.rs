@@ -72,7 +72,9 @@ pub struct CodexConfig {
     /// Whether the child gets a cgroup of its own where the machine allows it.
     pub containment: Containment,
     /// An app-server that already listens (`codex app-server --listen …`): connect to it instead
-    /// of spawning one. The launch settings above are then the server's own business.
+    /// of spawning one. The launch settings above are then the server's own business. For
+    /// [`Endpoint::Proxy`], `program` (under [`remote`](Self::remote)'s launcher, if any) runs
+    /// `codex app-server proxy` and the connection goes through its stdio.
     pub connect: Option<Endpoint>,
     /// How to authenticate to [`connect`](Self::connect)'s WebSocket upgrade.
     pub ws_auth: WsAuth,
@@ -134,6 +136,38 @@ impl CodexConfig {
     pub(crate) fn launch(&self) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
         let command = self.command();
         clawbridge_bridge::remote::launch(self.remote.as_ref(), &self.program, command)
+    }
+
+    /// What to spawn to reach a daemon's control socket through `codex app-server proxy`
+    /// ([`Endpoint::Proxy`]): the proxy, under the launcher when there is one. It gets
+    /// `CODEX_HOME` (the proxy's default socket is under it) but none of the session's
+    /// credentials or `-c` overrides: the daemon runs with its own (docs/remote.md).
+    pub(crate) fn proxy_launch(
+        &self,
+        socket: Option<&std::path::Path>,
+    ) -> Result<(CommandSpec, Option<StdinPreamble>, String), LauncherError> {
+        let mut args = self.launcher_args.clone();
+        args.extend(["app-server".into(), "proxy".into()]);
+        if let Some(socket) = socket {
+            args.extend(["--sock".into(), socket.as_os_str().to_owned()]);
+        }
+        let mut env = self.env.clone();
+        if let Some(home) = &self.codex_home {
+            env.set.push(("CODEX_HOME".into(), home.clone().into_os_string()));
+        }
+        env.set.push(("NO_COLOR".into(), "1".into()));
+        let command = CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env };
+        let shown = |program: &std::ffi::OsStr| {
+            let mut words = vec![program.to_string_lossy().into_owned()];
+            words.extend(command.args.iter().map(|arg| arg.to_string_lossy().into_owned()));
+            shell_words::join(words)
+        };
+        let via = match &self.remote {
+            Some(remote) => format!("`{}` through `{}`", shown(&remote.program), remote.launcher.display()),
+            None => format!("`{}` on this machine", shown(command.program.as_os_str())),
+        };
+        let (command, preamble) = clawbridge_bridge::remote::launch(self.remote.as_ref(), &self.program, command)?;
+        Ok((command, preamble, via))
     }
 
     /// The command to spawn on the machine that runs the app-server.

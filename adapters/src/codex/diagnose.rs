@@ -89,7 +89,8 @@ impl Diagnostics for CodexBackend {
     }
 
     fn program_source(&self) -> Option<String> {
-        if let Some(connected) = self.connected() {
+        // A proxy is launched as the app-server would be: found as it would be.
+        if let Some(connected) = self.connected().filter(|c| !c.endpoint.is_proxy()) {
             return Some(format!("not needed: sessions connect to {}", connected.endpoint));
         }
         if let Some(remote) = self.remote() {
@@ -104,6 +105,10 @@ impl Diagnostics for CodexBackend {
 
     fn install_hint(&self) -> String {
         match self.connected() {
+            Some(remote) if remote.endpoint.is_proxy() => format!(
+                "start the daemon `codex app-server proxy` reaches ({}) where the proxy runs — `codex app-server daemon start`, or `codex app-server --listen unix://SOCKET` — or fix codex.connect",
+                proxy_socket(&remote.endpoint)
+            ),
             Some(remote) => format!(
                 "start `codex app-server --listen {}` (its --ws-auth matching codex.ws-auth), or fix codex.connect and the token",
                 remote.endpoint
@@ -114,6 +119,14 @@ impl Diagnostics for CodexBackend {
 
     fn checks<'a>(&'a self, program: &'a Path, limits: Limits) -> BoxFuture<'a, Vec<Check>> {
         Box::pin(checks(self, program, limits))
+    }
+}
+
+/// The socket a proxy endpoint names, for messages.
+fn proxy_socket(endpoint: &clawbridge_bridge::transport::endpoint::Endpoint) -> String {
+    match endpoint {
+        clawbridge_bridge::transport::endpoint::Endpoint::Proxy { socket: Some(path) } => path.display().to_string(),
+        _ => "its default, $CODEX_HOME/app-server-control/app-server-control.sock".into(),
     }
 }
 

@@ -10,10 +10,11 @@ use clawbridge_bridge::attempt::hooks::{HostTools, ToolTerminalObserver, UserInp
 use clawbridge_bridge::attempt::{AttemptResult, NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits, TurnSink};
 use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
+use clawbridge_bridge::connection::PipeLaunch;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
-use clawbridge_bridge::transport::endpoint::ConnectError;
+use clawbridge_bridge::transport::endpoint::{ConnectError, Endpoint};
 use clawbridge_protocol::codex::initialize::{
     ClientInfo, InitializeCapabilities, InitializeParams, InitializeResponse,
 };
@@ -95,6 +96,10 @@ pub enum CodexError {
     /// The launcher's command could not be built (docs/remote.md); nothing was started. Not retryable.
     #[error("cannot run codex through the launcher")]
     Launcher(#[from] clawbridge_bridge::remote::LauncherError),
+    /// The daemon behind `codex app-server proxy` could not be reached through it (stopped, no
+    /// such socket, the launcher failed); the error names the launcher and the socket.
+    #[error(transparent)]
+    Pipe(#[from] clawbridge_bridge::connection::PipeError),
 }
 
 impl CodexError {
@@ -105,6 +110,10 @@ impl CodexError {
             CodexError::VersionRejected { .. }
                 | CodexError::Connect(ConnectError::Refused { .. })
                 | CodexError::Launcher(_)
+                | CodexError::Pipe(clawbridge_bridge::connection::PipeError::Upgrade {
+                    source: ConnectError::Refused { .. },
+                    ..
+                })
         )
     }
 }
@@ -243,6 +252,24 @@ pub(super) async fn open_server(
         write_timeout: Some(config.write_timeout),
         ..PeerConfig::default()
     };
+    if let Some(endpoint @ Endpoint::Proxy { socket }) = &config.connect {
+        let (command, preamble, via) = config.proxy_launch(socket.as_deref())?;
+        let spawn = SpawnOptions {
+            registry: config.registry.clone(),
+            containment: config.containment,
+            ..SpawnOptions::default()
+        };
+        let launch = PipeLaunch { command, preamble, spawn, stop: config.stop, via };
+        return Ok(AgentConnection::spawn_websocket(
+            launch,
+            endpoint,
+            &config.ws_auth,
+            config.handshake_timeout,
+            peer_config,
+            handler,
+        )
+        .await?);
+    }
     if let Some(endpoint) = &config.connect {
         // The handshake's deadline covers reaching the server, as it covers a child's start-up.
         return Ok(

@@ -5,7 +5,7 @@
 //! - A [`ServerPool`] keeps servers by [`ServerKey`], a keyed hash of everything two attempts must
 //!   agree on to share a process (program, arguments with every `-c` override, the environment with
 //!   the attempt's prepared and secret variables, the process's cwd, containment, the initialize
-//!   capabilities). The hash is keyed per pool so the key says nothing about a secret it covers.
+//!   capabilities, the launcher and far-side program, the endpoint or proxy socket and its auth). The hash is keyed per pool so the key says nothing about a secret it covers.
 //! - One reader per server (a router task) sends each notification to the session whose thread it
 //!   names; one without a thread goes to every session (the mapper ignores what is not its turn's).
 //! - The server's request handler answers a request with the hooks of the session whose thread it
@@ -464,6 +464,9 @@ impl ServerPool {
         // credential's source, never its value, which is read at each connect).
         format!("{:?}", config.connect).hash(&mut hasher);
         format!("{:?}", config.ws_auth).hash(&mut hasher);
+        // Where it runs: the launcher's words and the far side's program (`ssh -T a` and
+        // `ssh -T b` launch the same local `ssh`), for a spawned server and a proxy alike.
+        format!("{:?}", config.remote).hash(&mut hasher);
         ServerKey(hasher.finish())
     }
 
@@ -634,5 +637,22 @@ mod tests {
         let (_, mut late) = routes.join(handler(Arc::default()));
         assert_eq!(methods(&mut late), vec!["closed"]);
         assert!(routes.is_gone());
+    }
+
+    #[tokio::test]
+    async fn servers_behind_other_launchers_or_other_proxy_sockets_have_other_keys() {
+        use clawbridge_bridge::remote::{Launcher, RemoteSpec};
+        let pool = ServerPool::new(ServerMode::DEFAULT_LIMITS);
+        let through = |host: &str, socket: &str| {
+            let mut config = CodexConfig::new("/usr/bin/ssh");
+            let launcher = Launcher::new(vec!["ssh".into(), "-T".into(), host.into()]).unwrap();
+            config.remote = Some(RemoteSpec { launcher, program: "codex".into() });
+            config.connect = Some(format!("proxy://{socket}").parse().unwrap());
+            config
+        };
+        let key = |config: &CodexConfig| pool.key(config, false);
+        assert_eq!(key(&through("a", "/s.sock")), key(&through("a", "/s.sock")));
+        assert_ne!(key(&through("a", "/s.sock")), key(&through("b", "/s.sock")), "another host");
+        assert_ne!(key(&through("a", "/s.sock")), key(&through("a", "/t.sock")), "another daemon");
     }
 }

@@ -1,6 +1,8 @@
 //! Where an already running agent listens, and opening a connection to it: a WebSocket over a
 //! Unix socket, plain TCP (`ws://`) or TLS (`wss://`), upgraded with the configured bearer
-//! (docs/peers/codex.md#listeners).
+//! (docs/peers/codex.md#listeners). A daemon reached through `codex app-server proxy` is named
+//! here too ([`Endpoint::Proxy`]); its byte stream is a spawned child's stdio, which
+//! `AgentConnection::spawn_websocket` opens and hands to [`upgrade`].
 
 use std::fmt;
 use std::path::PathBuf;
@@ -25,6 +27,13 @@ pub enum Endpoint {
         /// The socket's absolute path.
         path: PathBuf,
     },
+    /// A daemon's control socket reached through a launched `codex app-server proxy`, which copies
+    /// its stdio to the socket byte for byte (docs/peers/codex.md#the-managed-daemon-and-proxy).
+    Proxy {
+        /// The socket the proxy is pointed at (`--sock`); `None`: the proxy's default,
+        /// `$CODEX_HOME/app-server-control/app-server-control.sock` on the proxy's side.
+        socket: Option<PathBuf>,
+    },
     /// A WebSocket over TCP, with TLS for `wss://`.
     WebSocket {
         /// The URL, as configured (it carries no credentials: those are refused when parsing).
@@ -42,6 +51,8 @@ impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Endpoint::Unix { path } => write!(f, "unix://{}", path.display()),
+            Endpoint::Proxy { socket: None } => f.write_str(PROXY),
+            Endpoint::Proxy { socket: Some(path) } => write!(f, "{PROXY}://{}", path.display()),
             Endpoint::WebSocket { url, .. } => f.write_str(url),
         }
     }
@@ -53,15 +64,27 @@ impl fmt::Debug for Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Whether it is reached through a launched `codex app-server proxy` ([`Endpoint::Proxy`]).
+    pub fn is_proxy(&self) -> bool {
+        matches!(self, Endpoint::Proxy { .. })
+    }
+}
+
+/// The scheme of [`Endpoint::Proxy`], and the whole value for the proxy's default socket.
+const PROXY: &str = "proxy";
+
 /// Why an endpoint string is not one.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EndpointParseError {
-    /// Not `unix://`, `ws://` or `wss://`.
-    #[error("`{0}` is no endpoint: use unix:///absolute/path, ws://host:port or wss://host:port")]
+    /// Not `unix://`, `ws://`, `wss://` or `proxy`.
+    #[error(
+        "`{0}` is no endpoint: use unix:///absolute/path, ws://host:port, wss://host:port, proxy or proxy:///absolute/path"
+    )]
     Scheme(String),
-    /// `unix://` with a relative or empty path.
-    #[error("`{0}` names no absolute socket path (unix:///absolute/path)")]
+    /// `unix://` or `proxy://` with a relative or empty path.
+    #[error("`{0}` names no absolute socket path (unix:///absolute/path, proxy:///absolute/path)")]
     RelativeSocket(String),
     /// The URL does not parse or names no host.
     #[error("`{0}` is no WebSocket URL with a host")]
@@ -75,6 +98,16 @@ impl std::str::FromStr for Endpoint {
     type Err = EndpointParseError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == PROXY {
+            return Ok(Endpoint::Proxy { socket: None });
+        }
+        if let Some(path) = text.strip_prefix("proxy://") {
+            let path = PathBuf::from(path);
+            if !path.is_absolute() {
+                return Err(EndpointParseError::RelativeSocket(text.into()));
+            }
+            return Ok(Endpoint::Proxy { socket: Some(path) });
+        }
         if let Some(path) = text.strip_prefix("unix://") {
             let path = PathBuf::from(path);
             if !path.is_absolute() {
@@ -181,6 +214,13 @@ pub enum ConnectError {
         /// What went wrong.
         why: String,
     },
+    /// A proxy endpoint was handed to [`open`], which has no process to run it in (a caller's
+    /// mistake: `AgentConnection::spawn_websocket` opens those).
+    #[error("{endpoint} is reached through a launched `codex app-server proxy`, not by connecting")]
+    NeedsProxy {
+        /// The endpoint.
+        endpoint: Endpoint,
+    },
     /// Connecting, TLS and the upgrade together took longer than allowed.
     #[error("connecting to the app-server at {endpoint} took longer than {after:?}")]
     TimedOut {
@@ -239,25 +279,15 @@ async fn open_unbounded(
     max_message_bytes: usize,
     load: impl FnOnce() -> rustls_native_certs::CertificateResult + Send + 'static,
 ) -> Result<Opened, ConnectError> {
-    let bearer = auth
-        .bearer(SystemTime::now())
-        .map_err(|source| ConnectError::Credential { endpoint: endpoint.clone(), source })?;
     // Made before connecting: a token no header can carry needs no round trip to be refused.
-    let authorization = match bearer {
-        Some(bearer) => {
-            let mut value = HeaderValue::from_str(&format!("Bearer {}", bearer.expose()))
-                .map_err(|_| ConnectError::BadToken { endpoint: endpoint.clone() })?;
-            value.set_sensitive(true);
-            Some(value)
-        }
-        None => None,
-    };
+    let authorization = authorization(endpoint, auth)?;
     let unreachable = |source| ConnectError::Unreachable { endpoint: endpoint.clone(), source };
     let (io, url): (BoxedIo, String) = match endpoint {
         Endpoint::Unix { path } => {
             // The host is only the upgrade request's `Host`; nothing resolves it.
-            (Box::new(tokio::net::UnixStream::connect(path).await.map_err(unreachable)?), "ws://localhost/".into())
+            (Box::new(tokio::net::UnixStream::connect(path).await.map_err(unreachable)?), LOCAL_URL.into())
         }
+        Endpoint::Proxy { .. } => return Err(ConnectError::NeedsProxy { endpoint: endpoint.clone() }),
         Endpoint::WebSocket { url, tls, host, port } => {
             let tcp = tokio::net::TcpStream::connect((host.as_str(), *port)).await.map_err(unreachable)?;
             // JSON-RPC is many small messages each way: no Nagle delay on them.
@@ -268,8 +298,54 @@ async fn open_unbounded(
             (io, url.replacen("wss://", "ws://", 1))
         }
     };
+    handshake(endpoint, io, &url, authorization, auth, max_message_bytes).await
+}
+
+/// The upgrade URL for a socket on this side (Unix, or a proxy's stdio): its host is only the
+/// request's `Host` header; nothing resolves it.
+const LOCAL_URL: &str = "ws://localhost/";
+
+/// The WebSocket upgrade over `io`, a byte stream that already reaches the app-server's socket
+/// (a proxy's stdio: [`Endpoint::Proxy`]), with `auth`'s bearer and every incoming message capped
+/// at `max_message_bytes`. Unbounded in time: the caller sets the limit.
+pub async fn upgrade(
+    endpoint: &Endpoint,
+    io: BoxedIo,
+    auth: &WsAuth,
+    max_message_bytes: usize,
+) -> Result<Opened, ConnectError> {
+    let authorization = authorization(endpoint, auth)?;
+    handshake(endpoint, io, LOCAL_URL, authorization, auth, max_message_bytes).await
+}
+
+/// The `Authorization` header `auth` asks for, if any.
+fn authorization(endpoint: &Endpoint, auth: &WsAuth) -> Result<Option<HeaderValue>, ConnectError> {
+    let bearer = auth
+        .bearer(SystemTime::now())
+        .map_err(|source| ConnectError::Credential { endpoint: endpoint.clone(), source })?;
+    match bearer {
+        Some(bearer) => {
+            let mut value = HeaderValue::from_str(&format!("Bearer {}", bearer.expose()))
+                .map_err(|_| ConnectError::BadToken { endpoint: endpoint.clone() })?;
+            value.set_sensitive(true);
+            Ok(Some(value))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The client side of the upgrade over `io`, which reaches the server.
+async fn handshake(
+    endpoint: &Endpoint,
+    io: BoxedIo,
+    url: &str,
+    authorization: Option<HeaderValue>,
+    auth: &WsAuth,
+    max_message_bytes: usize,
+) -> Result<Opened, ConnectError> {
+    let unreachable = |source| ConnectError::Unreachable { endpoint: endpoint.clone(), source };
     let handshake = |source: WsError| ConnectError::Handshake { endpoint: endpoint.clone(), source: Box::new(source) };
-    let mut request = url.as_str().into_client_request().map_err(handshake)?;
+    let mut request = url.into_client_request().map_err(handshake)?;
     if let Some(value) = authorization {
         request.headers_mut().insert(AUTHORIZATION, value);
     }
@@ -345,6 +421,26 @@ mod tests {
         assert_eq!(ws.to_string(), "ws://127.0.0.1:4500");
         let wss: Endpoint = "wss://[::1]/codex".parse().unwrap();
         assert!(matches!(&wss, Endpoint::WebSocket { tls: true, host, port: 443, .. } if host == "::1"));
+    }
+
+    #[test]
+    fn proxy_endpoints_name_the_socket_or_the_proxys_default_and_print_as_written() {
+        let default: Endpoint = "proxy".parse().unwrap();
+        assert_eq!(default, Endpoint::Proxy { socket: None });
+        assert_eq!(default.to_string(), "proxy");
+        let named: Endpoint = "proxy:///run/codex/control.sock".parse().unwrap();
+        assert_eq!(named, Endpoint::Proxy { socket: Some("/run/codex/control.sock".into()) });
+        assert_eq!(named.to_string(), "proxy:///run/codex/control.sock");
+        assert!(named.is_proxy() && !"unix:///s".parse::<Endpoint>().unwrap().is_proxy());
+        assert!(matches!("proxy://relative.sock".parse::<Endpoint>(), Err(EndpointParseError::RelativeSocket(_))));
+        assert!(matches!("proxy:".parse::<Endpoint>(), Err(EndpointParseError::Scheme(_))));
+    }
+
+    #[tokio::test]
+    async fn a_proxy_endpoint_is_not_connected_to_directly() {
+        let endpoint = Endpoint::Proxy { socket: None };
+        let Err(error) = open(&endpoint, &WsAuth::None, 1024, Duration::from_secs(5)).await else { panic!("opened") };
+        assert!(matches!(error, ConnectError::NeedsProxy { .. }), "{error:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! same frames and takes the same lines, so the layers above never know which transport they have.
 
 pub mod bearer;
+pub mod child_duplex;
 mod codec;
 pub mod endpoint;
 mod writer;
