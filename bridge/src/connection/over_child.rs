@@ -102,9 +102,7 @@ fn reason(stderr: &str) -> String {
     // Warnings printed before it say nothing about why it ended.
     let before_backtrace = before_backtrace.find("Error:").map_or(before_backtrace, |at| &before_backtrace[at..]);
     let joined = before_backtrace.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join(" ");
-    // The end is kept: the error comes last, after warnings.
-    let skip = joined.chars().count().saturating_sub(MAX_STDERR_CHARS);
-    joined.chars().skip(skip).filter(|c| !c.is_control()).collect()
+    joined.chars().filter(|c| !c.is_control()).take(MAX_STDERR_CHARS).collect()
 }
 
 impl AgentConnection {
@@ -187,7 +185,8 @@ mod tests {
             reason(stderr),
             "Error: failed to connect to socket at /s.sock Caused by: No such file or directory (os error 2)"
         );
-        let long = format!("{}Error: the end", "x".repeat(5000));
-        assert!(reason(&long).ends_with("Error: the end") && reason(&long).chars().count() == MAX_STDERR_CHARS);
+        let long = format!("warning\nError: the start{}", "x".repeat(5000));
+        assert!(reason(&long).starts_with("Error: the start") && reason(&long).chars().count() == MAX_STDERR_CHARS);
+        assert_eq!(reason("no error line\n  at all\n"), "no error line at all");
     }
 }
