@@ -131,6 +131,41 @@ fn a_configured_endpoint_that_nothing_listens_on_fails_with_its_address_and_how_
     assert_eq!(check(&out, "codex", "handshake").verdict, "skip");
 }
 
+/// `connect = "proxy:///…"`: the proxy is a local program the doctor finds and runs; one that
+/// ends because nothing listens on its socket (what codex 0.169's `app-server proxy` prints then,
+/// docs/peers/codex.md#the-managed-daemon-and-proxy) fails the check as an unreachable endpoint
+/// does, naming the socket and saying how to start a daemon there.
+#[test]
+fn a_proxy_whose_daemon_is_gone_fails_with_the_socket_and_how_to_start_the_daemon() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let socket = home.path().join("control.sock");
+    let codex = script(
+        bin.path(),
+        "codex",
+        "if [ \"$1\" = --version ]; then echo 'codex-cli 0.169.0'; exit 0; fi\n\
+         [ \"$1 $2 $3\" = \"app-server proxy --sock\" ] || exit 2\n\
+         printf 'Error: failed to connect to socket at %s\\n\\nCaused by:\\n    No such file or directory (os error 2)\\n\\nStack backtrace:\\n   0: <unknown>\\n' \"$4\" >&2\n\
+         exit 1",
+    );
+    let endpoint = format!("proxy://{}", socket.display());
+    let env = [("PATH", bin.path().as_os_str()), ("CLAWBRIDGE_CODEX_CONNECT", std::ffi::OsStr::new(&endpoint))];
+    let out = doctor(home.path(), &env, &["--backend", "codex"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let found = check(&out, "codex", "found");
+    assert_eq!(found.summary, format!("{} (on PATH)", codex.display()), "the proxy runs here: {found:?}");
+    let version = check(&out, "codex", "version");
+    assert_eq!(version.verdict, "FAIL");
+    assert!(
+        version.summary.contains(&format!("nothing answered at {endpoint}: the proxy ended (exit code 1)")),
+        "{version:?}"
+    );
+    assert!(version.summary.contains(&format!("failed to connect to socket at {}", socket.display())), "{version:?}");
+    assert!(!version.summary.contains("<unknown>"), "no backtrace: {version:?}");
+    assert!(version.fix.unwrap_or_default().contains("codex app-server daemon start"), "{}", text(&out));
+    assert_eq!(check(&out, "codex", "handshake").verdict, "skip");
+}
+
 /// The gate's own reason: an executable that reports no version is "unversioned", never "too old".
 #[test]
 fn an_executable_without_a_version_is_unversioned_not_too_old() {
