@@ -51,7 +51,7 @@ pub enum PipeError {
     },
     /// The pipe ended before the upgrade was answered: nothing listens on the socket (the daemon
     /// is stopped), the launcher could not log in, or the far side has no such program.
-    #[error("nothing answered at {endpoint}: the proxy ended ({}){}; launched as {via}", exit_text(.exit), stderr_suffix(.stderr))]
+    #[error("nothing answered at {endpoint}: the proxy ended ({}){}; launched as {via}", exit_text(*.exit), stderr_suffix(.stderr))]
     Ended {
         /// The pipe.
         via: String,
@@ -84,7 +84,7 @@ pub enum PipeError {
     },
 }
 
-fn exit_text(exit: &Option<ExitState>) -> String {
+fn exit_text(exit: Option<ExitState>) -> String {
     exit.map_or_else(|| "its output closed".to_owned(), |exit| exit.to_string())
 }
 
