@@ -1,7 +1,8 @@
 //! The Codex session over the real `codex app-server` 0.169.0's own listeners instead of a child's
 //! stdio: a Unix socket and a loopback WebSocket with each auth mode, against the scripted mock
 //! model. Each test starts `codex app-server --listen …` itself (in a sandbox, on 127.0.0.1) and
-//! stops it after; the bridge only connects, so its shutdown leaves the server running.
+//! stops it after; the bridge only connects (or runs a local `codex app-server proxy` to the
+//! socket), so its shutdown leaves the server running.
 //! Skipped with a printed reason when the peers are not installed (failed when they are required).
 
 use std::path::{Path, PathBuf};
@@ -406,5 +407,41 @@ async fn the_token_never_reaches_a_log_even_at_trace_level() {
         logs.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
     }
     assert!(!logs.contains(TOKEN), "the token leaked into the log file");
+    listening.stop().await;
+}
+
+/// `connect = "proxy:///…"` without a launcher: the local `codex app-server proxy --sock …` is the
+/// session's child, the WebSocket runs over its stdio, and the session's stop ends the proxy on
+/// its stdin's end (not by a signal) while the listening server runs on.
+#[tokio::test]
+async fn a_local_app_server_proxy_carries_a_full_turn_and_its_stop_ends_only_the_proxy() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let listening =
+        listening(&codex, |sandbox| (format!("unix://{}", sandbox.root().join("app.sock").display()), vec![])).await;
+    let Endpoint::Unix { path } = &listening.endpoint else { unreachable!("a unix listener") };
+    let mut config = listening.config(&codex, WsAuth::None);
+    config.connect = Some(Endpoint::Proxy { socket: Some(path.clone()) });
+    config.codex_home = Some(listening.sandbox.codex_home());
+    config.env = listening.sandbox.env();
+    let observed = Arc::new(RecordingObserver::default());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: observed.clone(),
+    };
+    let mut session = CodexSession::connect(config, hooks).await.expect("the proxy reaches the listener");
+    assert_eq!(session.server_version().to_string(), "0.169.0", "the server's own userAgent passed the gate");
+    let proxy = session.pid().expect("the session owns its proxy");
+    let cmdline = std::fs::read(format!("/proc/{proxy}/cmdline")).unwrap();
+    assert!(String::from_utf8_lossy(&cmdline).replace('\0', " ").contains("app-server proxy --sock"), "{cmdline:?}");
+    let thread = session.start_thread(&listening.options()).await.unwrap();
+    let (result, _events) = turn(&mut session, &thread.thread_id).await;
+    assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+    assert_eq!(observed.reports().len(), 1, "the approved command's terminal, once");
+    assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
+    let outcome = session.shutdown().await.expect("its own proxy");
+    assert_eq!(outcome.stage, StopStage::StdinClosed, "the proxy ended on its input's end: {outcome:?}");
+    assert!(!group_alive(proxy as i32), "the proxy's group is gone");
+    assert!(listening.server.try_exit().is_none(), "the server is not the session's");
     listening.stop().await;
 }
