@@ -407,6 +407,10 @@ impl Backend for CodexBackend {
         // A thread lives in the server's home: one on another server is not the same thread.
         if let Some(remote) = &self.connect {
             fingerprints = fingerprints.with("endpoint", remote.endpoint.to_string());
+            // A proxy's socket path says nothing of the host: the launcher does.
+            if let Some(launched) = self.remote().filter(|_| remote.endpoint.is_proxy()) {
+                fingerprints = fingerprints.with("launcher", launched.launcher.display());
+            }
         }
         // Host auth names the endpoint and credential the thread talks to; the native login does not.
         match &settings.route_auth {
@@ -540,6 +544,41 @@ mod tests {
         let block = String::from_utf8(preamble.unwrap().as_bytes().to_vec()).unwrap();
         assert!(block.contains("CLAWBRIDGE_ROUTE_API_KEY=sk-far-secret\n"), "{block}");
         assert!(block.contains("CODEX_HOME=/far/codex-home\n"), "{block}");
+    }
+
+    #[test]
+    fn a_proxy_under_a_launcher_runs_there_without_the_sessions_secrets_and_its_host_is_in_the_binding() {
+        use clawbridge_bridge::remote::{Launcher, RemoteSpec};
+        let through = |host: &str| {
+            let launcher = Launcher::new(vec!["env".into(), host.into()]).unwrap();
+            let options = crate::AgentOptions {
+                remote: Some(RemoteSpec { launcher, program: "/far/codex".into() }),
+                ..crate::AgentOptions::default()
+            };
+            let endpoint = "proxy:///far/daemon.sock".parse().unwrap();
+            CodexBackend::native()
+                .configured(options, Some(PathBuf::from("/far/codex-home")))
+                .connecting(Some(CodexRemote { endpoint, auth: clawbridge_bridge::transport::bearer::WsAuth::None }))
+        };
+        let backend = through("A=1");
+        let located = backend.locate(None).unwrap();
+        assert_eq!(located.file_name(), Some(std::ffi::OsStr::new("env")), "the proxy needs its launcher here");
+        let settings = OpenSettings { program: located.clone(), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let mut config = backend.config(&settings, &tools);
+        config.secret_env.push(("CLAWBRIDGE_ROUTE_API_KEY".into(), crate::claude::Secret::new("sk-far-secret")));
+        let (command, preamble, via) = config.proxy_launch(Some(Path::new("/far/daemon.sock"))).unwrap();
+        assert_eq!(command.program, located);
+        let far: Vec<std::ffi::OsString> =
+            ["/far/codex", "app-server", "proxy", "--sock", "/far/daemon.sock"].map(Into::into).to_vec();
+        assert!(command.args.ends_with(&far), "the wrapper runs the proxy on the far side: {:?}", command.args);
+        let block = String::from_utf8(preamble.unwrap().as_bytes().to_vec()).unwrap();
+        assert!(block.contains("CODEX_HOME=/far/codex-home\n"), "the default socket is under it: {block}");
+        assert!(!block.contains("sk-far-secret"), "the daemon has its own credentials: {block}");
+        assert_eq!(via, "`/far/codex app-server proxy --sock /far/daemon.sock` through `env A=1`");
+        let binding = |backend: &CodexBackend| format!("{:?}", backend.fingerprints(&settings));
+        assert_eq!(binding(&backend), binding(&through("A=1")));
+        assert_ne!(binding(&backend), binding(&through("B=1")), "the same socket on another host");
     }
 
     #[test]
