@@ -10,12 +10,12 @@ use std::time::Duration;
 use clawbridge_bridge::attempt::hooks::NoObserver;
 use clawbridge_bridge::attempt::{NativeTurn, Step, TurnActivity, TurnDriver, TurnLimits};
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
-use clawbridge_bridge::rpc::PeerEvent;
+use clawbridge_bridge::rpc::{PeerEvent, PeerEvents};
 use clawbridge_bridge::sink::queue::event_bytes;
 use clawbridge_bridge::sink::{EventStage, MAX_QUEUED_BYTES, Pipeline};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 mod common;
@@ -32,7 +32,7 @@ fn text() -> String {
 /// The agent's notifications as one final text each; the last one ends the turn.
 struct Streamed {
     /// The peer's events.
-    events: mpsc::Receiver<PeerEvent>,
+    events: PeerEvents,
     /// Lines taken from the peer so far (what the agent got through).
     taken: Arc<AtomicUsize>,
     /// Set once the last line was read.

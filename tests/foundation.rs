@@ -9,7 +9,7 @@ use std::time::Duration;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::exit::ExitState;
 use clawbridge_bridge::rpc::{
-    HandlerError, HandlerFailure, PeerConfig, PeerEvent, RejectAll, RequestHandler, RpcError, StreamProblem,
+    HandlerError, HandlerFailure, PeerConfig, PeerEvent, PeerEvents, RejectAll, RequestHandler, RpcError, StreamProblem,
 };
 use clawbridge_bridge::supervisor::{
     CommandSpec, EnvPolicy, PidRegistry, SpawnOptions, StopStage, group_alive, group_members,
@@ -17,13 +17,12 @@ use clawbridge_bridge::supervisor::{
 use clawbridge_protocol::jsonrpc::{Dialect, ErrorObject, Request};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 mod common;
 use common::*;
 
 /// Waits for the next event that is not a notification the test does not care about.
-async fn next_event(events: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
+async fn next_event(events: &mut PeerEvents) -> PeerEvent {
     events.recv().await.expect("the reader ends with a Closed event, never silently")
 }
 

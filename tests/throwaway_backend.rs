@@ -17,11 +17,10 @@ use clawbridge_bridge::binding::Fingerprints;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind, TurnTerminal};
 use clawbridge_bridge::probe::VersionProbe;
-use clawbridge_bridge::rpc::{NoProcess, PeerConfig, PeerEvent, RejectAll, RpcPeer};
+use clawbridge_bridge::rpc::{NoProcess, PeerConfig, PeerEvent, PeerEvents, RejectAll, RpcPeer};
 use clawbridge_bridge::supervisor::{CommandSpec, SpawnOptions, StopPolicy};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 /// The fake agent as an "echo" runtime: a turn asks it (`fake/notify`) to say the prompt back as
 /// one `echo/said` notification, which maps to a started turn, one assistant message and `ok`.
@@ -82,7 +81,7 @@ impl Backend for EchoBackend {
 
 struct EchoSession {
     conn: Option<AgentConnection>,
-    events: mpsc::Receiver<PeerEvent>,
+    events: PeerEvents,
     hooks: SessionHooks,
     activity: Arc<TurnActivity>,
     id: String,
@@ -127,7 +126,7 @@ impl NativeSession for EchoSession {
 }
 
 struct EchoTurn<'a> {
-    events: &'a mut mpsc::Receiver<PeerEvent>,
+    events: &'a mut PeerEvents,
     turn_id: String,
     complete: bool,
 }

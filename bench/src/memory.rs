@@ -23,9 +23,9 @@ use super::sys;
 use super::{Scenario, Setup};
 
 /// The target for the 1 GiB output turn, in MiB.
-const FLOOD_TARGET_MIB: f64 = 64.0;
+const FLOOD_TARGET_MIB: f64 = 48.0;
 /// Runs of the 1 GiB turn (the worst peak is the figure).
-const FLOOD_RUNS: usize = 5;
+const FLOOD_RUNS: usize = 10;
 /// Lines of the recording each concurrent attempt replays.
 const CONCURRENT_LINES: usize = 1_000;
 

@@ -8,12 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::sync::mpsc;
 
 use crate::exit::ExitState;
 use crate::remote::{PrefixedWriter, StdinPreamble};
 use crate::rpc::NoProcess;
-use crate::rpc::{ExitReporter, PeerConfig, PeerEvent, RequestHandler, RpcPeer};
+use crate::rpc::{ExitReporter, PeerConfig, PeerEvents, RequestHandler, RpcPeer};
 use crate::supervisor::{ChildProcess, CommandSpec, ExitWatch, SpawnError, SpawnOptions, StopOutcome, StopPolicy};
 use crate::transport::bearer::WsAuth;
 use crate::transport::endpoint::{self, ConnectError, Endpoint};
@@ -47,7 +46,7 @@ impl AgentConnection {
         spawn: SpawnOptions,
         peer: PeerConfig,
         handler: Arc<dyn RequestHandler>,
-    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), SpawnError> {
+    ) -> Result<(AgentConnection, PeerEvents), SpawnError> {
         Self::spawn_prefixed(spec, None, spawn, peer, handler)
     }
 
@@ -59,7 +58,7 @@ impl AgentConnection {
         spawn: SpawnOptions,
         peer: PeerConfig,
         handler: Arc<dyn RequestHandler>,
-    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), SpawnError> {
+    ) -> Result<(AgentConnection, PeerEvents), SpawnError> {
         let mut process = ChildProcess::spawn(spec, spawn)?;
         let stdin = process.take_stdin().expect("stdin is piped");
         let stdout = process.take_stdout().expect("stdout is piped");
@@ -80,7 +79,7 @@ impl AgentConnection {
         limit: Duration,
         peer: PeerConfig,
         handler: Arc<dyn RequestHandler>,
-    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), ConnectError> {
+    ) -> Result<(AgentConnection, PeerEvents), ConnectError> {
         let (frames, writer) = endpoint::open(endpoint, auth, peer.max_line_bytes, limit).await?;
         let (peer, events) = RpcPeer::start_framed(frames, writer, peer, handler, Arc::new(NoProcess));
         Ok((AgentConnection { process: None, endpoint: Some(endpoint.clone()), stdin_closer: None, peer }, events))

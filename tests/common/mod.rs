@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clawbridge_bridge::connection::AgentConnection;
-use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RejectAll, RequestHandler};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvents, RejectAll, RequestHandler};
 use clawbridge_bridge::supervisor::{CommandSpec, SpawnOptions, StopPolicy};
-use tokio::sync::mpsc;
 
 /// Every test runs under this limit: a hang is a failure, not a stuck CI job.
 pub const TEST_LIMIT: Duration = Duration::from_secs(120);
@@ -39,11 +38,11 @@ pub fn spawn_with(
     spec: CommandSpec,
     config: PeerConfig,
     handler: Arc<dyn RequestHandler>,
-) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
+) -> (AgentConnection, PeerEvents) {
     AgentConnection::spawn(&spec, SpawnOptions::default(), config, handler).expect("the fake agent starts")
 }
 
-pub fn spawn(flags: &[&str]) -> (AgentConnection, mpsc::Receiver<PeerEvent>) {
+pub fn spawn(flags: &[&str]) -> (AgentConnection, PeerEvents) {
     spawn_with(fake_agent(flags), PeerConfig::default(), Arc::new(RejectAll))
 }
 

@@ -14,7 +14,7 @@ use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::mcp::{McpLimits, McpServerHandle};
-use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, PeerEvents, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::acp::{
     AgentCapabilities, AuthenticateParams, CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapability,
@@ -25,7 +25,6 @@ use clawbridge_protocol::acp::{
 use clawbridge_protocol::host::limits::MAX_LINE_BYTES;
 use clawbridge_protocol::mcp::McpServer;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::config::AcpConfig;
@@ -125,7 +124,7 @@ pub struct SessionReady {
 /// A live ACP agent after a successful handshake.
 pub struct AcpSession {
     conn: Option<AgentConnection>,
-    events: mpsc::Receiver<PeerEvent>,
+    events: PeerEvents,
     activity: Arc<TurnActivity>,
     observer: Arc<dyn ToolTerminalObserver>,
     handler: Arc<AcpRequestHandler>,
@@ -515,7 +514,7 @@ fn new_turn_id(session_id: &str) -> String {
 
 /// One running ACP turn as the driver sees it.
 struct AcpTurn<'a> {
-    events: &'a mut mpsc::Receiver<PeerEvent>,
+    events: &'a mut PeerEvents,
     handler: &'a Arc<AcpRequestHandler>,
     peer: clawbridge_bridge::rpc::RpcPeer,
     session_id: &'a str,

@@ -39,7 +39,7 @@ use clawbridge_bridge::binding::InvalidationReason;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind};
 use clawbridge_bridge::probe::{ProbeError, VersionProbe};
-use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, PeerEvents, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_protocol::claude::version::{Version, same_version};
 use clawbridge_protocol::claude::{
@@ -123,7 +123,7 @@ struct Live {
     /// The process (its own group) and the control-protocol peer on its stdio.
     conn: AgentConnection,
     /// Conversation lines in order, then the end of the stream.
-    events: mpsc::Receiver<PeerEvent>,
+    events: PeerEvents,
     /// What this process's control answers mean for the turn, each queued before its answer was
     /// written. Per process, so nothing a stopped process's handler still queues reaches a later one.
     notes: mpsc::Receiver<ControlNote>,

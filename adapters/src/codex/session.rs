@@ -12,7 +12,7 @@ use clawbridge_bridge::backend::TurnInput;
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::connection::PipeLaunch;
 use clawbridge_bridge::events::{Event, TerminalKind};
-use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, RpcError};
+use clawbridge_bridge::rpc::{PeerConfig, PeerEvent, PeerEvents, RpcError};
 use clawbridge_bridge::supervisor::{SpawnError, SpawnOptions, StopOutcome};
 use clawbridge_bridge::transport::endpoint::{ConnectError, Endpoint};
 use clawbridge_protocol::codex::initialize::{
@@ -33,7 +33,6 @@ use clawbridge_protocol::codex::turn::{
 use clawbridge_protocol::codex::version::{Version, VersionRejected};
 use clawbridge_protocol::jsonrpc::Dialect;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -180,7 +179,7 @@ pub struct CodexSession {
     /// The process and its JSON-RPC peer: its own, or a seat on a shared one.
     link: ServerLink,
     /// Notifications in arrival order.
-    events: mpsc::Receiver<PeerEvent>,
+    events: PeerEvents,
     /// What the request handler saw (pending approvals, accepted approvals).
     activity: Arc<TurnActivity>,
     /// Receives tool terminals.
@@ -241,7 +240,7 @@ fn session_handler(config: &CodexConfig, hooks: &SessionHooks) -> (Arc<TurnActiv
 pub(super) async fn open_server(
     config: &CodexConfig,
     handler: Arc<dyn clawbridge_bridge::rpc::RequestHandler>,
-) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), CodexError> {
+) -> Result<(AgentConnection, PeerEvents), CodexError> {
     let peer_config = PeerConfig {
         dialect: Dialect::Codex,
         request_timeout: config.request_timeout,
@@ -359,7 +358,7 @@ impl CodexSession {
 
     fn assemble(
         link: ServerLink,
-        events: mpsc::Receiver<PeerEvent>,
+        events: PeerEvents,
         activity: Arc<TurnActivity>,
         handler: Arc<CodexRequestHandler>,
         hooks: SessionHooks,

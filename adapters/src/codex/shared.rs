@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::pool::{PoolItem, PoolLimits, WarmPool};
-use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, PeerEvent, PeerGone, RequestHandler, RpcPeer};
+use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, PeerEvent, PeerEvents, PeerGone, RequestHandler, RpcPeer};
 use clawbridge_bridge::supervisor::{StopOutcome, StopPolicy};
 use clawbridge_protocol::codex::server_requests::ServerRequest;
 use clawbridge_protocol::codex::version::Version;
@@ -165,7 +165,7 @@ impl Routes {
     }
 
     /// Adds a session; its event queue.
-    fn join(&self, handler: Arc<CodexRequestHandler>) -> (u64, mpsc::Receiver<PeerEvent>) {
+    fn join(&self, handler: Arc<CodexRequestHandler>) -> (u64, PeerEvents) {
         let (events, receiver) = mpsc::channel(SESSION_QUEUE);
         let mut table = self.table();
         let slot = table.next;
@@ -178,7 +178,7 @@ impl Routes {
                 table.routes.insert(slot, Route { events, handler });
             }
         }
-        (slot, receiver)
+        (slot, receiver.into())
     }
 
     /// Gives `thread_id` to `slot`'s session.
@@ -369,7 +369,7 @@ pub struct ServerSeat {
     /// The session's slot in the server's routing.
     slot: u64,
     /// The session's event queue, until the session takes it.
-    events: Option<mpsc::Receiver<PeerEvent>>,
+    events: Option<PeerEvents>,
 }
 
 impl std::fmt::Debug for ServerSeat {
@@ -395,7 +395,7 @@ impl ServerSeat {
     }
 
     /// The session's event queue (once).
-    pub(super) fn take_events(&mut self) -> Option<mpsc::Receiver<PeerEvent>> {
+    pub(super) fn take_events(&mut self) -> Option<PeerEvents> {
         self.events.take()
     }
 
@@ -620,7 +620,7 @@ mod tests {
             stderr_tail: String::new(),
         });
         routes.route(PeerEvent::Closed(gone)).await;
-        let methods = |events: &mut mpsc::Receiver<PeerEvent>| {
+        let methods = |events: &mut PeerEvents| {
             let mut seen = Vec::new();
             while let Ok(event) = events.try_recv() {
                 seen.push(match event {

@@ -3,15 +3,19 @@
 //! lines alone would let a consumer that lags hold that many of the largest lines.
 //!
 //! Each event takes a share of a byte budget (its line's length, at least [`MIN_EVENT_BYTES`], at
-//! most the whole budget) before it is queued, and gives it back only once the consumer has taken
-//! it. A relay task moves events into the consumer's one-slot channel and knows the consumer took
-//! the last one when that slot is free again. While the reader waits for room it says so to the
+//! most the whole budget) and one of the line slots before it is queued, and gives both back when
+//! the consumer takes it ([`PeerEvents::recv`]). The reader hands events over in batches: what it
+//! read before its next read would wait (at most [`MAX_BATCH_EVENTS`]), so a burst of lines wakes
+//! the consumer once, not once per line. A batch also goes out before the reader waits for room,
+//! completes one of our requests or passes a request of the peer's to its handler, so nothing
+//! that follows a line is seen before it. While the reader waits for room it says so to the
 //! peer's writer ([`LineSender::hold_reading`]): a peer blocked on its output, because we stopped
 //! reading it, may stop reading its input without being at fault.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError, mpsc};
 
 use super::peer::PeerEvent;
@@ -23,73 +27,185 @@ pub const DEFAULT_EVENT_BYTES: usize = 8 << 20;
 /// What an event costs at least, however short its line: the event itself and its slot.
 pub const MIN_EVENT_BYTES: usize = 256;
 
+/// The most events one hand-over carries: a stream that never makes the reader wait is still
+/// handed over in pieces, so the consumer starts on the first lines while the next are read.
+pub const MAX_BATCH_EVENTS: usize = 256;
+
 /// The consumer is gone: nobody takes events any more.
 #[derive(Debug)]
 pub(super) struct ConsumerGone;
 
+/// An event with the share of the budget it holds until the consumer takes it.
+#[derive(Debug)]
+struct Queued {
+    /// What the consumer gets.
+    event: PeerEvent,
+    /// Its bytes of the byte budget.
+    _bytes: OwnedSemaphorePermit,
+    /// Its line slot.
+    _slot: OwnedSemaphorePermit,
+}
+
 /// The reader's side of the inbox.
 pub(super) struct InboxSender {
-    /// Events queued with their share of the budget.
-    queue: mpsc::Sender<(PeerEvent, OwnedSemaphorePermit)>,
+    /// Batches handed over; unbounded in batches because every event in one holds its share of
+    /// `budget` and `slots`, which bound what is queued.
+    queue: mpsc::UnboundedSender<Vec<Queued>>,
+    /// Events read and not yet handed over (the reader's next read has not waited yet).
+    batch: Mutex<Vec<Queued>>,
     /// One permit per byte queued and not yet taken by the consumer.
     budget: Arc<Semaphore>,
+    /// One permit per event queued and not yet taken: the bound in lines.
+    slots: Arc<Semaphore>,
     /// The budget's size: the most one event takes.
     budget_bytes: u32,
     /// Told while the reader waits for room, so the write clock stands still.
     out: LineSender,
 }
 
-/// An inbox for `lines` events and `bytes` bytes; waits for room are reported to `out`.
-pub(super) fn inbox(lines: usize, bytes: usize, out: LineSender) -> (InboxSender, mpsc::Receiver<PeerEvent>) {
-    let budget_bytes = u32::try_from(bytes.clamp(MIN_EVENT_BYTES, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
-    let budget = Arc::new(Semaphore::new(budget_bytes as usize));
-    let (queue, queued) = mpsc::channel(lines.max(1));
-    // One slot: the event in it is still counted, so what the consumer has not taken is bounded.
-    let (slot, taken) = mpsc::channel(1);
-    tokio::spawn(relay(queued, slot, budget.clone()));
-    (InboxSender { queue, budget, budget_bytes, out }, taken)
+/// The consumer's side of a peer's events, in arrival order: from the peer's own reader (in
+/// batches, each event's share of the budget given back as it is taken), or from a plain channel
+/// that something else fills (a shared server's router hands each session its own).
+#[derive(Debug)]
+pub struct PeerEvents {
+    /// Where the events come from.
+    source: Source,
 }
 
-impl InboxSender {
-    /// Queues `event`, read from a line of `line_bytes` bytes, waiting while the inbox is full.
-    pub(super) async fn send(&self, event: PeerEvent, line_bytes: usize) -> Result<(), ConsumerGone> {
-        let cost = u32::try_from(line_bytes.max(MIN_EVENT_BYTES)).unwrap_or(u32::MAX).min(self.budget_bytes);
-        let permit = match self.budget.clone().try_acquire_many_owned(cost) {
-            Ok(permit) => permit,
-            Err(TryAcquireError::Closed) => return Err(ConsumerGone),
-            Err(TryAcquireError::NoPermits) => {
-                let _held = self.out.hold_reading();
-                self.budget.clone().acquire_many_owned(cost).await.map_err(|_| ConsumerGone)?
-            }
-        };
-        match self.queue.try_send((event, permit)) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Closed(_)) => Err(ConsumerGone),
-            Err(TrySendError::Full(queued)) => {
-                let _held = self.out.hold_reading();
-                self.queue.send(queued).await.map_err(|_| ConsumerGone)
-            }
+#[derive(Debug)]
+enum Source {
+    /// A peer's reader.
+    Inbox(Inbox),
+    /// A channel of single events.
+    Channel(mpsc::Receiver<PeerEvent>),
+}
+
+/// The receiving end of a reader's batches.
+#[derive(Debug)]
+struct Inbox {
+    /// Batches as the reader handed them over.
+    batches: mpsc::UnboundedReceiver<Vec<Queued>>,
+    /// The rest of the batch being taken.
+    current: VecDeque<Queued>,
+    /// Closed when the consumer goes, so the reader never waits for room again.
+    budget: Arc<Semaphore>,
+    /// Closed with `budget`.
+    slots: Arc<Semaphore>,
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        self.budget.close();
+        self.slots.close();
+    }
+}
+
+impl From<mpsc::Receiver<PeerEvent>> for PeerEvents {
+    fn from(channel: mpsc::Receiver<PeerEvent>) -> Self {
+        PeerEvents { source: Source::Channel(channel) }
+    }
+}
+
+impl PeerEvents {
+    /// The next event, waiting for one; `None` once the reader is done and everything was taken.
+    /// Cancel-safe: an event is only taken when this returns it.
+    pub async fn recv(&mut self) -> Option<PeerEvent> {
+        match &mut self.source {
+            Source::Channel(channel) => channel.recv().await,
+            Source::Inbox(inbox) => loop {
+                if let Some(queued) = inbox.current.pop_front() {
+                    return Some(queued.event);
+                }
+                inbox.current = inbox.batches.recv().await?.into();
+            },
+        }
+    }
+
+    /// The next event if one is ready now.
+    pub fn try_recv(&mut self) -> Result<PeerEvent, TryRecvError> {
+        match &mut self.source {
+            Source::Channel(channel) => channel.try_recv(),
+            Source::Inbox(inbox) => loop {
+                if let Some(queued) = inbox.current.pop_front() {
+                    return Ok(queued.event);
+                }
+                inbox.current = inbox.batches.try_recv()?.into();
+            },
+        }
+    }
+
+    /// Whether no event is ready now (the reader may still hold what it read last).
+    pub fn is_empty(&self) -> bool {
+        match &self.source {
+            Source::Channel(channel) => channel.is_empty(),
+            Source::Inbox(inbox) => inbox.current.is_empty() && inbox.batches.is_empty(),
         }
     }
 }
 
-/// Moves events into the consumer's slot, giving an event's bytes back once the consumer took it
-/// (the slot is free again). Ends when the reader is done and everything was handed over, or when
-/// the consumer is gone, which closes the budget so the reader never waits for it.
-async fn relay(
-    mut queued: mpsc::Receiver<(PeerEvent, OwnedSemaphorePermit)>,
-    slot: mpsc::Sender<PeerEvent>,
-    budget: Arc<Semaphore>,
-) {
-    let mut in_slot: Option<OwnedSemaphorePermit> = None;
-    loop {
-        let Ok(free) = slot.reserve().await else { break };
-        drop(in_slot.take());
-        let Some((event, permit)) = queued.recv().await else { break };
-        free.send(event);
-        in_slot = Some(permit);
+/// An inbox for `lines` events and `bytes` bytes; waits for room are reported to `out`.
+pub(super) fn inbox(lines: usize, bytes: usize, out: LineSender) -> (InboxSender, PeerEvents) {
+    let budget_bytes = u32::try_from(bytes.clamp(MIN_EVENT_BYTES, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
+    let budget = Arc::new(Semaphore::new(budget_bytes as usize));
+    let slots = Arc::new(Semaphore::new(lines.clamp(1, Semaphore::MAX_PERMITS)));
+    let (queue, batches) = mpsc::unbounded_channel();
+    let events = Inbox { batches, current: VecDeque::new(), budget: budget.clone(), slots: slots.clone() };
+    let sender = InboxSender { queue, batch: Mutex::new(Vec::new()), budget, slots, budget_bytes, out };
+    (sender, PeerEvents { source: Source::Inbox(events) })
+}
+
+impl InboxSender {
+    /// Queues `event`, read from a line of `line_bytes` bytes, waiting while the inbox is full. It
+    /// reaches the consumer with the batch it joins ([`flush`](Self::flush)).
+    pub(super) async fn send(&self, event: PeerEvent, line_bytes: usize) -> Result<(), ConsumerGone> {
+        let cost = u32::try_from(line_bytes.max(MIN_EVENT_BYTES)).unwrap_or(u32::MAX).min(self.budget_bytes);
+        let bytes = self.take(&self.budget, cost).await?;
+        let slot = self.take(&self.slots, 1).await?;
+        let full = {
+            let mut batch = self.lock();
+            batch.push(Queued { event, _bytes: bytes, _slot: slot });
+            batch.len() >= MAX_BATCH_EVENTS
+        };
+        if full {
+            self.flush()?;
+        }
+        Ok(())
     }
-    budget.close();
+
+    /// Hands the events read so far to the consumer. Never waits.
+    pub(super) fn flush(&self) -> Result<(), ConsumerGone> {
+        let batch = std::mem::take(&mut *self.lock());
+        if batch.is_empty() {
+            return if self.queue.is_closed() { Err(ConsumerGone) } else { Ok(()) };
+        }
+        self.queue.send(batch).map_err(|_| ConsumerGone)
+    }
+
+    /// `cost` permits of `from`; while there are not enough, what was read goes to the consumer
+    /// (whose taking it is what makes room) and the wait is reported to the writer.
+    async fn take(&self, from: &Arc<Semaphore>, cost: u32) -> Result<OwnedSemaphorePermit, ConsumerGone> {
+        match from.clone().try_acquire_many_owned(cost) {
+            Ok(permit) => Ok(permit),
+            Err(TryAcquireError::Closed) => Err(ConsumerGone),
+            Err(TryAcquireError::NoPermits) => {
+                self.flush()?;
+                let _held = self.out.hold_reading();
+                from.clone().acquire_many_owned(cost).await.map_err(|_| ConsumerGone)
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Queued>> {
+        // A panic while pushing leaves a vector that is still whole.
+        self.batch.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for InboxSender {
+    /// What the reader read last still reaches the consumer, however the reader ends.
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 #[cfg(test)]
@@ -99,7 +215,7 @@ mod tests {
     use clawbridge_protocol::jsonrpc::Notification;
 
     use super::*;
-    use crate::transport::spawn_line_writer;
+    use crate::transport::{Frame, spawn_line_writer};
 
     fn event(n: usize) -> PeerEvent {
         PeerEvent::Notification(Notification { method: format!("n{n}"), params: None })
@@ -171,5 +287,108 @@ mod tests {
             // Queued (before the relay saw the consumer go) or refused; never a wait.
             let _ = sent.expect("no wait for a consumer that is gone");
         }
+    }
+
+    /// A peer reading `output`, writing to `input`, with the defaults.
+    fn peer_on(output: tokio::io::DuplexStream, input: tokio::io::DuplexStream) -> (crate::rpc::RpcPeer, PeerEvents) {
+        use crate::rpc::{NoProcess, PeerConfig, RejectAll, RpcPeer};
+        RpcPeer::start(output, input, PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess))
+    }
+
+    fn method(event: Option<PeerEvent>) -> String {
+        match event {
+            Some(PeerEvent::Notification(n)) => n.method,
+            other => panic!("expected a notification, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_read_at_once_reach_the_consumer_in_one_hand_over() {
+        use tokio::io::AsyncWriteExt;
+        let (output, mut child) = tokio::io::duplex(1 << 20);
+        let (input, _child_stdin) = tokio::io::duplex(1024);
+        let burst: String = (0..100).map(|n| format!("{{\"method\":\"n{n}\"}}\n")).collect();
+        child.write_all(burst.as_bytes()).await.unwrap();
+        let (_peer, mut events) = peer_on(output, input);
+        assert_eq!(method(tokio::time::timeout(Duration::from_secs(30), events.recv()).await.unwrap()), "n0");
+        // The other 99 came with the first: they are there without another wait. One event per
+        // hand-over (a wake-up of the consumer per line) would leave them behind.
+        for n in 1..100 {
+            assert_eq!(method(events.try_recv().ok()), format!("n{n}"), "event {n} was not handed over with the first");
+        }
+        assert!(events.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_lone_line_is_handed_over_before_the_next_is_written() {
+        use tokio::io::AsyncWriteExt;
+        let (output, mut child) = tokio::io::duplex(1 << 20);
+        let (input, _child_stdin) = tokio::io::duplex(1024);
+        let (_peer, mut events) = peer_on(output, input);
+        for n in 0..20 {
+            child.write_all(format!("{{\"method\":\"lone{n}\"}}\n").as_bytes()).await.unwrap();
+            // Nothing more comes until it arrived: a reader holding it for a fuller batch would
+            // never deliver it (the guard only turns that hang into a failure).
+            let got = tokio::time::timeout(Duration::from_secs(30), events.recv()).await;
+            assert_eq!(method(got.expect("a lone line was held back")), format!("lone{n}"));
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn notifications_before_an_answer_are_the_consumers_when_the_caller_wakes() {
+        use crate::rpc::{NoProcess, PeerConfig, RejectAll, RpcPeer};
+        use tokio::io::AsyncBufReadExt;
+        // Frames the test feeds; after the answer the reader is kept from ever finding the stream
+        // waiting (its thread blocks until the test has looked), so only what is handed over with
+        // the answer can be seen.
+        let (feed, mut fed) = mpsc::unbounded_channel::<Frame>();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let frames = futures::stream::poll_fn(move |cx| match fed.poll_recv(cx) {
+            std::task::Poll::Ready(Some(Frame::Line(line))) if line == "hold" => {
+                let _ = released.recv();
+                std::task::Poll::Ready(None)
+            }
+            other => other.map(|frame| frame.map(Ok)),
+        });
+        let (input, child_stdin) = tokio::io::duplex(1 << 20);
+        let (peer, mut events) =
+            RpcPeer::start_framed(frames, input, PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess));
+        let request = peer.request("ask", None::<&serde_json::Value>);
+        tokio::pin!(request);
+        let mut sent = String::new();
+        let mut asked = tokio::io::BufReader::new(child_stdin);
+        tokio::select! {
+            answered = &mut request => panic!("answered before it was asked: {answered:?}"),
+            read = asked.read_line(&mut sent) => read.unwrap(),
+        };
+        let id = serde_json::from_str::<serde_json::Value>(&sent).unwrap()["id"].clone();
+        for n in 0..10 {
+            feed.send(Frame::Line(format!("{{\"method\":\"n{n}\"}}"))).unwrap();
+        }
+        feed.send(Frame::Line(format!("{{\"id\":{id},\"result\":{{}}}}"))).unwrap();
+        feed.send(Frame::Line("hold".into())).unwrap();
+        tokio::time::timeout(Duration::from_secs(30), request).await.expect("the answer was read").unwrap();
+        let before: Vec<String> = std::iter::from_fn(|| events.try_recv().ok()).map(|e| method(Some(e))).collect();
+        release.send(()).unwrap();
+        assert_eq!(before, (0..10).map(|n| format!("n{n}")).collect::<Vec<_>>(), "still with the reader");
+    }
+
+    #[tokio::test]
+    async fn a_batch_holds_at_most_its_cap_and_every_event_still_arrives_in_order() {
+        let (out, _writer) = spawn_line_writer(tokio::io::sink(), 1);
+        let (inbox, mut taken) = inbox(4096, 8 << 20, out);
+        let total = MAX_BATCH_EVENTS * 3 + 7;
+        for n in 0..total {
+            inbox.send(event(n), 10).await.unwrap();
+        }
+        // Without a flush only the full batches went over.
+        let mut handed = 0;
+        while taken.try_recv().is_ok() {
+            handed += 1;
+        }
+        assert_eq!(handed, MAX_BATCH_EVENTS * 3);
+        drop(inbox);
+        let rest: Vec<String> = std::iter::from_fn(|| taken.try_recv().ok()).map(|e| method(Some(e))).collect();
+        assert_eq!(rest, (MAX_BATCH_EVENTS * 3..total).map(|n| format!("n{n}")).collect::<Vec<_>>());
     }
 }

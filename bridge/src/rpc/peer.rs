@@ -14,13 +14,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::task::TaskTracker;
 
 use super::caps::LineCaps;
 use super::error::{GoneCause, PeerGone, RpcError, StreamProblem};
 use super::handler::{ExitReporter, HandlerError, HandlerFailure, RequestHandler};
+use super::inbox::{InboxSender, PeerEvents};
 use crate::transport::{DEFAULT_MAX_LINE_BYTES, Frame, LineSender, frame_reader, spawn_line_writer_with_timeout};
 
 /// How a peer connection behaves.
@@ -244,7 +245,7 @@ impl RpcPeer {
         config: PeerConfig,
         handler: Arc<dyn RequestHandler>,
         exit: Arc<dyn ExitReporter>,
-    ) -> (RpcPeer, mpsc::Receiver<PeerEvent>)
+    ) -> (RpcPeer, PeerEvents)
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -262,7 +263,7 @@ impl RpcPeer {
         config: PeerConfig,
         handler: Arc<dyn RequestHandler>,
         exit: Arc<dyn ExitReporter>,
-    ) -> (RpcPeer, mpsc::Receiver<PeerEvent>)
+    ) -> (RpcPeer, PeerEvents)
     where
         F: futures::Stream<Item = std::io::Result<Frame>> + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -454,7 +455,7 @@ async fn wait_for_answer(
 
 struct ReaderTask {
     peer: RpcPeer,
-    events: super::inbox::InboxSender,
+    events: InboxSender,
     handler: Arc<dyn RequestHandler>,
     exit: Arc<dyn ExitReporter>,
 }
@@ -479,7 +480,7 @@ impl ReaderTask {
                 // written), so its stream ends now, even while it keeps writing, and the turn on it
                 // with it.
                 after = self.peer.out.stalled_wait() => break GoneCause::InputStalled { after },
-                next = frames.next() => next,
+                next = next_frame(&mut frames, &self.events) => next,
                 () = &mut exited, if drain_deadline.is_none() => {
                     drain_deadline = Some(tokio::time::Instant::now() + OUTPUT_DRAIN_AFTER_EXIT);
                     continue;
@@ -498,6 +499,8 @@ impl ReaderTask {
                 Frame::TruncatedAtEof { len } => self.problem(StreamProblem::TruncatedAtEof { len }).await,
             }
         };
+        // What was read last goes to the consumer now, not after the exit report's wait.
+        let _ = self.events.flush();
         // No request comes after the stream's end: the answers owed are those already spawned.
         self.peer.shared.answering.close();
         if config.abort_handlers_on_close {
@@ -693,6 +696,8 @@ impl ReaderTask {
 
     /// Hands a request to the handler (in arrival order) and answers it from its own task.
     async fn dispatch(&self, request: Request, handlers: &Arc<Semaphore>) {
+        // What came before the request is the consumer's before its handler runs.
+        let _ = self.events.flush();
         let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
         let id = request.id.clone();
         let method = request.method.clone();
@@ -718,6 +723,7 @@ impl ReaderTask {
 
     /// Answers a request with an error without calling the handler.
     async fn refuse(&self, id: RequestId, error: ErrorObject, handlers: &Arc<Semaphore>) {
+        let _ = self.events.flush();
         let permit = handlers.clone().acquire_owned().await.expect("the semaphore is never closed");
         let peer = self.peer.clone();
         // Not from the reader itself: a full output queue must not stop it reading.
@@ -729,6 +735,8 @@ impl ReaderTask {
 
     /// Takes the waiter of our request `id` answers, with the number of that request.
     fn waiter(&self, id: &RequestId) -> Option<(Waiter, i64)> {
+        // The notifications read before an answer reach the consumer before its caller wakes.
+        let _ = self.events.flush();
         let number = our_number(self.peer.config.dialect, id)?;
         self.peer.shared.lock().waiting.remove(&number).map(|waiter| (waiter, number))
     }
@@ -822,6 +830,23 @@ async fn send_answer(peer: &RpcPeer, id: &RequestId, outcome: Result<Value, Erro
 /// How long the reader keeps waiting for EOF after the process exited. Its own output is readable at
 /// once; this only bounds the wait when a grandchild inherited the pipe and keeps it open.
 const OUTPUT_DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
+
+/// The next frame; when it is not ready yet, the events read so far are handed to the consumer
+/// first, so a burst read at once wakes the consumer once and a lone line is never held back.
+async fn next_frame<F>(frames: &mut F, events: &InboxSender) -> Option<std::io::Result<Frame>>
+where
+    F: futures::Stream<Item = std::io::Result<Frame>> + Unpin,
+{
+    std::future::poll_fn(|cx| {
+        let next = frames.poll_next_unpin(cx);
+        if next.is_pending() {
+            // A consumer that is gone is found at the next send.
+            let _ = events.flush();
+        }
+        next
+    })
+    .await
+}
 
 async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -1029,12 +1054,8 @@ mod tests {
     /// its stdin (we read what the peer wrote).
     fn claude_peer(
         handler: Arc<dyn RequestHandler>,
-    ) -> (
-        RpcPeer,
-        mpsc::Receiver<PeerEvent>,
-        tokio::io::DuplexStream,
-        tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
-    ) {
+    ) -> (RpcPeer, PeerEvents, tokio::io::DuplexStream, tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>)
+    {
         use tokio::io::AsyncBufReadExt;
         let (output, cli_stdout) = tokio::io::duplex(64 * 1024);
         let (input, cli_stdin) = tokio::io::duplex(64 * 1024);
@@ -1300,12 +1321,8 @@ mod tests {
     /// A strict JSON-RPC peer with small caps: requests `small/*` 100 bytes, answers to `tiny` 60.
     fn capped_peer(
         handler: Arc<dyn RequestHandler>,
-    ) -> (
-        RpcPeer,
-        mpsc::Receiver<PeerEvent>,
-        tokio::io::DuplexStream,
-        tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>,
-    ) {
+    ) -> (RpcPeer, PeerEvents, tokio::io::DuplexStream, tokio::io::Lines<tokio::io::BufReader<tokio::io::DuplexStream>>)
+    {
         use tokio::io::AsyncBufReadExt;
         let (output, other_stdout) = tokio::io::duplex(64 * 1024);
         let (input, other_stdin) = tokio::io::duplex(64 * 1024);

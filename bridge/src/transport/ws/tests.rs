@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tokio::io::DuplexStream;
-use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{split_websocket, ws_config};
-use crate::rpc::{GoneCause, NoProcess, PeerConfig, PeerEvent, RejectAll, RpcPeer, StreamProblem};
+use crate::rpc::{GoneCause, NoProcess, PeerConfig, PeerEvent, PeerEvents, RejectAll, RpcPeer, StreamProblem};
 
 /// The longest message the client side accepts in these tests.
 const CAP: usize = 1024;
@@ -20,7 +19,7 @@ const CAP: usize = 1024;
 async fn connected(
     pipe_bytes: usize,
     write_timeout: Option<Duration>,
-) -> (WebSocketStream<DuplexStream>, RpcPeer, mpsc::Receiver<PeerEvent>) {
+) -> (WebSocketStream<DuplexStream>, RpcPeer, PeerEvents) {
     let (client_io, server_io) = tokio::io::duplex(pipe_bytes);
     let server = tokio::spawn(tokio_tungstenite::accept_async(server_io));
     let (client, _) = tokio_tungstenite::client_async_with_config("ws://localhost/", client_io, Some(ws_config(CAP)))
@@ -33,7 +32,7 @@ async fn connected(
     (server, peer, events)
 }
 
-async fn next(events: &mut mpsc::Receiver<PeerEvent>) -> PeerEvent {
+async fn next(events: &mut PeerEvents) -> PeerEvent {
     tokio::time::timeout(Duration::from_secs(10), events.recv())
         .await
         .expect("an event comes")
