@@ -2,6 +2,11 @@
 //! nothing built), then the variant's type decodes straight from the text with the tag member
 //! skipped on the way ([`WithoutMember`]), so no `Value` tree of the line is ever made on the hot
 //! path. Only a line that does not fit a variant pays for a `Value` (its catch-all keeps one).
+//!
+//! Where a `Value` and the text can differ is a member written twice, which no peer does: a `Value`
+//! keeps the last; the peek takes a tag written first at once (the peers write it first), and a
+//! typed field written twice fails its variant's decode ("duplicate field"), so such a line lands in
+//! the catch-all with that error instead of decoding with its last value. Nothing is lost either way.
 
 use std::borrow::Cow;
 use std::fmt;

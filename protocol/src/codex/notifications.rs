@@ -109,14 +109,12 @@ impl ServerNotification {
 /// string (a present `threadId` that is no string names no thread, as in a `Value`).
 pub fn thread_id_of(params: &serde_json::value::RawValue) -> Option<Cow<'_, str>> {
     let text = params.get();
-    let members = match text.trim_start().starts_with('{').then(|| serde_json::from_str::<ThreadNamed<'_>>(text)) {
-        Some(Ok(members)) => members,
+    let peeked = text.trim_start().starts_with('{').then(|| serde_json::from_str::<ThreadNamed<'_>>(text));
+    let Some(Ok(members)) = peeked else {
         // Not an object, or a member twice: read as a `Value` does.
-        _ => {
-            let value: serde_json::Value = serde_json::from_str(text).ok()?;
-            let thread = value.get("threadId").or_else(|| value.get("thread").and_then(|t| t.get("id")));
-            return thread.and_then(serde_json::Value::as_str).map(|id| Cow::Owned(id.to_owned()));
-        }
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        let thread = value.get("threadId").or_else(|| value.get("thread").and_then(|t| t.get("id")));
+        return thread.and_then(serde_json::Value::as_str).map(|id| Cow::Owned(id.to_owned()));
     };
     let raw = match members.thread_id {
         Some(raw) => raw,
