@@ -46,7 +46,7 @@ impl NativeTurn for Streamed {
         loop {
             match self.events.recv().await {
                 Some(PeerEvent::Notification(n)) => {
-                    let seq = n.params.as_ref().and_then(|p| p["seq"].as_u64()).unwrap_or(u64::MAX);
+                    let seq = n.params_value().and_then(|p| p["seq"].as_u64()).unwrap_or(u64::MAX);
                     self.taken.fetch_add(1, Ordering::SeqCst);
                     let item_id = seq.to_string();
                     let mut events = vec![if self.deltas {

@@ -72,7 +72,7 @@ async fn garbage_lines_are_reported_and_the_stream_continues() {
         assert!(matches!(&problems[5], StreamProblem::InvalidUtf8 { len: 3 }));
         assert_eq!(problems.len(), 6);
         assert_eq!(notes[0].method, "after/garbage");
-        assert_eq!(notes[1].params, Some(json!({"seq": 1})), "notifications arrive in order");
+        assert_eq!(notes[1].params_value(), Some(json!({"seq": 1})), "notifications arrive in order");
         agent.shutdown(polite_stop()).await;
     })
     .await;

@@ -53,7 +53,7 @@ fn model_saw(requests: &[LoggedRequest], needle: &str) -> bool {
 // Codex app-server
 
 /// The one completed item of `kind`.
-fn codex_item<'a>(run: &'a CodexRun, kind: &str) -> &'a Value {
+fn codex_item(run: &CodexRun, kind: &str) -> Value {
     run.completed_items()
         .into_iter()
         .find(|item| item["type"] == kind)
@@ -167,7 +167,7 @@ async fn codex_resumes_a_thread_in_a_new_process() {
 }
 
 /// The final (`willRetry:false`) `error` notifications of a turn.
-fn final_errors(run: &CodexRun) -> Vec<&Value> {
+fn final_errors(run: &CodexRun) -> Vec<Value> {
     run.notes_named("error").into_iter().filter(|e| e["willRetry"] == false).collect()
 }
 

@@ -116,7 +116,7 @@ fn start_host(log: HostLog) -> Bridge {
         while let Some(event) = events.recv().await {
             match event {
                 PeerEvent::Notification(note) if note.method == "attempt/event" => {
-                    sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+                    sink.events.lock().unwrap().push(note.params_value().unwrap_or(Value::Null));
                 }
                 PeerEvent::Closed(_) => break,
                 _ => {}
@@ -528,7 +528,7 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             if let PeerEvent::Notification(note) = event {
-                sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+                sink.events.lock().unwrap().push(note.params_value().unwrap_or(Value::Null));
             }
         }
     });
@@ -655,7 +655,7 @@ fn start_with_codex_env(codex: &std::path::Path, env: &[(&str, &str)]) -> Bridge
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             if let PeerEvent::Notification(note) = event {
-                sink.events.lock().unwrap().push(note.params.unwrap_or(Value::Null));
+                sink.events.lock().unwrap().push(note.params_value().unwrap_or(Value::Null));
             }
         }
     });

@@ -97,7 +97,7 @@ fn serve(
     tokio::spawn(async move {
         while let Some(event) = events.recv().await {
             if let PeerEvent::Notification(note) = event {
-                notes.seen.lock().unwrap().push((note.method, note.params.unwrap_or(Value::Null)));
+                notes.seen.lock().unwrap().push((note.method.clone(), note.params_value().unwrap_or(Value::Null)));
             }
         }
     });

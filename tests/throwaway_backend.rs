@@ -136,7 +136,8 @@ impl NativeTurn for EchoTurn<'_> {
         loop {
             match self.events.recv().await {
                 Some(PeerEvent::Notification(note)) if note.method == "echo/said" => {
-                    let text = note.params.as_ref().and_then(|p| p["text"].as_str()).unwrap_or_default().to_string();
+                    let text =
+                        note.params_value().and_then(|p| p["text"].as_str().map(str::to_owned)).unwrap_or_default();
                     self.complete = true;
                     return Step::Events(vec![
                         Event::TurnStarted { turn_id: self.turn_id.clone() },
@@ -195,7 +196,7 @@ async fn a_throwaway_backend_runs_an_attempt_through_serve() {
         while let Some(event) = events.recv().await {
             match event {
                 PeerEvent::Notification(note) if note.method == "attempt/event" => {
-                    seen.push(note.params.unwrap_or_default());
+                    seen.push(note.params_value().unwrap_or_default());
                 }
                 PeerEvent::Closed(_) => break,
                 _ => {}

@@ -2,9 +2,10 @@
 //! (≥ 100k lines each), each path against the typed parse limit ([`limit`]) measured in the same
 //! run on the same lines.
 //!
-//! The project decoder row decodes each line the way the bridge's readers do (JSON text → `Value`
-//! → `jsonrpc::Message` → `codex::ServerNotification`, or → `claude::CliMessage`, or →
-//! `acp::SessionNotification`). The in-process full path adds everything the bridge does, through
+//! The project decoder row decodes each line the way the bridge's readers and adapters do, with the
+//! same functions: the JSON-RPC envelope in one borrowed pass and the params' raw text straight
+//! into `codex::ServerNotification` or `acp::SessionNotification`, or a Claude line into raw text,
+//! classified by a peek at its `type`, and that text straight into `claude::CliMessage`. The in-process full path adds everything the bridge does, through
 //! the same backend seam and pipeline as the product: a child process and its pipe, framing,
 //! JSON-RPC classification and ordering, the adapter's mapping and recorder, serve's pipeline (the
 //! `attempt/event` notifications and the transcript's acknowledged appends). The product's own
@@ -21,8 +22,8 @@ use anyhow::Context;
 use clawbridge_protocol::acp::{SessionNotification, SessionUpdate};
 use clawbridge_protocol::claude::CliMessage;
 use clawbridge_protocol::codex::notifications::ServerNotification;
-use clawbridge_protocol::jsonrpc::Message;
-use serde_json::Value;
+use clawbridge_protocol::jsonrpc::{Envelope, Incoming, Message, Notification, RawMessage, classify_control_line};
+use serde_json::value::RawValue;
 
 use super::generate::{self, Generated};
 use super::report::{Report, Row, Target, number};
@@ -42,7 +43,7 @@ struct Stream {
     /// How many lines, at the run's sizes.
     lines: fn(&Sizes) -> usize,
     /// Decodes one peer line into the protocol's types; whether it was a kind the protocol knows.
-    decode: fn(Value) -> anyhow::Result<bool>,
+    decode: fn(&str) -> anyhow::Result<bool>,
 }
 
 /// The streams measured.
@@ -142,13 +143,13 @@ pub async fn run(ctx: &Setup<'_>, report: &mut Report) -> anyhow::Result<()> {
         let ratio = |seconds: f64| (lines / seconds) / limit_rate;
         report.push(Row::info(
             Scenario::Throughput,
-            format!("{name}: project decoder (text → Value → typed), peer lines"),
+            format!("{name}: project decoder (text → typed), peer lines"),
             lines / project.as_secs_f64(),
             "lines/s",
         ));
         report.push(Row::info(
             Scenario::Throughput,
-            format!("{name}: project decoder (text → Value → typed) ÷ typed parse limit"),
+            format!("{name}: project decoder (text → typed) ÷ typed parse limit"),
             ratio(project.as_secs_f64()),
             "×",
         ));
@@ -318,50 +319,51 @@ async fn full_path(ctx: &Setup<'_>, backend: &str, generated: &Generated, run: u
 }
 
 /// Reads `native` and decodes every line once with `decode`, as the bridge's readers do.
-fn parse_only(native: &Path, decode: fn(Value) -> anyhow::Result<bool>) -> anyhow::Result<Duration> {
+fn parse_only(native: &Path, decode: fn(&str) -> anyhow::Result<bool>) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let file = File::open(native).with_context(|| format!("opening {}", native.display()))?;
     let mut decoded = 0u64;
     for line in BufReader::with_capacity(64 * 1024, file).lines() {
-        let line = line?;
-        let value: Value = serde_json::from_str(&line).context("a generated line is not JSON")?;
-        decoded += u64::from(decode(value)?);
+        decoded += u64::from(decode(&line?)?);
     }
     std::hint::black_box(decoded);
     Ok(started.elapsed())
 }
 
-/// A Codex peer line: JSON-RPC classification, then the typed notification.
-fn decode_codex(value: Value) -> anyhow::Result<bool> {
-    match Message::from_value(value) {
-        Ok(Message::Notification(note)) => {
-            let typed = ServerNotification::from_notification(&note.method, note.params);
-            let known = !matches!(typed, ServerNotification::Unknown { .. });
-            std::hint::black_box(typed);
-            Ok(known)
+/// A JSON-RPC peer line as the bridge's reader classifies it: one borrowed pass over the envelope,
+/// the notification's params copied out as raw text (what the reader hands on).
+fn jsonrpc_notification(line: &str) -> anyhow::Result<Option<(String, Box<RawValue>)>> {
+    let envelope =
+        Envelope::parse(line).map_err(|error| anyhow::anyhow!("a generated line is not JSON-RPC: {error}"))?;
+    match envelope.classify(false) {
+        Ok(RawMessage::Notification { method, params }) => {
+            Ok(Some((method, params.map_or_else(|| RawValue::NULL.to_owned(), RawValue::to_owned))))
         }
         Ok(other) => {
             std::hint::black_box(other);
-            Ok(false)
+            Ok(None)
         }
         Err(error) => anyhow::bail!("a generated line is not JSON-RPC: {error}"),
     }
 }
 
-/// A Claude CLI line: the typed message.
-fn decode_claude(value: Value) -> anyhow::Result<bool> {
-    let typed = CliMessage::from_value(value);
-    let known = !matches!(typed, CliMessage::Unknown(_));
+/// A Codex peer line: JSON-RPC classification, then the typed notification from the params' text.
+fn decode_codex(line: &str) -> anyhow::Result<bool> {
+    let Some((method, params)) = jsonrpc_notification(line)? else { return Ok(false) };
+    let typed = ServerNotification::from_raw(&method, Some(&params));
+    let known = !matches!(typed, ServerNotification::Unknown { .. });
     std::hint::black_box(typed);
     Ok(known)
 }
 
-/// An ACP agent line: JSON-RPC classification, then the typed `session/update`.
-fn decode_acp(value: Value) -> anyhow::Result<bool> {
-    match Message::from_value(value) {
-        Ok(Message::Notification(note)) => {
-            let typed = SessionNotification::decode(note.params).update;
-            let known = !matches!(typed, SessionUpdate::Unknown { .. });
+/// A Claude CLI line: read into raw text and classified by its `type` (the reader), then the typed
+/// message from that text (the mapper's decode).
+fn decode_claude(line: &str) -> anyhow::Result<bool> {
+    let raw: Box<RawValue> = serde_json::from_str(line).context("a generated line is not JSON")?;
+    match classify_control_line(raw) {
+        Ok(Incoming::Message(Message::Notification(Notification { params: Some(params), .. }))) => {
+            let typed = CliMessage::from_raw(&params);
+            let known = !matches!(typed, CliMessage::Unknown(_));
             std::hint::black_box(typed);
             Ok(known)
         }
@@ -369,6 +371,15 @@ fn decode_acp(value: Value) -> anyhow::Result<bool> {
             std::hint::black_box(other);
             Ok(false)
         }
-        Err(error) => anyhow::bail!("a generated line is not JSON-RPC: {error}"),
+        Err(error) => anyhow::bail!("a generated line is no Claude message: {error}"),
     }
+}
+
+/// An ACP agent line: JSON-RPC classification, then the typed `session/update` from the params' text.
+fn decode_acp(line: &str) -> anyhow::Result<bool> {
+    let Some((_, params)) = jsonrpc_notification(line)? else { return Ok(false) };
+    let typed = SessionNotification::decode_raw(Some(&params)).update;
+    let known = !matches!(typed, SessionUpdate::Unknown { .. });
+    std::hint::black_box(typed);
+    Ok(known)
 }

@@ -1,6 +1,6 @@
 //! Everything an ACP agent can write as `session/update` params or a `session/prompt` answer,
-//! decoded and mapped as the session does: each line is a `session/update`'s params (decoded by
-//! `SessionNotification::decode`, never failing) fed in order to one turn's `TurnMapper`, or, when
+//! decoded and mapped as the session does: each line is a `session/update`'s params (decoded from
+//! their text by `SessionNotification::decode_raw`, as the session does, never failing) fed in order to one turn's `TurnMapper`, or, when
 //! it holds a `stopReason`, the turn's answer; the events also go through the transcript mirror.
 //! Nothing may panic, and the turn ends exactly once.
 
@@ -13,6 +13,7 @@ use clawbridge_bridge::transcript::{ModelLabel, TranscriptMirror};
 use clawbridge_protocol::acp::{PromptResponse, SessionNotification};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 fuzz_target!(|data: &[u8]| {
     let declined = Declined::default();
@@ -29,7 +30,8 @@ fuzz_target!(|data: &[u8]| {
         if let Some(id) = value.get("declined").and_then(Value::as_str) {
             declined.lock().unwrap().insert(id.to_owned(), "the fuzz input declined it".to_owned());
         }
-        events.extend(mapper.on_update(SessionNotification::decode(Some(value)).update));
+        let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(line) else { continue };
+        events.extend(mapper.on_update(SessionNotification::decode_raw(Some(&raw)).update));
     }
     if !mapper.is_complete() {
         events.extend(mapper.abandon(TerminalKind::Aborted, "the fuzz input ended".into()));

@@ -1,5 +1,6 @@
 //! Everything the Claude Code CLI can write on stdout, decoded and mapped as the session does: each
-//! line becomes a `CliMessage` (never failing) and is fed in order to one turn's `TurnMapper`, whose
+//! line is read into raw text and classified as the reader does, then decoded from that text into a
+//! `CliMessage` (never failing) as the session does, and fed in order to one turn's `TurnMapper`, whose
 //! events also go through the transcript mirror. Nothing may panic.
 
 #![no_main]
@@ -9,15 +10,22 @@ use clawbridge_bridge::events::TerminalKind;
 use clawbridge_bridge::transcript::{ModelLabel, TranscriptMirror};
 use clawbridge_protocol::claude::CliMessage;
 use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
+use clawbridge_protocol::jsonrpc::{Incoming, Message, Notification, classify_control_line};
+use serde_json::value::RawValue;
 
 fuzz_target!(|data: &[u8]| {
     let mut mapper = TurnMapper::new("turn-1").with_host_mcp_server("openclaw");
     let mut mirror = TranscriptMirror::new("fuzz", "turn-1", ModelLabel::default());
     let mut events = Vec::new();
     for line in data.split(|&b| b == b'\n') {
-        let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
-        let message = CliMessage::from_value(value);
+        let Ok(raw) = serde_json::from_slice::<Box<RawValue>>(line) else { continue };
+        let message = match classify_control_line(raw.clone()) {
+            Ok(Incoming::Message(Message::Notification(Notification { params: Some(params), .. }))) => {
+                CliMessage::from_raw(&params)
+            }
+            // Control envelopes go to the handler, not the mapper; the mapper still must not panic.
+            _ => CliMessage::from_raw(&raw),
+        };
         events.extend(mapper.on_message(&message));
     }
     if !mapper.is_complete() {

@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
         match Message::from_value(value) {
             Ok(Message::Request(request)) => params(&request.method, request.params_value().unwrap_or(Value::Null)),
-            Ok(Message::Notification(note)) => params(&note.method, note.params.unwrap_or(Value::Null)),
+            Ok(Message::Notification(note)) => params(&note.method, note.params_value().unwrap_or(Value::Null)),
             Ok(Message::Response(response)) => {
                 if let Ok(result) = response.outcome {
                     round_trip::<ApprovalDecideResponse>(&result);

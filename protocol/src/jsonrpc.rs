@@ -62,6 +62,15 @@ impl Dialect {
     }
 }
 
+/// Classifies one line of Claude's control protocol from its text, checked as JSON by the reader
+/// (which reads it into `raw` in one pass). A conversation line — nearly every line — is sorted by
+/// a peek at its `type` alone and handed on as it is, the whole line as the notification's params,
+/// for the consumer's one typed decode; only the control envelopes (one per request or answer) are
+/// read as a `Value`, by [`Dialect::classify`], whose result this always equals.
+pub fn classify_control_line(raw: Box<RawValue>) -> Result<Incoming, ShapeError> {
+    control::classify_raw(raw)
+}
+
 /// One incoming line, classified by [`Dialect::classify`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -292,12 +301,34 @@ fn raw_of(value: &Value) -> Option<Box<RawValue>> {
 }
 
 /// A notification: no response is expected.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Notification {
     /// What happened.
     pub method: String,
-    /// The details, if any were sent.
-    pub params: Option<Value>,
+    /// The details as the sender wrote them, if any were sent: raw JSON, so the consumer decodes
+    /// them once, straight into its typed notification, and nothing builds a `Value` tree of them
+    /// on the way. (Claude's control dialect puts the whole conversation line here.)
+    pub params: Option<Box<RawValue>>,
+}
+
+impl Notification {
+    /// A notification whose params are given as a `Value` (tests, and peers that play the server).
+    pub fn with_value(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self { method: method.into(), params: params.as_ref().and_then(raw_of) }
+    }
+
+    /// The params as a `Value` tree, for a consumer that reads them loosely (`None` when none were
+    /// sent).
+    pub fn params_value(&self) -> Option<Value> {
+        self.params.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+}
+
+impl PartialEq for Notification {
+    fn eq(&self, other: &Self) -> bool {
+        self.method == other.method
+            && self.params.as_deref().map(RawValue::get) == other.params.as_deref().map(RawValue::get)
+    }
 }
 
 /// A response to an earlier request.
@@ -382,7 +413,7 @@ impl Message {
                 let params = map.remove("params");
                 return Ok(match id {
                     Some(id) => Message::Request(Request::with_value(id, method, params)),
-                    None => Message::Notification(Notification { method, params }),
+                    None => Message::Notification(Notification::with_value(method, params)),
                 });
             }
             Some(_) => return Err(ShapeError::MethodNotString),
@@ -422,8 +453,8 @@ impl Message {
             }
             Message::Notification(n) => {
                 map.insert("method".into(), Value::String(n.method.clone()));
-                if let Some(p) = &n.params {
-                    map.insert("params".into(), p.clone());
+                if let Some(p) = n.params_value() {
+                    map.insert("params".into(), p);
                 }
             }
             Message::Response(r) => {
@@ -793,13 +824,38 @@ pub mod outgoing {
 /// The Claude control protocol's envelopes (docs/peers/claude.md#control-protocol), read and
 /// written as the three message kinds.
 mod control {
+    use std::borrow::Cow;
+
+    use serde_json::value::RawValue;
     use serde_json::{Map, Value};
+
+    use crate::decode::{Peeked, peek_tag};
 
     use super::{ErrorObject, Incoming, Message, Notification, Request, RequestId, Response, ShapeError, codes};
 
     pub(super) const CONTROL_REQUEST: &str = "control_request";
     pub(super) const CONTROL_RESPONSE: &str = "control_response";
     const CONTROL_CANCEL_REQUEST: &str = "control_cancel_request";
+
+    pub(super) fn classify_raw(raw: Box<RawValue>) -> Result<Incoming, ShapeError> {
+        let kind = match peek_tag(raw.get(), "type") {
+            Peeked::Tag(kind) => kind,
+            Peeked::NoTag => Cow::Borrowed(""),
+            Peeked::NotAnObject => return Err(ShapeError::NotAnObject),
+        };
+        match kind.as_ref() {
+            CONTROL_REQUEST | CONTROL_RESPONSE | CONTROL_CANCEL_REQUEST => {
+                // Valid JSON always reads as a `Value`, but for one nested deeper than serde_json's
+                // recursion limit, which is then no usable envelope either.
+                let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+                classify(value)
+            }
+            _ => {
+                let method = kind.into_owned();
+                Ok(Incoming::Message(Message::Notification(Notification { method, params: Some(raw) })))
+            }
+        }
+    }
 
     pub(super) fn classify(value: Value) -> Result<Incoming, ShapeError> {
         let Value::Object(mut map) = value else {
@@ -814,10 +870,7 @@ mod control {
             CONTROL_RESPONSE => response(map),
             CONTROL_CANCEL_REQUEST => Ok(Incoming::Cancel(request_id(map.remove("request_id"))?)),
             // Conversation: the mapper reads the whole line; a line without a `type` is its call too.
-            _ => Ok(Incoming::Message(Message::Notification(Notification {
-                method: kind,
-                params: Some(Value::Object(map)),
-            }))),
+            _ => Ok(Incoming::Message(Message::Notification(Notification::with_value(kind, Some(Value::Object(map)))))),
         }
     }
 
@@ -875,7 +928,7 @@ mod control {
                 super::Dialect::ClaudeControl,
                 None,
                 &n.method,
-                object(&n.params).as_ref(),
+                object(&n.params_value()).as_ref(),
             )),
             Message::Response(r) => serde_json::to_value(Reply::new(super::Dialect::ClaudeControl, &r.id, &r.outcome)),
         };
@@ -1093,8 +1146,43 @@ mod tests {
         let line = json!({"type": "assistant", "message": {"content": []}});
         assert_eq!(
             claude(line.clone()).unwrap(),
-            Incoming::Message(Message::Notification(Notification { method: "assistant".into(), params: Some(line) }))
+            Incoming::Message(Message::Notification(Notification::with_value("assistant", Some(line))))
         );
+    }
+
+    #[test]
+    fn claude_lines_classify_from_their_text_as_from_a_value() {
+        let lines = [
+            r#"{"type":"assistant","message":{"content":[]}}"#,
+            r#"{"session_id":"s","type":"result"}"#,
+            r#"{"type":"control_request","request_id":"r-1","request":{"subtype":"can_use_tool","tool_name":"Bash"}}"#,
+            r#"{"type":"control_request","request_id":"r-9","request":[1]}"#,
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"clawbridge-1","response":{}}}"#,
+            r#"{"type":"control_cancel_request","request_id":"r-1"}"#,
+            r#"{"type":"control_cancel_request"}"#,
+            r#"{"type":7,"x":1}"#,
+            r#"{"no_type":true}"#,
+            r#"{"type":"us\u0065r"}"#,
+            "42",
+            "[1]",
+        ];
+        for line in lines {
+            let raw: Box<RawValue> = serde_json::from_str(line).unwrap();
+            let from_text = classify_control_line(raw);
+            let from_value = Dialect::ClaudeControl.classify(serde_json::from_str(line).unwrap());
+            match (&from_text, &from_value) {
+                // The text keeps the line as written; the `Value` re-encodes it: the same JSON.
+                (
+                    Ok(Incoming::Message(Message::Notification(text))),
+                    Ok(Incoming::Message(Message::Notification(value))),
+                ) => {
+                    assert_eq!(text.method, value.method, "{line}");
+                    assert_eq!(text.params_value(), value.params_value(), "{line}");
+                    assert_eq!(text.params.as_deref().map(RawValue::get), Some(line), "the line itself: {line}");
+                }
+                _ => assert_eq!(from_text, from_value, "{line}"),
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //!
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see docs/peers/codex.md#version-drift).
+//! Each peer line decodes once, from its text straight into its typed message (a borrowed peek at the
+//! tag or method picks the type); a `Value` is built only for what lands in a catch-all.
 
 #[macro_use]
 mod macros;
@@ -14,6 +16,7 @@ pub mod acp;
 pub mod attempt;
 pub mod claude;
 pub mod codex;
+mod decode;
 pub mod event;
 pub mod host;
 pub mod jsonrpc;

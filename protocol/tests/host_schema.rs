@@ -236,7 +236,7 @@ fn every_doc_example_round_trips_through_the_types() {
                     if from_host || note.method != methods::ATTEMPT_EVENT {
                         Err(format!("{} is not a notification this side sends", note.method))
                     } else {
-                        check_params(&note.method, &note.params.unwrap_or(Value::Null))
+                        check_params(&note.method, &note.params_value().unwrap_or(Value::Null))
                     }
                 }
                 Ok(Message::Response(response)) => match pending.remove(&response.id.to_string()) {

@@ -544,7 +544,7 @@ impl AcpTurn<'_> {
     fn on_event(&mut self, event: PeerEvent, out: &mut Vec<Event>) -> Option<String> {
         match event {
             PeerEvent::Notification(note) if note.method == methods::SESSION_UPDATE => {
-                let note = SessionNotification::decode(note.params);
+                let note = SessionNotification::decode_raw(note.params.as_deref());
                 if note.session_id.is_empty() || note.session_id == self.session_id {
                     out.extend(self.mapper.on_update(note.update));
                 } else {

@@ -537,7 +537,7 @@ impl NativeTurn for ClaudeTurn<'_> {
                 event = self.live.events.recv() => match event {
                     Some(PeerEvent::Notification(line)) => {
                         self.turn_begun = true;
-                        let message = CliMessage::from_value(line.params.unwrap_or_default());
+                        let message = line.params.as_deref().map_or_else(|| CliMessage::from_value(serde_json::Value::Null), CliMessage::from_raw);
                         if matches!(message, CliMessage::Result(_)) && self.gate.on_result() {
                             self.mapper.expect_continuation();
                         }

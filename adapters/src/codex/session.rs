@@ -457,8 +457,8 @@ impl CodexSession {
         if note.method != methods::CONFIG_WARNING || self.config_warnings.len() >= MAX_CONFIG_WARNINGS {
             return;
         }
-        let params = note.params.clone().unwrap_or_default();
-        if let Ok(warning) = serde_json::from_value::<ConfigWarningNotification>(params) {
+        let params = note.params.as_deref().map_or("null", serde_json::value::RawValue::get);
+        if let Ok(warning) = serde_json::from_str::<ConfigWarningNotification>(params) {
             self.config_warnings.push(warning.summary);
         }
     }
@@ -692,7 +692,7 @@ impl NativeTurn for CodexTurn<'_> {
                 biased;
                 event = self.session.events.recv() => match event {
                     Some(PeerEvent::Notification(note)) => {
-                        let note = ServerNotification::from_notification(&note.method, note.params);
+                        let note = ServerNotification::from_raw(&note.method, note.params.as_deref());
                         return Step::Events(self.on_notification(note));
                     }
                     // A problem is logged by the peer and the stream goes on; its end fails the turn.

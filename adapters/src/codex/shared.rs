@@ -23,6 +23,7 @@ use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::pool::{PoolItem, PoolLimits, WarmPool};
 use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, PeerEvent, PeerEvents, PeerGone, RequestHandler, RpcPeer};
 use clawbridge_bridge::supervisor::{StopOutcome, StopPolicy};
+use clawbridge_protocol::codex::notifications::thread_id_of;
 use clawbridge_protocol::codex::server_requests::ServerRequest;
 use clawbridge_protocol::codex::version::Version;
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request};
@@ -132,13 +133,9 @@ impl Routes {
         let mut table = self.table();
         match event {
             PeerEvent::Notification(note) => {
-                let params = note.params.as_ref();
-                let thread = params
-                    .and_then(|p| p.get("threadId"))
-                    .or_else(|| params.and_then(|p| p.get("thread")).and_then(|t| t.get("id")))
-                    .and_then(Value::as_str);
+                let thread = note.params.as_deref().and_then(thread_id_of);
                 match thread {
-                    Some(thread) => match table.threads.get(thread).copied() {
+                    Some(thread) => match table.threads.get(thread.as_ref()).copied() {
                         Some(slot) => Self::deliver(&mut table, slot, PeerEvent::Notification(note), &mut out),
                         None => tracing::trace!(method = %note.method, "a notification for a thread no session holds"),
                     },
@@ -577,10 +574,10 @@ mod tests {
             let routes = routes.clone();
             async move {
                 for n in 0..sent {
-                    let note = clawbridge_protocol::jsonrpc::Notification {
-                        method: "item/agentMessage/delta".into(),
-                        params: Some(json!({"threadId": "thread-a", "delta": n.to_string()})),
-                    };
+                    let note = clawbridge_protocol::jsonrpc::Notification::with_value(
+                        "item/agentMessage/delta",
+                        Some(json!({"threadId": "thread-a", "delta": n.to_string()})),
+                    );
                     routes.route(PeerEvent::Notification(note)).await;
                 }
             }
@@ -605,10 +602,7 @@ mod tests {
         routes.claim(slot_a, "thread-a");
         routes.claim(slot_b, "thread-b");
         let note = |method: &str, params: Value| {
-            PeerEvent::Notification(clawbridge_protocol::jsonrpc::Notification {
-                method: method.into(),
-                params: Some(params),
-            })
+            PeerEvent::Notification(clawbridge_protocol::jsonrpc::Notification::with_value(method, Some(params)))
         };
         routes.route(note("item/agentMessage/delta", json!({"threadId": "thread-b", "delta": "hi"}))).await;
         routes.route(note("thread/started", json!({"thread": {"id": "thread-a"}}))).await;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clawbridge_protocol::jsonrpc::{
     Dialect, Envelope, ErrorObject, Incoming, LenientMembers, LineError, Message, Notification, RawMessage, Refusal,
-    Request, RequestId, ShapeError, codes, decode_error_object, outgoing,
+    Request, RequestId, ShapeError, classify_control_line, codes, decode_error_object, outgoing,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -43,9 +43,9 @@ pub struct PeerConfig {
     /// connection's) turns this off, so a long-running request holds nothing but what its handler
     /// decoded from them.
     pub keep_params_for_fallback: bool,
-    /// Decode each notification's params into a `Value` for the consumer. A consumer that only
-    /// reads a notification's method (the host connection's) turns this off, so a queued
-    /// notification holds its method alone, not a tree many times its line's size.
+    /// Hand each notification's params (their raw JSON text) on to the consumer. A consumer that
+    /// only reads a notification's method (the host connection's) turns this off, so a queued
+    /// notification holds its method alone, not a copy of its line.
     pub decode_notification_params: bool,
     /// Default deadline for our requests.
     pub request_timeout: Duration,
@@ -565,9 +565,9 @@ impl ReaderTask {
                 if line.len() > limit {
                     return self.problem(StreamProblem::MessageTooLarge { method, len: line.len(), limit }).await;
                 }
-                let params = params
-                    .filter(|_| self.peer.config.decode_notification_params)
-                    .and_then(|raw| serde_json::from_str(raw.get()).ok());
+                // The params stay the text the peer wrote (copied out of the line, not parsed
+                // again): the consumer decodes them once, into its typed notification.
+                let params = params.filter(|_| self.peer.config.decode_notification_params).map(RawValue::to_owned);
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(Notification { method, params }), line.len()).await;
             }
@@ -644,16 +644,17 @@ impl ReaderTask {
         self.problem(StreamProblem::NotJsonRpc { preview: preview(line), error }).await;
     }
 
-    /// A line of Claude's control protocol, read as a `Value` (its envelopes differ from JSON-RPC's
-    /// and its conversation lines go to the mapper whole).
+    /// A line of Claude's control protocol (its envelopes differ from JSON-RPC's and its
+    /// conversation lines go to the mapper whole): checked as JSON in one pass that copies it into
+    /// raw JSON text, then sorted by a peek at its `type`.
     async fn on_control_line(&self, line: &str, handlers: &Arc<Semaphore>) {
-        let value: Value = match serde_json::from_str(line) {
-            Ok(value) => value,
+        let raw: Box<RawValue> = match serde_json::from_str(line) {
+            Ok(raw) => raw,
             Err(e) => {
                 return self.problem(StreamProblem::NotJson { preview: preview(line), error: e.to_string() }).await;
             }
         };
-        match Dialect::ClaudeControl.classify(value) {
+        match classify_control_line(raw) {
             Ok(Incoming::Message(Message::Notification(n))) => {
                 // A consumer that stopped listening must not stop us reading: the child would block.
                 let _ = self.events.send(PeerEvent::Notification(n), line.len()).await;
@@ -1140,7 +1141,7 @@ mod tests {
             Some(PeerEvent::Notification(n)) => {
                 assert_eq!(n.method, "system");
                 assert_eq!(
-                    n.params,
+                    n.params_value(),
                     Some(json!({"type": "system", "subtype": "init", "session_id": "s"})),
                     "the whole line"
                 );
@@ -1399,6 +1400,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn notification_params_and_claude_lines_are_handed_on_as_the_peer_wrote_them() {
+        let (output, mut other_out) = tokio::io::duplex(64 * 1024);
+        let (input, _other_in) = tokio::io::duplex(64 * 1024);
+        let (handler, _, _) = control_script();
+        let (_peer, mut events) = RpcPeer::start(output, input, PeerConfig::default(), handler, Arc::new(NoProcess));
+        // A `Value` would write `1.50` as `1.5` and sort the members: the text shows nothing was rebuilt.
+        other_out.write_all(b"{\"method\":\"note\",\"params\":{\"z\":1.50, \"a\":[]}}\n").await.unwrap();
+        match events.recv().await {
+            Some(PeerEvent::Notification(note)) => {
+                assert_eq!(note.params.as_deref().map(RawValue::get), Some(r#"{"z":1.50, "a":[]}"#));
+            }
+            other => panic!("expected the notification, got {other:?}"),
+        }
+        let (handler, _, _) = control_script();
+        let (_peer, mut events, mut cli_out, _cli_in) = claude_peer(handler);
+        let line = r#"{"type":"assistant","z":1.50, "message":{}}"#;
+        cli_out.write_all(format!("  {line}\n").as_bytes()).await.unwrap();
+        match events.recv().await {
+            Some(PeerEvent::Notification(n)) => {
+                assert_eq!(n.method, "assistant");
+                assert_eq!(n.params.as_deref().map(RawValue::get), Some(line), "the line itself, trimmed");
+            }
+            other => panic!("expected the conversation line, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
     async fn a_peer_that_does_not_decode_notification_params_delivers_the_method_alone() {
         use serde_json::json;
         let (output, mut other_out) = tokio::io::duplex(64 * 1024);
@@ -1410,7 +1438,7 @@ mod tests {
         match events.recv().await {
             Some(PeerEvent::Notification(note)) => {
                 assert_eq!(note.method, "note");
-                assert_eq!(note.params, None);
+                assert!(note.params.is_none());
             }
             other => panic!("expected the notification, got {other:?}"),
         }

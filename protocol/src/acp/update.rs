@@ -2,6 +2,9 @@
 
 use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::decode::{Peeked, error_text, peek_tag};
 
 use super::{ContentBlock, ToolCallStatus, ToolKind};
 
@@ -65,7 +68,73 @@ impl SessionNotification {
     }
 }
 
+impl SessionNotification {
+    /// Decodes `session/update` params from the text the agent wrote, in one pass: a borrowed peek
+    /// at `sessionId` and `update`, then the update straight into its type. Never fails, and gives
+    /// what [`decode`](Self::decode) gives for the same JSON.
+    pub fn decode_raw(params: Option<&RawValue>) -> SessionNotification {
+        let Some(params) = params else { return Self::decode(None) };
+        let peeked =
+            params.get().trim_start().starts_with('{').then(|| serde_json::from_str::<Members<'_>>(params.get()));
+        let Some(Ok(members)) = peeked else {
+            // Not an object, or one with a member twice: what a `Value` makes of it.
+            return Self::decode(serde_json::from_str(params.get()).ok());
+        };
+        let session_id = match members.session_id {
+            Some(raw) if raw.get().starts_with('"') => serde_json::from_str(raw.get()).unwrap_or_default(),
+            _ => String::new(),
+        };
+        let update = match members.update {
+            Some(raw) => SessionUpdate::decode_raw(raw),
+            None => SessionUpdate::decode(Value::Null),
+        };
+        SessionNotification { session_id, update }
+    }
+}
+
+/// The members of `session/update` params that are read, borrowed from the line.
+#[derive(Deserialize)]
+struct Members<'a> {
+    /// `sessionId`, as written.
+    #[serde(default, borrow, rename = "sessionId", deserialize_with = "present")]
+    session_id: Option<&'a RawValue>,
+    /// `update`, as written.
+    #[serde(default, borrow, deserialize_with = "present")]
+    update: Option<&'a RawValue>,
+}
+
+/// A member that is there, even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(deserializer).map(Some)
+}
+
 impl SessionUpdate {
+    /// Decodes one update from its text by its `sessionUpdate` tag (peeked, borrowed), straight into
+    /// the variant's type; never fails, and gives what [`decode`](Self::decode) gives for the same
+    /// JSON (a `Value` is built only for what the catch-alls keep).
+    pub fn decode_raw(raw: &RawValue) -> SessionUpdate {
+        let text = raw.get();
+        let kind = match peek_tag(text, "sessionUpdate") {
+            Peeked::Tag(kind) => kind,
+            Peeked::NoTag | Peeked::NotAnObject => return Self::decode(serde_json::from_str(text).unwrap_or_default()),
+        };
+        let decoded = match kind.as_ref() {
+            "user_message_chunk" => typed_text(text).map(SessionUpdate::UserMessageChunk),
+            "agent_message_chunk" => typed_text(text).map(SessionUpdate::AgentMessageChunk),
+            "agent_thought_chunk" => typed_text(text).map(SessionUpdate::AgentThoughtChunk),
+            "tool_call" => typed_text(text).map(SessionUpdate::ToolCall),
+            "tool_call_update" => typed_text(text).map(SessionUpdate::ToolCallUpdate),
+            "plan" => typed_text(text).map(SessionUpdate::Plan),
+            "usage_update" => typed_text(text).map(SessionUpdate::Usage),
+            _ => return Self::decode(serde_json::from_str(text).unwrap_or_default()),
+        };
+        decoded.unwrap_or_else(|error| SessionUpdate::Unknown {
+            kind: kind.into_owned(),
+            raw: serde_json::from_str(text).unwrap_or_default(),
+            decode_error: Some(error),
+        })
+    }
+
     /// Decodes one update by its `sessionUpdate` tag; never fails.
     pub fn decode(raw: Value) -> SessionUpdate {
         let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or_default().to_owned();
@@ -82,6 +151,11 @@ impl SessionUpdate {
         };
         decoded.unwrap_or_else(|error| SessionUpdate::Unknown { kind, raw, decode_error: Some(error) })
     }
+}
+
+/// `text` decoded as `T`, or why not (worded as from a `Value`).
+fn typed_text<'de, T: Deserialize<'de>>(text: &'de str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| error_text(&e))
 }
 
 /// `raw` decoded as `T`, or why not.

@@ -4,7 +4,7 @@
 //! The CLI speaks newline-delimited JSON objects discriminated by `type` (no JSON-RPC):
 //!
 //! - what the CLI writes on stdout: [`CliMessage`] (built by the never-failing
-//!   [`CliMessage::from_value`]): [`system`] lines, `assistant` / `user` lines carrying Anthropic
+//!   [`CliMessage::from_raw`], one pass from the line's text, or [`CliMessage::from_value`]): [`system`] lines, `assistant` / `user` lines carrying Anthropic
 //!   [`content`] blocks, raw Messages-API [`stream`] events, the turn's `result`, and the [`control`]
 //!   protocol (requests the host must answer, answers to ours, cancellations);
 //! - what the client writes on stdin: [`ClientMessage`] (user lines and control envelopes), with
@@ -101,6 +101,30 @@ macro_rules! tagged_enum {
                         decode_error: None,
                     }),
                 }
+            }
+
+            /// Decodes a line from its JSON text in one pass: the tag is peeked (borrowed), then the
+            /// variant's fields decode straight from the text with the tag skipped. Never fails, and
+            /// gives what [`from_value`](Self::from_value) gives for the same JSON; only a line that
+            /// lands in the catch-all is built into a `Value` (which the catch-all keeps).
+            pub fn from_raw(raw: &serde_json::value::RawValue) -> Self {
+                let text = raw.get();
+                let tag = match $crate::decode::peek_tag(text, $tag) {
+                    $crate::decode::Peeked::Tag(tag) => tag,
+                    $crate::decode::Peeked::NoTag | $crate::decode::Peeked::NotAnObject => {
+                        return Self::from_value(serde_json::from_str(text).unwrap_or_default());
+                    }
+                };
+                let decoded = match tag.as_ref() {
+                    $(
+                        $wire => $crate::decode::decode_without::<$ty>(text, $tag).map($name::$variant),
+                    )+
+                    _ => return Self::from_value(serde_json::from_str(text).unwrap_or_default()),
+                };
+                decoded.unwrap_or_else(|decode_error| {
+                    let raw = serde_json::from_str(text).unwrap_or_default();
+                    $name::$other($crate::claude::Undecoded { raw, decode_error: Some(decode_error) })
+                })
             }
 
             /// The tag value: the variant's wire name, or whatever the catch-all's raw value carries.

@@ -8,13 +8,27 @@ use serde_json::{Value, json};
 
 use super::*;
 
+/// Decodes `value` both ways — in one pass from its text ([`CliMessage::from_raw`]) and from the
+/// `Value` — and checks that they agree.
+fn decode(value: Value) -> CliMessage {
+    let text = serde_json::value::to_raw_value(&value).unwrap();
+    decode_text(&text, value)
+}
+
+/// [`decode`] of a line's own text (its members in the order they were written).
+fn decode_text(text: &serde_json::value::RawValue, value: Value) -> CliMessage {
+    let from_raw = CliMessage::from_raw(text);
+    assert_eq!(from_raw, CliMessage::from_value(value), "{}", text.get());
+    from_raw
+}
+
 #[test]
 fn system_init_decodes_and_keeps_unknown_fields() {
     let line = json!({"type": "system", "subtype": "init", "session_id": "s-1", "cwd": "/w", "model": "m",
         "tools": ["Bash", "Edit"], "mcp_servers": [{"name": "openclaw", "status": "connected"}],
         "permissionMode": "default", "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": "2.1.328",
         "capabilities": ["interrupt_receipt_v1"], "uuid": "u-1", "brand_new": {"x": 1}});
-    let CliMessage::System(SystemMessage::Init(init)) = CliMessage::from_value(line.clone()) else { panic!() };
+    let CliMessage::System(SystemMessage::Init(init)) = decode(line.clone()) else { panic!() };
     assert_eq!(init.session_id.as_deref(), Some("s-1"));
     assert_eq!(init.tools, ["Bash", "Edit"]);
     assert_eq!(init.mcp_servers[0].status.as_deref(), Some("connected"));
@@ -27,21 +41,21 @@ fn system_init_decodes_and_keeps_unknown_fields() {
 #[test]
 fn unknown_types_and_subtypes_are_kept_whole() {
     let line = json!({"type": "rate_limit_event", "info": 1});
-    let message = CliMessage::from_value(line.clone());
+    let message = decode(line.clone());
     assert!(message.is_known_skip());
     assert_eq!(message.tag(), Some("rate_limit_event"));
     let CliMessage::Unknown(u) = &message else { panic!() };
     assert_eq!((&u.raw, &u.decode_error), (&line, &None));
     assert_eq!(message.to_value(), line);
 
-    let new = CliMessage::from_value(json!({"type": "from_the_future"}));
+    let new = decode(json!({"type": "from_the_future"}));
     assert!(matches!(&new, CliMessage::Unknown(_)) && !new.is_known_skip());
     for odd in [json!(null), json!([1]), json!("x"), json!({"no_type": true}), json!({"type": 7})] {
-        assert!(matches!(CliMessage::from_value(odd.clone()), CliMessage::Unknown(u) if u.raw == odd));
+        assert!(matches!(decode(odd.clone()), CliMessage::Unknown(u) if u.raw == odd));
     }
 
     let tokens = json!({"type": "system", "subtype": "thinking_tokens", "estimated_tokens": 3, "session_id": "s"});
-    let message = CliMessage::from_value(tokens.clone());
+    let message = decode(tokens.clone());
     let CliMessage::System(SystemMessage::Other(u)) = &message else { panic!("{message:?}") };
     assert_eq!(u.decode_error, None);
     assert_eq!(message.session_id(), Some("s"));
@@ -54,7 +68,7 @@ fn wrong_scalar_types_never_cost_the_line() {
     let line = json!({"type": "result", "subtype": "success", "is_error": "nope", "duration_ms": 12.7,
         "num_turns": "2", "usage": {"input_tokens": 5, "output_tokens": null}, "permission_denials": [1, {"tool_use_id": "t"}],
         "session_id": 42});
-    let CliMessage::Result(result) = CliMessage::from_value(line) else { panic!() };
+    let CliMessage::Result(result) = decode(line) else { panic!() };
     assert_eq!(result.is_error, None);
     assert_eq!(result.duration_ms, Some(12));
     assert_eq!(result.num_turns, None);
@@ -63,7 +77,7 @@ fn wrong_scalar_types_never_cost_the_line() {
     assert_eq!((usage.input_tokens, usage.output_tokens), (Some(5), None));
     assert_eq!(result.permission_denials.len(), 1);
     assert_eq!(result.subtype, Some(ResultSubtype::Success));
-    let unknown = CliMessage::from_value(json!({"type": "result", "subtype": "error_new_kind", "is_error": true}));
+    let unknown = decode(json!({"type": "result", "subtype": "error_new_kind", "is_error": true}));
     let CliMessage::Result(r) = unknown else { panic!() };
     assert_eq!(r.subtype, Some(ResultSubtype::Unknown("error_new_kind".into())));
     assert!(r.is_failure());
@@ -71,7 +85,7 @@ fn wrong_scalar_types_never_cost_the_line() {
 
 #[test]
 fn result_failure_and_abort_rules() {
-    let result = |v: Value| match CliMessage::from_value(v) {
+    let result = |v: Value| match decode(v) {
         CliMessage::Result(r) => r,
         other => panic!("{other:?}"),
     };
@@ -92,7 +106,7 @@ fn content_blocks_and_stream_events() {
         {"type": "thinking", "thinking": "hm", "signature": "sig"},
         {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}},
         {"type": "server_tool_use", "id": "srv_1"}], "stop_reason": null}, "parent_tool_use_id": null});
-    let CliMessage::Assistant(a) = CliMessage::from_value(line) else { panic!() };
+    let CliMessage::Assistant(a) = decode(line) else { panic!() };
     let blocks = a.message.content.blocks();
     assert!(matches!(&blocks[0], ContentBlock::Thinking(t) if t.signature.as_deref() == Some("sig")));
     assert!(matches!(&blocks[1], ContentBlock::ToolUse(t) if t.name == "Bash" && t.input["command"] == "ls"));
@@ -100,25 +114,25 @@ fn content_blocks_and_stream_events() {
 
     let delta = json!({"type": "stream_event", "api_message_id": "msg_1",
         "event": {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hi"}}});
-    let CliMessage::StreamEvent(s) = CliMessage::from_value(delta) else { panic!() };
+    let CliMessage::StreamEvent(s) = decode(delta) else { panic!() };
     let StreamEvent::ContentBlockDelta(d) = &s.event else { panic!() };
     assert_eq!(d.index, Some(1));
     assert!(matches!(&d.delta, BlockDelta::TextDelta(t) if t.text == "Hi"));
     let odd =
         json!({"type": "stream_event", "event": {"type": "content_block_delta", "delta": {"type": "citations_delta"}}});
-    let CliMessage::StreamEvent(s) = CliMessage::from_value(odd) else { panic!() };
+    let CliMessage::StreamEvent(s) = decode(odd) else { panic!() };
     assert!(matches!(&s.event, StreamEvent::ContentBlockDelta(d) if matches!(d.delta, BlockDelta::Unknown(_))));
 
     let user = json!({"type": "user", "message": {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "a"}, {"type": "image"},
          {"type": "text", "text": "b"}], "is_error": false}]},
         "tool_result_meta": [{"id": "toolu_1", "permission_decision": {"decision": "reject"}, "non_execution_kind": "x"}]});
-    let CliMessage::User(u) = CliMessage::from_value(user) else { panic!() };
+    let CliMessage::User(u) = decode(user) else { panic!() };
     let results: Vec<_> = u.tool_results().collect();
     assert_eq!(results[0].text(), "a\nb");
     assert!(u.meta_for("toolu_1").is_some_and(ToolResultMeta::is_reject));
     let plain = json!({"type": "user", "message": {"role": "user", "content": "[Request interrupted by user]"}});
-    let CliMessage::User(u) = CliMessage::from_value(plain) else { panic!() };
+    let CliMessage::User(u) = decode(plain) else { panic!() };
     assert_eq!(u.message.content.text(), "[Request interrupted by user]");
     assert_eq!(u.tool_results().count(), 0);
 }
@@ -128,7 +142,7 @@ fn control_requests_from_the_cli() {
     let line = json!({"type": "control_request", "request_id": "c-1", "request": {"subtype": "can_use_tool",
         "tool_name": "Bash", "input": {"command": "x"}, "tool_use_id": "toolu_1", "permission_suggestions": [],
         "mcp_server": "s"}});
-    let CliMessage::ControlRequest(r) = CliMessage::from_value(line) else { panic!() };
+    let CliMessage::ControlRequest(r) = decode(line) else { panic!() };
     assert_eq!(r.request_id, "c-1");
     let ControlRequestBody::CanUseTool(c) = &r.request else { panic!() };
     assert_eq!((c.tool_name.as_str(), c.tool_use_id.as_deref()), ("Bash", Some("toolu_1")));
@@ -136,21 +150,21 @@ fn control_requests_from_the_cli() {
 
     let mcp = json!({"type": "control_request", "request_id": "r-7", "request": {"subtype": "mcp_message",
         "server_name": "openclaw", "message": {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}}});
-    let CliMessage::ControlRequest(r) = CliMessage::from_value(mcp) else { panic!() };
+    let CliMessage::ControlRequest(r) = decode(mcp) else { panic!() };
     assert!(matches!(&r.request, ControlRequestBody::McpMessage(m) if m.server_name == "openclaw"));
 
     // An unknown subtype is still a control request (it must be answered with an error).
     let odd = json!({"type": "control_request", "request_id": "r-8", "request": {"subtype": "brand_new"}});
-    let CliMessage::ControlRequest(r) = CliMessage::from_value(odd) else { panic!() };
+    let CliMessage::ControlRequest(r) = decode(odd) else { panic!() };
     assert!(matches!(&r.request, ControlRequestBody::Other(_)));
     assert_eq!(r.request.tag(), Some("brand_new"));
 
-    let cancel = CliMessage::from_value(json!({"type": "control_cancel_request", "request_id": "c-1"}));
+    let cancel = decode(json!({"type": "control_cancel_request", "request_id": "c-1"}));
     assert!(matches!(cancel, CliMessage::ControlCancelRequest(c) if c.request_id == "c-1"));
 
     let answer = json!({"type": "control_response", "response": {"subtype": "success", "request_id": "req_1_init",
         "response": {"claude_code_version": "2.1.328", "pid": 4242, "account": {"email": "x"}}}});
-    let CliMessage::ControlResponse(r) = CliMessage::from_value(answer) else { panic!() };
+    let CliMessage::ControlResponse(r) = decode(answer) else { panic!() };
     assert_eq!(r.request_id(), Some("req_1_init"));
     let ControlResponseBody::Success(s) = &r.response else { panic!() };
     let init: InitializeResponse = serde_json::from_value(s.response.clone()).unwrap();
@@ -218,10 +232,11 @@ fn recorded_lines_decode() {
         for (n, line) in text.lines().enumerate() {
             let record: Value = serde_json::from_str(line).unwrap();
             let Some(message) = record.get("json").cloned() else { continue };
+            let text = serde_json::from_str::<RecordText>(line).unwrap().json;
             let at = format!("{}:{}", path.display(), n + 1);
             lines += 1;
             match record["dir"].as_str() {
-                Some("from_agent") => match CliMessage::from_value(message.clone()) {
+                Some("from_agent") => match decode_text(&text, message.clone()) {
                     CliMessage::Unknown(u) => panic!("{at}: unknown line {u:?}"),
                     CliMessage::System(SystemMessage::Other(u)) => {
                         assert_eq!(u.decode_error, None, "{at}");
@@ -252,6 +267,13 @@ fn recorded_lines_decode() {
         }
     }
     eprintln!("{} recordings, {lines} lines decoded", paths.len());
+}
+
+/// A recording line's message as its text.
+#[derive(serde::Deserialize)]
+struct RecordText {
+    /// The message exactly as recorded.
+    json: Box<serde_json::value::RawValue>,
 }
 
 /// `value` with every `null` or `[]` object member removed (at any depth).

@@ -3,6 +3,8 @@
 //! Every notification also carries a top-level `"emittedAtMs"` next to `method` / `params`; it is part
 //! of the envelope, not of the params typed here, and is never required.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Extra, FileUpdateChange, Thread, ThreadItem, ThreadStatus, Turn, TurnError};
@@ -99,6 +101,57 @@ impl ServerNotification {
             N::Unknown { params, .. } => return params.get("threadId").and_then(serde_json::Value::as_str),
         })
     }
+}
+
+/// The thread a notification's params name — `threadId`, or else `thread.id` (`thread/started`) —
+/// read from their text without decoding the rest (borrowed when written without escapes), so a
+/// router can pick the notification's session before anyone decodes it. `None` when neither is a
+/// string (a present `threadId` that is no string names no thread, as in a `Value`).
+pub fn thread_id_of(params: &serde_json::value::RawValue) -> Option<Cow<'_, str>> {
+    let text = params.get();
+    let peeked = text.trim_start().starts_with('{').then(|| serde_json::from_str::<ThreadNamed<'_>>(text));
+    let Some(Ok(members)) = peeked else {
+        // Not an object, or a member twice: read as a `Value` does.
+        let value: serde_json::Value = serde_json::from_str(text).ok()?;
+        let thread = value.get("threadId").or_else(|| value.get("thread").and_then(|t| t.get("id")));
+        return thread.and_then(serde_json::Value::as_str).map(|id| Cow::Owned(id.to_owned()));
+    };
+    let raw = match members.thread_id {
+        Some(raw) => raw,
+        None => {
+            let thread = members.thread.filter(|t| t.get().starts_with('{'))?;
+            serde_json::from_str::<ThreadNamed<'_>>(thread.get()).ok()?.id?
+        }
+    };
+    let text = raw.get();
+    if !text.starts_with('"') {
+        return None;
+    }
+    match text.contains('\\') {
+        false => Some(Cow::Borrowed(&text[1..text.len() - 1])),
+        true => serde_json::from_str::<String>(text).ok().map(Cow::Owned),
+    }
+}
+
+/// The members that name a thread, borrowed from the params' text (`id` is the member of `thread`).
+#[derive(Deserialize)]
+struct ThreadNamed<'a> {
+    /// `threadId`, as written (present even when `null`).
+    #[serde(default, borrow, rename = "threadId", deserialize_with = "present")]
+    thread_id: Option<&'a serde_json::value::RawValue>,
+    /// `thread`, as written.
+    #[serde(default, borrow)]
+    thread: Option<&'a serde_json::value::RawValue>,
+    /// `id`, as written (read on `thread`).
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a serde_json::value::RawValue>,
+}
+
+/// A member that is there, even when it is `null`.
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de serde_json::value::RawValue>, D::Error> {
+    <&'de serde_json::value::RawValue>::deserialize(deserializer).map(Some)
 }
 
 /// `thread/started` params.

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::jsonrpc::{Dialect, Message, Notification, Request, RequestId, Response, outgoing};
+use crate::jsonrpc::{Dialect, Envelope, Message, RawMessage, Request, RequestId, Response, outgoing};
 
 /// The handshake (docs/peers/codex.md#handshake).
 const HANDSHAKE: &str = r#"{"id":1,"method":"initialize","params":{"clientInfo":{"name":"clawbridge","title":"clawbridge","version":"0.1.0"},"capabilities":{"experimentalApi":true}}}
@@ -101,13 +101,24 @@ fn message(line: &str) -> Message {
         .expect("reference line is JSON-RPC")
 }
 
+/// Decodes a notification line as the reader does — in one pass from the params' text — and checks
+/// that the `Value` decoder agrees.
 fn notification(line: &str) -> ServerNotification {
-    match message(line) {
-        Message::Notification(Notification { method, params }) => {
-            ServerNotification::from_notification(&method, params)
-        }
-        other => panic!("not a notification: {other:?}"),
-    }
+    let Ok(RawMessage::Notification { method, params }) = Envelope::parse(line).unwrap().classify(false) else {
+        panic!("not a notification: {line}")
+    };
+    let from_raw = ServerNotification::from_raw(&method, params);
+    let value = params.map(|raw| serde_json::from_str(raw.get()).unwrap());
+    assert_eq!(from_raw, ServerNotification::from_notification(&method, value), "{line}");
+    from_raw
+}
+
+/// [`notification`] of params given as a `Value`.
+fn decode_both(method: &str, params: Option<Value>) -> ServerNotification {
+    let text = params.as_ref().map(|p| serde_json::value::to_raw_value(p).unwrap());
+    let from_raw = ServerNotification::from_raw(method, text.as_deref());
+    assert_eq!(from_raw, ServerNotification::from_notification(method, params), "{method} {text:?}");
+    from_raw
 }
 
 fn request(line: &str) -> (RequestId, ServerRequest) {
@@ -172,8 +183,9 @@ fn every_server_line_of_the_reference_decodes_without_loss() {
                 continue;
             }
             match message(line) {
-                Message::Notification(Notification { method, params }) => {
-                    let decoded = ServerNotification::from_notification(&method, params.clone());
+                Message::Notification(note) => {
+                    let (method, params) = (note.method.clone(), note.params_value());
+                    let decoded = notification(line);
                     assert!(!matches!(decoded, ServerNotification::Unknown { .. }), "{line} → {decoded:?}");
                     assert_eq!(decoded.method(), method);
                     // Re-encoding keeps every non-null field: nothing the server sent is lost.
@@ -610,7 +622,7 @@ fn client_params_use_the_wire_spellings() {
 
 #[test]
 fn unknown_methods_items_and_values_land_in_catch_alls() {
-    let diff = ServerNotification::from_notification("account/rateLimits/updated", Some(json!({"rateLimits": {}})));
+    let diff = decode_both("account/rateLimits/updated", Some(json!({"rateLimits": {}})));
     assert_eq!(
         diff,
         ServerNotification::Unknown {
@@ -623,19 +635,16 @@ fn unknown_methods_items_and_values_land_in_catch_alls() {
     assert_eq!(diff.params(), json!({"rateLimits": {}}));
 
     // A known method whose params do not fit keeps them whole, with the reason.
-    let bad = ServerNotification::from_notification("turn/completed", Some(json!({"threadId": 5})));
+    let bad = decode_both("turn/completed", Some(json!({"threadId": 5})));
     let ServerNotification::Unknown { method, params, decode_error } = bad else { panic!("{bad:?}") };
     assert_eq!((method.as_str(), params), ("turn/completed", json!({"threadId": 5})));
     assert!(decode_error.unwrap().contains("invalid type"));
-    let missing = ServerNotification::from_notification("turn/started", None);
+    let missing = decode_both("turn/started", None);
     assert!(matches!(missing, ServerNotification::Unknown { params: Value::Null, decode_error: Some(_), .. }));
 
     // An unknown item type inside a known notification: the notification decodes, the item is raw.
     let raw_item = json!({"type": "imageView", "id": "iv_1", "path": "/a.png", "startedAtMs": 1});
-    let note = ServerNotification::from_notification(
-        "item/started",
-        Some(json!({"threadId": "th-1", "turnId": "tu-1", "item": raw_item})),
-    );
+    let note = decode_both("item/started", Some(json!({"threadId": "th-1", "turnId": "tu-1", "item": raw_item})));
     let ServerNotification::ItemStarted(started) = note else { panic!("{note:?}") };
     assert_eq!(started.item, ThreadItem::Unknown(raw_item));
     assert_eq!((started.item.item_type(), started.item.id()), (Some("imageView"), Some("iv_1")));
