@@ -6,12 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
 use super::{AgentConnection, EXIT_REPORT_WAIT, ProcessExit};
 use crate::exit::ExitState;
 use crate::remote::{PrefixedWriter, StdinPreamble};
-use crate::rpc::{PeerConfig, PeerEvent, RequestHandler, RpcPeer};
+use crate::rpc::{PeerConfig, PeerEvents, RequestHandler, RpcPeer};
 use crate::supervisor::{ChildProcess, CommandSpec, SpawnError, SpawnOptions, StopPolicy};
 use crate::transport::bearer::WsAuth;
 use crate::transport::child_duplex::{ChildDuplex, StdinWriter};
@@ -118,7 +116,7 @@ impl AgentConnection {
         limit: Duration,
         peer: PeerConfig,
         handler: Arc<dyn RequestHandler>,
-    ) -> Result<(AgentConnection, mpsc::Receiver<PeerEvent>), PipeError> {
+    ) -> Result<(AgentConnection, PeerEvents), PipeError> {
         let PipeLaunch { command, preamble, spawn, stop, via } = launch;
         let mut process = ChildProcess::spawn(&command, spawn).map_err(|source| PipeError::Spawn {
             via: via.clone(),
