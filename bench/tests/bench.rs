@@ -124,7 +124,7 @@ fn quick_bench_runs_every_scenario_and_prints_a_well_formed_table() {
         let ratio = rows.iter().find(|r| r[1] == judged);
         assert!(ratio.is_some_and(|r| r[3].starts_with('≥')), "{backend} ratio row:\n{stdout}");
         for path in [
-            "project decoder (text → Value → typed), peer lines",
+            "project decoder (text → typed), peer lines",
             "full path (in-process serve pipeline), peer lines",
             "`clawbridge run --json` to a pipe, peer lines",
             "`clawbridge run --json` to a file, peer lines",
