@@ -329,6 +329,48 @@ async fn the_backends_next_attempt_resumes_its_thread_on_the_same_warm_server() 
     assert!(!group_alive(pids[0] as i32), "Backend::shutdown stopped it");
 }
 
+/// A session that continues a thread its shared server still has loaded and idle, under the same
+/// settings, sends no `thread/resume` (`still_loaded`), and the real codex runs the turn on it;
+/// other settings resume it (so they apply), and from then on those settings are the ones matched.
+#[tokio::test]
+async fn a_thread_still_loaded_on_the_warm_server_is_continued_without_a_resume_unless_its_settings_changed() {
+    use clawbridge_bridge::attempt::hooks::{FixedApprover, NoHostTools};
+
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    let pool = pool();
+    let open = || async {
+        let hooks = SessionHooks {
+            approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+            tools: Arc::new(NoHostTools),
+            observer: Arc::new(RecordingObserver::default()),
+        };
+        CodexSession::on_shared(&pool, live.config(), hooks).await.expect("a seat on a shared codex app-server")
+    };
+    let mut first = open().await;
+    let thread = first.start_thread(&live.options()).await.unwrap().thread_id;
+    assert_eq!(turn(&mut first, &thread, "Say hello.").await.terminal.kind, TerminalKind::Ok);
+    let pid = spawned_pid(&first);
+    first.shutdown().await;
+
+    let instructed = ThreadOptions { developer_instructions: Some("Answer briefly.".into()), ..live.options() };
+    for (n, options, still_loaded) in
+        [(1, live.options(), true), (2, instructed.clone(), false), (3, instructed.clone(), true)]
+    {
+        let mut session = open().await;
+        assert_eq!(spawned_pid(&session), pid, "attempt {n}: the same warm server");
+        let ready = session.resume_or_start(&thread, &options).await.unwrap();
+        assert_eq!(ready.thread_id, thread, "attempt {n}: the same thread");
+        assert_eq!(ready.resume_failure, None);
+        assert_eq!(ready.still_loaded, still_loaded, "attempt {n}: a resume only when the settings changed");
+        let result = turn(&mut session, &thread, "Say hello again.").await;
+        assert_eq!(result.terminal.kind, TerminalKind::Ok, "attempt {n}: {:?}", result.terminal);
+        assert!(result.assistant_texts.join("\n").contains("Hello from the mock model."), "attempt {n}");
+        session.shutdown().await;
+    }
+    pool.shutdown().await;
+    assert!(!group_alive(pid as i32), "the pool's shutdown stops it: no orphan");
+}
+
 /// The pid of the app-server a session runs on; these sessions' servers are spawned by the bridge.
 fn spawned_pid(session: &CodexSession) -> u32 {
     session.pid().expect("a server the bridge spawned")

@@ -6,9 +6,13 @@
 // plan: {warm, runs, turns, prompt, marker, targets: [{label, agentId, sessionKey}]}; each turn's
 // session key is the target's with `-warm` or `-<run>` after it.
 //
-// Turns alternate between the targets, and the order flips every turn, so a drift in the
-// machine's load falls on both alike. Approvals (plugin or exec) are allowed once, as a person at
-// the gateway would, so a harness that asks is timed with its approval round trip.
+// Each timed round runs every target twice in a row: its first turn follows another agent's turn
+// (`after: "other"`), its second follows its own (`after: "same"`). OpenClaw itself spends much
+// longer before a turn whose agent differs from the one before (seen: ~1–2 s before the harness is
+// called), so the two are timed apart, never mixed in one median. The order of the targets
+// rotates every round, so a drift in the machine's load falls on all alike. Approvals (plugin or
+// exec) are allowed once, as a person at the gateway would, so a harness that asks is timed with
+// its approval round trip.
 const [dist, port, token, planJson] = process.argv.slice(2);
 const plan = JSON.parse(planJson);
 const { GatewayClient } = await import(`${dist}/plugin-sdk/gateway-runtime.js`);
@@ -48,10 +52,16 @@ try {
 }
 
 let serial = 0;
+// The agent of the turn before, to say whether a turn follows its own agent or another.
+let previousAgent = null;
 // Every run has a session of its own per target, opened by one untimed turn, so a run's turns do
 // not carry the history of the runs before it (the embedded runner resends it all every turn).
 async function turn(target, run, index, warm) {
   serial += 1;
+  const after = previousAgent === target.agentId ? "same" : "other";
+  previousAgent = target.agentId;
+  // Wall clock too, so a turn can be lined up with the bridge's and the gateway's own logs.
+  const startedAt = Date.now();
   const started = performance.now();
   let result;
   let error;
@@ -74,7 +84,7 @@ async function turn(target, run, index, warm) {
   const text = (result?.result?.payloads ?? []).map((p) => p.text ?? "").join("\n");
   const harness = result?.result?.meta?.agentMeta?.agentHarnessId ?? null;
   const ok = !error && result?.status === "ok" && text.includes(plan.marker);
-  say({ label: target.label, run, turn: index, warm, ms, ok, harness, text: text.slice(0, 200), status: result?.status ?? null, error: error ?? null });
+  say({ label: target.label, run, turn: index, warm, after, startedAt, ms, ok, harness, text: text.slice(0, 200), status: result?.status ?? null, error: error ?? null });
 }
 
 for (let i = 0; i < plan.warm; i++) {
@@ -83,8 +93,12 @@ for (let i = 0; i < plan.warm; i++) {
 for (let run = 0; run < plan.runs; run++) {
   for (const target of plan.targets) await turn(target, run, -1, true);
   for (let i = 0; i < plan.turns; i++) {
-    const order = i % 2 === 0 ? plan.targets : [...plan.targets].reverse();
-    for (const target of order) await turn(target, run, i, false);
+    const shift = i % plan.targets.length;
+    const order = [...plan.targets.slice(shift), ...plan.targets.slice(0, shift)];
+    for (const target of order) {
+      await turn(target, run, i, false);
+      await turn(target, run, i, false);
+    }
   }
 }
 client.stop();

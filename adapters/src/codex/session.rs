@@ -146,6 +146,9 @@ pub struct ThreadReady {
     pub resume_failure: Option<String>,
     /// The model the thread runs on, as Codex answered (`model` of `thread/start` / `thread/resume`).
     pub model: Option<String>,
+    /// True when the shared server still had the thread loaded and idle under the same settings,
+    /// so no `thread/resume` was sent.
+    pub still_loaded: bool,
 }
 
 /// Sends more input into a running turn (`turn/steer`) from outside [`CodexSession::run_turn`],
@@ -196,6 +199,21 @@ pub struct CodexSession {
     unknown_methods: HashSet<String>,
     /// The summaries of the `configWarning`s seen between turns (the first few), for the doctor.
     config_warnings: Vec<String>,
+    /// On a shared server: the thread this session started, resumed or adopted, with the keyed
+    /// hash of its settings and its model, handed back to the server when a turn on it completes
+    /// so the next session continuing it skips `thread/resume`.
+    loaded: Option<LoadedThread>,
+}
+
+/// A thread loaded on this session's shared server, and the settings it was loaded under.
+#[derive(Clone, Debug)]
+struct LoadedThread {
+    /// The thread's id.
+    thread_id: String,
+    /// The keyed hash of its settings ([`super::shared::ServerSeat::settings_key`]).
+    settings: u64,
+    /// The model Codex named for it.
+    model: Option<String>,
 }
 
 impl std::fmt::Debug for CodexSession {
@@ -376,6 +394,7 @@ impl CodexSession {
             server_version,
             unknown_methods: HashSet::new(),
             config_warnings: Vec::new(),
+            loaded: None,
         }
     }
 
@@ -487,7 +506,14 @@ impl CodexSession {
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
         self.claim_thread(&response.thread.id);
-        Ok(ThreadReady { thread_id: response.thread.id, resumed: false, resume_failure: None, model: response.model })
+        self.note_loaded(&response.thread.id, options, response.model.clone());
+        Ok(ThreadReady {
+            thread_id: response.thread.id,
+            resumed: false,
+            resume_failure: None,
+            model: response.model,
+            still_loaded: false,
+        })
     }
 
     /// Resumes `thread_id`; if that fails, starts a new thread and says why in `resume_failure`.
@@ -496,6 +522,9 @@ impl CodexSession {
         thread_id: &str,
         options: &ThreadOptions,
     ) -> Result<ThreadReady, CodexError> {
+        if let Some(ready) = self.adopt_live(thread_id, options) {
+            return Ok(ready);
+        }
         let params = ThreadResumeParams {
             cwd: options.cwd.clone(),
             model: options.model.clone(),
@@ -509,11 +538,13 @@ impl CodexSession {
         match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
             Ok(response) => {
                 self.claim_thread(&response.thread.id);
+                self.note_loaded(&response.thread.id, options, response.model.clone());
                 Ok(ThreadReady {
                     thread_id: response.thread.id,
                     resumed: true,
                     resume_failure: None,
                     model: response.model,
+                    still_loaded: false,
                 })
             }
             Err(error) => {
@@ -522,6 +553,58 @@ impl CodexSession {
                 ready.resume_failure = Some(error.to_string());
                 Ok(ready)
             }
+        }
+    }
+
+    /// The canonical text of what `thread/resume` applies to a thread (`options`), keyed by the
+    /// shared server; `None` on a server of the session's own.
+    fn settings_key(&self, options: &ThreadOptions) -> Option<u64> {
+        let ServerLink::Shared(seat) = &self.link else { return None };
+        let text = serde_json::to_string(&serde_json::json!([
+            options.cwd,
+            options.model,
+            options.approval_policy,
+            options.sandbox,
+            options.developer_instructions,
+        ]))
+        .ok()?;
+        Some(seat.settings_key(&text))
+    }
+
+    /// On a shared server, remembers `thread_id` as loaded under `options` (see [`Self::loaded`]).
+    fn note_loaded(&mut self, thread_id: &str, options: &ThreadOptions, model: Option<String>) {
+        self.loaded = self.settings_key(options).map(|settings| LoadedThread {
+            thread_id: thread_id.to_owned(),
+            settings,
+            model,
+        });
+    }
+
+    /// `thread_id` taken without a resume: the shared server still has it loaded, idle and held by
+    /// no session, under the same settings (docs/peers/codex.md#shared-app-servers).
+    fn adopt_live(&mut self, thread_id: &str, options: &ThreadOptions) -> Option<ThreadReady> {
+        let settings = self.settings_key(options)?;
+        let ServerLink::Shared(seat) = &self.link else { return None };
+        let model = seat.adopt_live(thread_id, settings)?;
+        tracing::debug!(%thread_id, "the shared codex app-server still has the thread loaded under these settings; no resume");
+        self.loaded = Some(LoadedThread { thread_id: thread_id.to_owned(), settings, model: model.clone() });
+        Some(ThreadReady {
+            thread_id: thread_id.to_owned(),
+            resumed: true,
+            resume_failure: None,
+            model,
+            still_loaded: true,
+        })
+    }
+
+    /// After a turn on `thread_id`: a completed turn leaves the thread idle and loaded, so the
+    /// shared server may lend it to the next session as it is; any other end (failed, aborted,
+    /// timed out: a turn may still run in it) leaves it to a resume.
+    fn hand_back_loaded(&mut self, thread_id: &str, result: &AttemptResult) {
+        let ServerLink::Shared(seat) = &self.link else { return };
+        let Some(loaded) = self.loaded.take_if(|loaded| loaded.thread_id == thread_id) else { return };
+        if result.terminal.kind == TerminalKind::Ok {
+            seat.remember_live(&loaded.thread_id, loaded.settings, loaded.model);
         }
     }
 
@@ -592,7 +675,9 @@ impl CodexSession {
         }
         // Re-sent requests arrive within a turn (or on a resume, which is a new connection).
         self.handler.forget_answers();
-        Ok(driven.finish(Some(thread_id.to_string())))
+        let result = driven.finish(Some(thread_id.to_string()));
+        self.hand_back_loaded(thread_id, &result);
+        Ok(result)
     }
 
     fn send_interrupt(&self, thread_id: &str, turn_id: &str) {

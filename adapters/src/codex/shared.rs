@@ -41,6 +41,10 @@ use super::session::CodexError;
 /// rather than lose its turn's events: a fast turn outruns its consumer for a moment, routinely.
 const SESSION_QUEUE: usize = 1024;
 
+/// How many idle threads one server remembers as loaded with known settings (one per session
+/// that ran a turn on it, at most); past it a thread is resumed as it would be on a new server.
+const MAX_LIVE_THREADS: usize = 1024;
+
 /// Whether the native backend's attempts share warm app-servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -84,6 +88,19 @@ struct RouteTable {
     next: u64,
     /// How the server's peer went away, once it has: later sessions hear it at once.
     gone: Option<Arc<PeerGone>>,
+    /// Threads loaded in the server that no session holds, whose last turn completed, by id: the
+    /// keyed hash of the settings they were started or resumed with, and the model Codex named.
+    /// A session that finds its thread here with the same settings skips `thread/resume`.
+    live: HashMap<String, LiveThread>,
+}
+
+/// An idle thread still loaded in a shared server (see [`RouteTable::live`]).
+#[derive(Clone, Debug)]
+struct LiveThread {
+    /// The keyed hash of the thread settings last applied to it ([`ServerSeat::settings_key`]).
+    settings: u64,
+    /// The model Codex answered with when it was started or resumed.
+    model: Option<String>,
 }
 
 /// The routing of one shared server, used by its router task and its request handler.
@@ -134,6 +151,9 @@ impl Routes {
         match event {
             PeerEvent::Notification(note) => {
                 let thread = note.params.as_deref().and_then(thread_id_of);
+                if let Some(thread) = thread.as_ref().filter(|_| unloads_thread(&note)) {
+                    table.live.remove(thread.as_ref());
+                }
                 match thread {
                     Some(thread) => match table.threads.get(thread.as_ref()).copied() {
                         Some(slot) => Self::deliver(&mut table, slot, PeerEvent::Notification(note), &mut out),
@@ -154,6 +174,7 @@ impl Routes {
                     out.push((route.events, PeerEvent::Closed(gone.clone())));
                 }
                 table.threads.clear();
+                table.live.clear();
             }
             // The peer logged it; the stream goes on.
             _ => {}
@@ -186,6 +207,33 @@ impl Routes {
         }
     }
 
+    /// Gives `thread_id` to `slot`'s session without a resume when the server still has it loaded,
+    /// idle and held by no session, under the same settings: its model then. The entry is taken,
+    /// so two sessions never both skip the resume of one thread.
+    fn adopt_live(&self, slot: u64, thread_id: &str, settings: u64) -> Option<Option<String>> {
+        let mut table = self.table();
+        if table.gone.is_some() || !table.routes.contains_key(&slot) || table.threads.contains_key(thread_id) {
+            return None;
+        }
+        if table.live.get(thread_id)?.settings != settings {
+            // Other settings: a resume applies them, and the entry is written again after its turn.
+            table.live.remove(thread_id);
+            return None;
+        }
+        let live = table.live.remove(thread_id)?;
+        table.threads.insert(thread_id.to_owned(), slot);
+        Some(live.model)
+    }
+
+    /// Notes that `thread_id` is loaded and idle under `settings` (its turn completed).
+    fn remember_live(&self, thread_id: &str, live: LiveThread) {
+        let mut table = self.table();
+        if table.gone.is_some() || (table.live.len() >= MAX_LIVE_THREADS && !table.live.contains_key(thread_id)) {
+            return;
+        }
+        table.live.insert(thread_id.to_owned(), live);
+    }
+
     /// Removes a session and its threads.
     fn leave(&self, slot: u64) {
         let mut table = self.table();
@@ -195,6 +243,21 @@ impl Routes {
 
     fn is_gone(&self) -> bool {
         self.table().gone.is_some()
+    }
+}
+
+/// Whether `note` says its thread is no longer loaded in the server (`thread/closed`, or a status
+/// of `notLoaded`): a session must then resume it again.
+fn unloads_thread(note: &clawbridge_protocol::jsonrpc::Notification) -> bool {
+    match note.method.as_str() {
+        "thread/closed" => true,
+        "thread/status/changed" => {
+            let params = note.params_value();
+            let status = params.as_ref().and_then(|p| p.get("status"));
+            let kind = status.and_then(|s| s.get("type")).or(status).and_then(Value::as_str);
+            kind == Some("notLoaded")
+        }
+        _ => false,
     }
 }
 
@@ -245,6 +308,9 @@ pub struct SharedServer {
     stop: StopPolicy,
     /// Where a stop started by a session's end runs, so the pool's shutdown waits for it.
     stopping: TaskTracker,
+    /// Keys the hash of a thread's settings ([`ServerSeat::settings_key`]), so a host cannot craft
+    /// two settings that collide.
+    settings_hasher: RandomState,
 }
 
 impl std::fmt::Debug for SharedServer {
@@ -282,6 +348,7 @@ impl SharedServer {
             retired: AtomicBool::new(false),
             stop: config.stop,
             stopping,
+            settings_hasher: RandomState::new(),
         };
         tracing::debug!(pid = ?server.pid, "started a shared codex app-server");
         Ok(Arc::new(server))
@@ -399,6 +466,25 @@ impl ServerSeat {
     /// Routes `thread_id`'s notifications and requests to this session from now on.
     pub fn claim_thread(&self, thread_id: &str) {
         self.server.routes.claim(self.slot, thread_id);
+    }
+
+    /// The keyed hash of a thread's settings as `thread/resume` would send them (`settings`, their
+    /// canonical text), to compare with [`adopt_live`](Self::adopt_live).
+    pub fn settings_key(&self, settings: &str) -> u64 {
+        self.server.settings_hasher.hash_one(settings)
+    }
+
+    /// Takes `thread_id` for this session without a `thread/resume`, when the server still has it
+    /// loaded and idle under the same `settings` (a [`settings_key`](Self::settings_key)): the
+    /// model it runs on then. `None`: resume it.
+    pub fn adopt_live(&self, thread_id: &str, settings: u64) -> Option<Option<String>> {
+        self.server.routes.adopt_live(self.slot, thread_id, settings)
+    }
+
+    /// Notes that `thread_id`'s turn completed and the thread stays loaded under `settings`, for
+    /// the next session that continues it here.
+    pub fn remember_live(&self, thread_id: &str, settings: u64, model: Option<String>) {
+        self.server.routes.remember_live(thread_id, LiveThread { settings, model });
     }
 
     /// Counts a turn started on the server.
@@ -562,6 +648,57 @@ mod tests {
         let answer = router.handle(approval("thread-a")).await.unwrap();
         assert_eq!(answer["decision"], "decline", "a session that left no longer answers");
         assert_eq!((a.0.load(Ordering::SeqCst), b.0.load(Ordering::SeqCst)), (0, 1), "nobody else was asked");
+    }
+
+    fn live(settings: u64) -> LiveThread {
+        LiveThread { settings, model: Some("m".into()) }
+    }
+
+    #[tokio::test]
+    async fn an_idle_loaded_thread_is_lent_once_under_the_same_settings_and_forgotten_when_codex_unloads_it() {
+        let routes = Arc::new(Routes::default());
+        let (a, _events_a) = routes.join(handler(Arc::new(Counting::default())));
+        let (b, _events_b) = routes.join(handler(Arc::new(Counting::default())));
+        assert_eq!(routes.adopt_live(a, "t", 7), None, "nothing known: resume");
+
+        routes.remember_live("t", live(7));
+        assert_eq!(routes.adopt_live(a, "t", 8), None, "other settings: resume");
+        assert_eq!(routes.adopt_live(a, "t", 7), None, "the entry went with the mismatch");
+
+        routes.remember_live("t", live(7));
+        assert_eq!(routes.adopt_live(a, "t", 7), Some(Some("m".into())), "same settings, idle: no resume");
+        assert!(routes.handler_of("t").is_some(), "and the thread is routed to its new holder");
+        routes.remember_live("t", live(7));
+        assert_eq!(routes.adopt_live(b, "t", 7), None, "a thread another session holds is never lent");
+
+        routes.leave(a);
+        let unload = |method: &str, params: Value| {
+            let note = clawbridge_protocol::jsonrpc::Notification::with_value(method, Some(params));
+            routes.deliveries(PeerEvent::Notification(note));
+        };
+        unload("thread/closed", json!({"threadId": "t"}));
+        assert_eq!(routes.adopt_live(b, "t", 7), None, "codex closed it: resume");
+        routes.remember_live("t", live(7));
+        unload("thread/status/changed", json!({"threadId": "t", "status": {"type": "notLoaded"}}));
+        assert_eq!(routes.adopt_live(b, "t", 7), None, "codex unloaded it: resume");
+        routes.remember_live("t", live(7));
+        unload("thread/status/changed", json!({"threadId": "t", "status": {"type": "idle"}}));
+        assert_eq!(routes.adopt_live(b, "t", 7), Some(Some("m".into())), "an idle status keeps it");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_went_away_lends_no_thread_and_the_memory_of_threads_is_bounded() {
+        let routes = Arc::new(Routes::default());
+        let (a, _events) = routes.join(handler(Arc::new(Counting::default())));
+        for n in 0..MAX_LIVE_THREADS + 10 {
+            routes.remember_live(&format!("t{n}"), live(1));
+        }
+        assert_eq!(routes.table().live.len(), MAX_LIVE_THREADS);
+        let gone =
+            PeerGone { cause: clawbridge_bridge::rpc::GoneCause::OutputClosed, exit: None, stderr_tail: String::new() };
+        routes.deliveries(PeerEvent::Closed(Arc::new(gone)));
+        assert_eq!(routes.adopt_live(a, "t0", 1), None, "a dead server lends nothing");
+        assert!(routes.table().live.is_empty());
     }
 
     #[tokio::test]
