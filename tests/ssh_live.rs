@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use clawbridge_adapters::claude::Secret;
 use clawbridge_adapters::codex::{CodexConfig, CodexError, CodexSession, SessionHooks, ThreadOptions};
+use clawbridge_bridge::attempt::AttemptResult;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools};
 use clawbridge_bridge::events::{Event, TerminalKind};
 use clawbridge_bridge::remote::{Launcher, RemoteSpec};
@@ -125,21 +126,7 @@ async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reache
         remote.values().any(|c| c.contains("clawbridge-remote")) && remote.values().any(|c| c.contains("app-server")),
         "codex runs under the wrapper on the sshd side: {remote:?}"
     );
-    let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
-    let thread = session.start_thread(&options).await.unwrap();
-    let mut events = Vec::new();
-    let result = tokio::time::timeout(
-        Duration::from_secs(90),
-        session.run_turn(
-            &thread.thread_id,
-            "Please run the live test command.",
-            &mut |e: &Event| events.push(e.clone()),
-            &CancellationToken::new(),
-        ),
-    )
-    .await
-    .expect("the turn ends")
-    .expect("the turn runs");
+    let result = live_command_turn(&mut session, sandbox.work()).await;
     stop_watch.store(true, Ordering::Relaxed);
     let leaked = watcher.join().unwrap();
 
@@ -154,6 +141,24 @@ async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reache
         "ssh ended with the remote codex's clean exit: {stop:?}"
     );
     assert_remote_gone(&sshd, &remote);
+}
+
+/// A new thread in `cwd` and, on it, the turn that runs the live test command.
+async fn live_command_turn(session: &mut CodexSession, cwd: &std::path::Path) -> AttemptResult {
+    let options = ThreadOptions { cwd: Some(cwd.display().to_string()), ..ThreadOptions::default() };
+    let thread = session.start_thread(&options).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the live test command.",
+            &mut |_: &Event| {},
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the turn ends")
+    .expect("the turn runs")
 }
 
 fn mock_log(mock: &clawbridge_fixtures::mock_model::MockModel) -> String {
@@ -469,21 +474,7 @@ async fn a_codex_turn_with_an_approval_reaches_a_daemon_through_app_server_proxy
         "the proxy runs under the wrapper on the sshd side: {remote:?}"
     );
     assert!(!remote.values().any(|c| c.contains("--listen")), "the daemon is not the session's: {remote:?}");
-    let options = ThreadOptions { cwd: Some(sandbox.work().display().to_string()), ..ThreadOptions::default() };
-    let thread = session.start_thread(&options).await.unwrap();
-    let mut events = Vec::new();
-    let result = tokio::time::timeout(
-        Duration::from_secs(90),
-        session.run_turn(
-            &thread.thread_id,
-            "Please run the live test command.",
-            &mut |e: &Event| events.push(e.clone()),
-            &CancellationToken::new(),
-        ),
-    )
-    .await
-    .expect("the turn ends")
-    .expect("the turn runs");
+    let result = live_command_turn(&mut session, sandbox.work()).await;
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}\n{}", result.terminal, mock_log(&mock));
     assert_eq!(observed.reports().len(), 1, "the approved command's terminal, once");
     assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
