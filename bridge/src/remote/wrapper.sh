@@ -52,7 +52,12 @@ agent=$!
 # `wait` the agent's pid is reaped and may be reused, so only this path kills it by pid.
 trap 'kill -KILL "$agent" 2>/dev/null; sweep; exit 143' HUP INT TERM
 {
-  cat <&3 >"$fifos/in"
+  # Opening the fifo returns once the agent holds its end too; then the name is no longer needed,
+  # so nothing is left in TMPDIR even when this shell is killed without a chance to sweep.
+  exec 4>"$fifos/in"
+  rm -rf "$fifos"
+  cat <&3 >&4
+  exec 4>&-
   sleep "$grace"
   kill -TERM "$agent" 2>/dev/null
   sleep "$grace"

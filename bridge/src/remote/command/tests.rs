@@ -241,3 +241,45 @@ fn an_environment_block_cut_short_starts_nothing() {
     assert!(output.stdout.is_empty());
     assert!(String::from_utf8_lossy(&output.stderr).contains("environment block ended early"));
 }
+
+#[test]
+fn a_wrapper_killed_without_a_chance_to_sweep_leaves_nothing_in_tmpdir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let launcher = Launcher::new(vec!["env".into()]).unwrap();
+    let agent = CommandSpec::new("sh").args(["-c", "echo started; exec sleep 30"]);
+    let remote = launcher.wrap(Path::new("env"), &agent).unwrap();
+    let mut wrapper = Command::new("env")
+        .args(&remote.spec.args)
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = wrapper.stdin.take().unwrap();
+    stdin.write_all(remote.preamble.as_bytes()).unwrap();
+    let mut started = [0u8; 8];
+    wrapper.stdout.take().unwrap().read_exact(&mut started).unwrap();
+    assert_eq!(&started, b"started\n");
+    // SIGKILL: no trap runs, so only what the wrapper did before it matters.
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    // The stream's end still reaches the feeder, which stops the agent.
+    drop(stdin);
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let mut left = leftovers();
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = leftovers();
+    }
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
