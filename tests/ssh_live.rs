@@ -126,7 +126,7 @@ async fn a_codex_turn_with_an_approval_runs_through_ssh_and_its_key_never_reache
         remote.values().any(|c| c.contains("clawbridge-remote")) && remote.values().any(|c| c.contains("app-server")),
         "codex runs under the wrapper on the sshd side: {remote:?}"
     );
-    let result = live_command_turn(&mut session, sandbox.work()).await;
+    let result = live_command_turn(&mut session, &sandbox.work()).await;
     stop_watch.store(true, Ordering::Relaxed);
     let leaked = watcher.join().unwrap();
 
@@ -474,7 +474,7 @@ async fn a_codex_turn_with_an_approval_reaches_a_daemon_through_app_server_proxy
         "the proxy runs under the wrapper on the sshd side: {remote:?}"
     );
     assert!(!remote.values().any(|c| c.contains("--listen")), "the daemon is not the session's: {remote:?}");
-    let result = live_command_turn(&mut session, sandbox.work()).await;
+    let result = live_command_turn(&mut session, &sandbox.work()).await;
     assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}\n{}", result.terminal, mock_log(&mock));
     assert_eq!(observed.reports().len(), 1, "the approved command's terminal, once");
     assert!(result.assistant_texts.iter().any(|t| t.contains(MARKER)), "{:?}", result.assistant_texts);
