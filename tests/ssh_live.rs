@@ -161,6 +161,31 @@ async fn live_command_turn(session: &mut CodexSession, cwd: &std::path::Path) ->
     .expect("the turn runs")
 }
 
+/// The processes below `sshd` once `ready` holds for them; fails with the bridge's stderr if the
+/// bridge ends first, or after 60 s naming `what` never started.
+async fn wait_for_remote(
+    sshd: &LoopbackSshd,
+    bridge: &mut std::process::Child,
+    mock: &clawbridge_fixtures::mock_model::MockModel,
+    what: &str,
+    ready: impl Fn(&BTreeMap<i32, String>) -> bool,
+) -> BTreeMap<i32, String> {
+    let started = Instant::now();
+    loop {
+        let remote = descendants(sshd.pid() as i32);
+        if ready(&remote) {
+            return remote;
+        }
+        if let Ok(Some(status)) = bridge.try_wait() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
+            panic!("the bridge ended before {what} ran ({status}): {stderr}\n{}", mock_log(mock));
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{what} never started: {remote:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn mock_log(mock: &clawbridge_fixtures::mock_model::MockModel) -> String {
     clawbridge_fixtures::peers::describe_requests(&mock.requests())
 }
@@ -235,21 +260,11 @@ async fn a_bridge_killed_mid_turn_leaves_nothing_running_on_the_remote_side() {
         .unwrap();
 
     // Wait until the approved command runs on the remote side.
-    let started = Instant::now();
-    let remote = loop {
-        let remote = descendants(sshd.pid() as i32);
-        // The detached part itself (not the shell line that names it) is running.
-        if remote.values().any(|c| c.starts_with("sh -c sleep 600") && c.contains(&tag)) {
-            break remote;
-        }
-        if let Ok(Some(status)) = bridge.try_wait() {
-            let mut stderr = String::new();
-            std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
-            panic!("the bridge ended before the command ran ({status}): {stderr}\n{}", mock_log(&mock));
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the slow command never started: {remote:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    // The detached part itself (not the shell line that names it) is running.
+    let remote = wait_for_remote(&sshd, &mut bridge, &mock, "the slow command", |remote| {
+        remote.values().any(|c| c.starts_with("sh -c sleep 600") && c.contains(&tag))
+    })
+    .await;
     assert!(remote.values().any(|c| c.contains("clawbridge-remote")), "the wrapper runs there: {remote:?}");
     assert!(remote.values().any(|c| c.contains("app-server")), "codex runs there: {remote:?}");
     let key_path = sshd.client_key().display().to_string();
@@ -566,20 +581,10 @@ async fn a_bridge_killed_on_a_proxied_daemon_leaves_nothing_remote_and_the_daemo
     .spawn()
     .unwrap();
     // Wait until the turn runs: the proxy is up on the far side and the daemon asked the model.
-    let started = Instant::now();
-    let remote = loop {
-        let remote = descendants(sshd.pid() as i32);
-        if remote.values().any(|c| c.contains("app-server proxy")) && !mock.requests().is_empty() {
-            break remote;
-        }
-        if let Ok(Some(status)) = bridge.try_wait() {
-            let mut stderr = String::new();
-            std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
-            panic!("the bridge ended before its turn ran ({status}): {stderr}\n{}", mock_log(&mock));
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the turn never started: {remote:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let remote = wait_for_remote(&sshd, &mut bridge, &mock, "the turn", |remote| {
+        remote.values().any(|c| c.contains("app-server proxy")) && !mock.requests().is_empty()
+    })
+    .await;
     assert!(remote.values().any(|c| c.contains("clawbridge-remote")), "the wrapper runs there: {remote:?}");
     let key_path = sshd.client_key().display().to_string();
     assert!(descendants(bridge.id() as i32).values().any(|c| c.contains(&key_path)), "the bridge runs ssh");
