@@ -347,7 +347,7 @@ async fn serve_offers_clawbridge_acp_and_binds_its_session() {
     let (host, _events) =
         RpcPeer::start(host_in, host_out, PeerConfig::default(), Arc::new(RejectAll), Arc::new(NoProcess));
     let init = json!({
-        "protocolVersion": 1,
+        "protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION,
         "host": {"name": "test-host", "version": "0"},
         "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false, "transcriptAppend": false, "userInput": false}
     });

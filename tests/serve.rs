@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::rpc::{HandlerError, NoProcess, PeerConfig, PeerEvent, RequestHandler, RpcError, RpcPeer};
 use clawbridge_bridge::supervisor::group_alive;
+use clawbridge_protocol::host::PROTOCOL_VERSION;
 use clawbridge_protocol::jsonrpc::{Dialect, Request};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -167,7 +168,7 @@ fn error_code(result: Result<Value, RpcError>) -> (i64, String, Option<Value>) {
 }
 
 async fn initialize(bridge: &Bridge) -> Value {
-    bridge.peer.request("initialize", Some(&init_params(1))).await.expect("initialize succeeds")
+    bridge.peer.request("initialize", Some(&init_params(PROTOCOL_VERSION))).await.expect("initialize succeeds")
 }
 
 fn attempt_params(attempt: &str, session: &str) -> Value {
@@ -201,19 +202,26 @@ async fn handshake_negotiates_and_refuses_other_versions() {
     let (code, message, _) = error_code(bridge.peer.request("harness/list", Some(&json!({}))).await);
     assert_eq!(code, -32011, "{message}");
 
-    let (code, message, data) = error_code(bridge.peer.request("initialize", Some(&init_params(2))).await);
-    assert_eq!(code, -32010);
-    assert!(message.contains("version 2") && message.contains("speaks version 1"), "{message}");
-    assert!(message.contains(env!("CARGO_PKG_VERSION")), "{message}");
-    let data = data.expect("data");
-    assert_eq!(data["requestedVersion"], 2);
-    assert_eq!(data["supportedVersions"], json!({"min": 1, "max": 1}));
+    // An older host (a version-1 plugin) and a newer one are both refused, naming both versions.
+    for requested in [PROTOCOL_VERSION - 1, PROTOCOL_VERSION + 1] {
+        let (code, message, data) = error_code(bridge.peer.request("initialize", Some(&init_params(requested))).await);
+        assert_eq!(code, -32010);
+        assert!(
+            message.contains(&format!("version {requested} "))
+                && message.contains(&format!("speaks version {PROTOCOL_VERSION}")),
+            "{message}"
+        );
+        assert!(message.contains(env!("CARGO_PKG_VERSION")), "{message}");
+        let data = data.expect("data");
+        assert_eq!(data["requestedVersion"], requested);
+        assert_eq!(data["supportedVersions"], json!({"min": PROTOCOL_VERSION, "max": PROTOCOL_VERSION}));
+    }
 
     let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&json!({"host": {}}))).await);
     assert_eq!(code, -32602, "a missing protocolVersion is invalid params");
 
     let init = initialize(&bridge).await;
-    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["protocolVersion"], PROTOCOL_VERSION);
     assert_eq!(init["bridge"]["name"], "clawbridge");
     let harnesses = init["harnesses"].as_array().unwrap();
     let demo = harnesses.iter().find(|h| h["id"] == "clawbridge-demo").expect("the demo harness");
@@ -223,7 +231,7 @@ async fn handshake_negotiates_and_refuses_other_versions() {
     let backends: Vec<&str> = init["backends"].as_array().unwrap().iter().filter_map(|b| b["id"].as_str()).collect();
     assert_eq!(backends, ["demo", "codex", "claude"]);
 
-    let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&init_params(1))).await);
+    let (code, _, _) = error_code(bridge.peer.request("initialize", Some(&init_params(PROTOCOL_VERSION))).await);
     assert_eq!(code, -32012);
 
     let list = bridge.peer.request("harness/list", None::<&Value>).await.unwrap();
@@ -276,11 +284,13 @@ async fn bad_input_gets_errors_and_the_server_keeps_serving() {
     assert_eq!(garbage["id"], Value::Null);
     let not_rpc = exchange(r#"{"hello":"world"}"#).await;
     assert_eq!(not_rpc["error"]["code"], -32600, "{not_rpc}");
-    let init =
-        exchange(&json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": init_params(1)}).to_string())
-            .await;
+    let init = exchange(
+        &json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": init_params(PROTOCOL_VERSION)})
+            .to_string(),
+    )
+    .await;
     assert_eq!(init["id"], "i");
-    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    assert_eq!(init["result"]["protocolVersion"], PROTOCOL_VERSION, "{init}");
     let unknown = exchange(r#"{"jsonrpc":"2.0","id":7,"method":"no/such","params":{}}"#).await;
     assert_eq!(unknown["id"], 7);
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
@@ -532,7 +542,7 @@ async fn a_live_codex_attempt_runs_and_the_session_resumes_its_thread() {
             }
         }
     });
-    let init = peer.request("initialize", Some(&init_params(1))).await.unwrap();
+    let init = peer.request("initialize", Some(&init_params(PROTOCOL_VERSION))).await.unwrap();
     let backend = init["backends"].as_array().unwrap().iter().find(|b| b["id"] == "codex").unwrap().clone();
     assert_eq!(backend["available"], true, "{backend}");
     assert_eq!(backend["version"], "0.169.0", "{backend}");
@@ -825,7 +835,7 @@ async fn codex_questions_reach_a_host_that_takes_user_input() {
         std::fs::write(&script_path, script.to_string()).unwrap();
 
         let bridge = start_with_codex(&launcher);
-        let mut init = init_params(1);
+        let mut init = init_params(PROTOCOL_VERSION);
         init["capabilities"]["userInput"] = json!(user_input);
         bridge.peer.request("initialize", Some(&init)).await.expect("initialize");
         let mut params = codex_params("q-1", "qs-1");
@@ -971,7 +981,7 @@ async fn a_live_codex_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_
         Arc::new(HostHandler(log.clone())),
         Arc::new(NoProcess),
     );
-    peer.request("initialize", Some(&init_params(1))).await.unwrap();
+    peer.request("initialize", Some(&init_params(PROTOCOL_VERSION))).await.unwrap();
     let params = |attempt: &str, session: &str| {
         json!({"attemptId": attempt, "harnessId": "clawbridge-codex", "sessionId": session, "runId": attempt,
                "prompt": "Please run the live test command.", "workspaceDir": sandbox.work().display().to_string(),

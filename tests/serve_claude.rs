@@ -105,7 +105,7 @@ fn serve(
 }
 
 async fn initialize(peer: &RpcPeer) -> Value {
-    let params = json!({"protocolVersion": 1, "host": {"name": "openclaw", "version": "2026.9.6"},
+    let params = json!({"protocolVersion": 2, "host": {"name": "openclaw", "version": "2026.9.6"},
                         "capabilities": {"hostTools": true, "approvals": true, "toolTerminals": true,
                                          "transcriptAppend": true, "userInput": false}});
     peer.request("initialize", Some(&params)).await.expect("initialize succeeds")

@@ -206,7 +206,7 @@ async fn a_throwaway_backend_runs_an_attempt_through_serve() {
     });
 
     let init = json!({
-        "protocolVersion": 1,
+        "protocolVersion": 2,
         "host": {"name": "test-host", "version": "0"},
         "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false, "transcriptAppend": false, "userInput": false}
     });

@@ -82,7 +82,7 @@ pub fn run(ctx: &Setup<'_>, backend: &str, generated: &Generated) -> anyhow::Res
         "prompt": "bench the stream", "workspaceDir": ctx.work.display().to_string()}});
     writeln!(
         input,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1,"host":{{"name":"bench","version":"0"}},"capabilities":{{"approvals":true,"toolTerminals":true,"transcriptAppend":true}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":2,"host":{{"name":"bench","version":"0"}},"capabilities":{{"approvals":true,"toolTerminals":true,"transcriptAppend":true}}}}}}"#
     )?;
     writeln!(input, "{attempt}")?;
     input.flush()?;

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
+import { PROTOCOL_VERSION } from "../src/bridge.js";
 import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest } from "./support/fakes.js";
 
@@ -134,20 +135,22 @@ test("a bridge that dies fails the attempt in flight with a clear error; the nex
   assert.equal(env.protocol.counts.initialize, 2);
 });
 
-test("a protocol version mismatch fails the attempt with a message naming both versions", async (t) => {
-  const env = pluginUnderTest({ deps: { protocolVersion: 2 } });
-  t.after(env.cleanup);
-  const { params } = attemptParams();
-  await assert.rejects(env.harness(DEMO).runAttempt(params), (error) => {
-    assert.match(error.message, /version mismatch/);
-    assert.match(error.message, /host protocol version 2/, "the plugin's version");
-    assert.match(error.message, /speaks versions 1\.\.1/, "the bridge's versions");
-    assert.match(error.message, /clawbridge 0\.1\.0/, "the bridge's release");
-    return true;
+for (const [side, version] of [["newer", PROTOCOL_VERSION + 1], ["older", PROTOCOL_VERSION - 1]]) {
+  test(`a ${side} plugin protocol version fails the attempt with a message naming both versions`, async (t) => {
+    const env = pluginUnderTest({ deps: { protocolVersion: version } });
+    t.after(env.cleanup);
+    const { params } = attemptParams();
+    await assert.rejects(env.harness(DEMO).runAttempt(params), (error) => {
+      assert.match(error.message, /version mismatch/);
+      assert.match(error.message, new RegExp(`host protocol version ${version}\\b`), "the plugin's version");
+      assert.match(error.message, new RegExp(`speaks versions ${PROTOCOL_VERSION}\\.\\.${PROTOCOL_VERSION}`), "the bridge's versions");
+      assert.match(error.message, /clawbridge 0\.1\.0/, "the bridge's release");
+      return true;
+    });
+    assertProtocolClean(env.protocol);
+    assert.equal(env.transcript.rows.length, 0);
   });
-  assertProtocolClean(env.protocol);
-  assert.equal(env.transcript.rows.length, 0);
-});
+}
 
 test("a missing bridge binary is a clear error, not a hang", async (t) => {
   const env = pluginUnderTest({ config: { command: "/nonexistent/clawbridge" } });
