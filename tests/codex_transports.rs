@@ -445,3 +445,60 @@ async fn a_local_app_server_proxy_carries_a_full_turn_and_its_stop_ends_only_the
     assert!(listening.server.try_exit().is_none(), "the server is not the session's");
     listening.stop().await;
 }
+
+/// A daemon that dies behind `codex app-server proxy` is noticed by the connection's keepalive:
+/// the proxy only learns of it when it next copies bytes to the daemon, and the bridge's ping is
+/// such bytes. The turn's idle watchdog is set far beyond the test's limit, so only the connection
+/// can end this turn in time.
+#[tokio::test]
+async fn a_daemon_killed_behind_a_proxy_mid_turn_is_noticed_by_the_keepalive_not_the_idle_watchdog() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let scenario = serde_json::json!({"rules": [
+        {"when": {"last_input_is_tool_result": true}, "reply": {"text": "done"}},
+        {"when": {"last_user_text_contains": "run"},
+         "reply": {"run_command": {"command": "sleep 30", "escalated": true, "justification": "wait"}}}
+    ]});
+    let listening = listening_to(&codex, &scenario, |sandbox| {
+        (format!("unix://{}", sandbox.root().join("app.sock").display()), vec![])
+    })
+    .await;
+    let Endpoint::Unix { path } = &listening.endpoint else { unreachable!("a unix listener") };
+    let mut config = listening.config(&codex, WsAuth::None);
+    config.connect = Some(Endpoint::Proxy { socket: Some(path.clone()) });
+    config.codex_home = Some(listening.sandbox.codex_home());
+    config.env = listening.sandbox.env();
+    config.turn_idle_timeout = Duration::from_secs(600);
+    let observed = Arc::new(RecordingObserver::default());
+    let hooks = SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: observed.clone(),
+    };
+    let mut session = CodexSession::connect(config, hooks).await.expect("the proxy reaches the listener");
+    let proxy = session.pid().expect("the session owns its proxy");
+    let thread = session.start_thread(&listening.options()).await.unwrap();
+    let pgid = listening.server.pid() as i32;
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        session.run_turn(
+            &thread.thread_id,
+            "Please run the slow command.",
+            &mut |e: &Event| {
+                if matches!(e, Event::ToolStarted(_)) {
+                    let _ =
+                        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+                }
+            },
+            &CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the daemon's death ends the turn long before the idle watchdog")
+    .expect("the attempt ends with a result");
+    assert_eq!(result.terminal.kind, TerminalKind::Failed, "{:?}", result.terminal);
+    let reports = observed.reports();
+    assert_eq!(reports.len(), 1, "the interrupted tool still gets its terminal: {reports:?}");
+    let _ = session.shutdown().await;
+    assert!(!group_alive(proxy as i32), "the proxy is gone with its daemon");
+    listening.stop().await;
+}

@@ -9,7 +9,7 @@ use tokio::io::DuplexStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{split_websocket, ws_config};
+use super::{Keepalive, split_websocket_with, ws_config};
 use crate::rpc::{GoneCause, NoProcess, PeerConfig, PeerEvent, PeerEvents, RejectAll, RpcPeer, StreamProblem};
 
 /// The longest message the client side accepts in these tests.
@@ -20,13 +20,22 @@ async fn connected(
     pipe_bytes: usize,
     write_timeout: Option<Duration>,
 ) -> (WebSocketStream<DuplexStream>, RpcPeer, PeerEvents) {
+    connected_with(pipe_bytes, write_timeout, Keepalive::DEFAULT).await
+}
+
+/// [`connected`] with the client's keepalive.
+async fn connected_with(
+    pipe_bytes: usize,
+    write_timeout: Option<Duration>,
+    keepalive: Keepalive,
+) -> (WebSocketStream<DuplexStream>, RpcPeer, PeerEvents) {
     let (client_io, server_io) = tokio::io::duplex(pipe_bytes);
     let server = tokio::spawn(tokio_tungstenite::accept_async(server_io));
     let (client, _) = tokio_tungstenite::client_async_with_config("ws://localhost/", client_io, Some(ws_config(CAP)))
         .await
         .expect("the upgrade succeeds");
     let server = server.await.unwrap().expect("the server side accepts");
-    let (frames, writer) = split_websocket(client);
+    let (frames, writer) = split_websocket_with(client, keepalive);
     let config = PeerConfig { max_line_bytes: CAP, write_timeout, label: "ws-test".into(), ..PeerConfig::default() };
     let (peer, events) = RpcPeer::start_framed(frames, writer, config, Arc::new(RejectAll), Arc::new(NoProcess));
     (server, peer, events)
@@ -131,4 +140,51 @@ async fn lines_we_send_arrive_as_one_text_message_each() {
         assert_eq!(value["method"], method);
         assert!(!text.as_str().ends_with('\n'));
     }
+}
+
+/// A keepalive short enough for a test.
+const QUICK: Keepalive = Keepalive { interval: Duration::from_millis(50), timeout: Duration::from_millis(300) };
+
+#[tokio::test]
+async fn a_silent_peer_that_answers_pings_stays_connected_and_sees_them() {
+    let (mut server, peer, mut events) = connected_with(64 * 1024, None, QUICK).await;
+    // The server reads (so its WebSocket layer answers each ping) and sends nothing itself, for
+    // many times the answer's timeout.
+    let mut pings = 0;
+    let quiet_until = tokio::time::Instant::now() + QUICK.timeout * 5;
+    while let Ok(message) = tokio::time::timeout_at(quiet_until, server.next()).await {
+        match message.expect("the connection is open").expect("a message") {
+            Message::Ping(_) => pings += 1,
+            other => panic!("only pings come while both sides are silent, got {other:?}"),
+        }
+    }
+    assert!(pings >= 3, "a silent connection is pinged every interval ({pings} pings)");
+    assert!(events.try_recv().is_err(), "the connection is still open and nothing came");
+    // And it still carries lines both ways.
+    peer.notify("after/silence", None::<&()>).await.unwrap();
+    let message = tokio::time::timeout(Duration::from_secs(10), server.next()).await.unwrap().unwrap().unwrap();
+    assert!(message.to_text().unwrap().contains("after/silence"), "{message:?}");
+    server.send(Message::text(r#"{"jsonrpc":"2.0","method":"still/here","params":{}}"#)).await.unwrap();
+    match next(&mut events).await {
+        PeerEvent::Notification(note) => assert_eq!(note.method, "still/here"),
+        other => panic!("expected the notification, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_peer_that_never_answers_a_ping_ends_the_stream_naming_the_ping() {
+    // The server side is held but never read: nothing answers the ping, as with a daemon that died
+    // behind a proxy or a host that fell off the network without a FIN.
+    let (server, peer, mut events) = connected_with(64 * 1024, None, QUICK).await;
+    let waiting = tokio::spawn({
+        let peer = peer.clone();
+        async move { peer.request::<()>("never/answered", None).await }
+    });
+    match gone_cause(next(&mut events).await) {
+        GoneCause::ReadFailed(why) => assert!(why.contains("did not answer a ping"), "{why}"),
+        other => panic!("expected the unanswered ping to end the stream, got {other:?}"),
+    }
+    let failed = waiting.await.unwrap().unwrap_err();
+    assert!(matches!(failed, crate::rpc::RpcError::PeerGone { .. }), "{failed:?}");
+    drop(server);
 }
