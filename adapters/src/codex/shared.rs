@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use clawbridge_bridge::connection::AgentConnection;
 use clawbridge_bridge::pool::{PoolItem, PoolLimits, WarmPool};
-use clawbridge_bridge::rpc::{HandlerError, HandlerFailure, PeerEvent, PeerEvents, PeerGone, RequestHandler, RpcPeer};
+use clawbridge_bridge::rpc::{
+    HandlerError, HandlerFailure, PeerEvent, PeerEvents, PeerGone, RequestHandler, RoutedSender, RpcPeer, routed,
+};
 use clawbridge_bridge::supervisor::{StopOutcome, StopPolicy};
 use clawbridge_protocol::codex::notifications::thread_id_of;
 use clawbridge_protocol::codex::server_requests::ServerRequest;
@@ -29,7 +31,6 @@ use clawbridge_protocol::codex::version::Version;
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request};
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
 use super::config::CodexConfig;
@@ -40,6 +41,11 @@ use super::session::CodexError;
 /// router wait (the server's stream backs up, as a single session's does on its own server)
 /// rather than lose its turn's events: a fast turn outruns its consumer for a moment, routinely.
 const SESSION_QUEUE: usize = 1024;
+
+/// How many bytes of events may wait for one session, whatever their count: the same budget a
+/// server of its own gives its reader's inbox, so a lagging session on a shared server holds no
+/// more than it would alone (a notification may be as long as the line cap).
+const SESSION_QUEUE_BYTES: usize = clawbridge_bridge::rpc::DEFAULT_EVENT_BYTES;
 
 /// How many idle threads one server remembers as loaded with known settings (one per session
 /// that ran a turn on it, at most); past it a thread is resumed as it would be on a new server.
@@ -72,7 +78,7 @@ pub struct ServerKey(
 /// One session's place on a shared server: where its events go and who answers its requests.
 struct Route {
     /// The session's event queue.
-    events: mpsc::Sender<PeerEvent>,
+    events: RoutedSender,
     /// The session's request handler (its approver, host tools, user-input asker).
     handler: Arc<CodexRequestHandler>,
 }
@@ -123,12 +129,7 @@ impl Routes {
     }
 
     /// Queues `event` for `slot`'s session, if it is still on the server.
-    fn deliver(
-        table: &mut RouteTable,
-        slot: u64,
-        event: PeerEvent,
-        out: &mut Vec<(mpsc::Sender<PeerEvent>, PeerEvent)>,
-    ) {
+    fn deliver(table: &mut RouteTable, slot: u64, event: PeerEvent, out: &mut Vec<(RoutedSender, PeerEvent)>) {
         if let Some(route) = table.routes.get(&slot) {
             out.push((route.events.clone(), event));
         }
@@ -145,7 +146,7 @@ impl Routes {
     }
 
     /// Where one event goes, decided under the table's lock.
-    fn deliveries(&self, event: PeerEvent) -> Vec<(mpsc::Sender<PeerEvent>, PeerEvent)> {
+    fn deliveries(&self, event: PeerEvent) -> Vec<(RoutedSender, PeerEvent)> {
         let mut out = Vec::new();
         let mut table = self.table();
         match event {
@@ -184,19 +185,20 @@ impl Routes {
 
     /// Adds a session; its event queue.
     fn join(&self, handler: Arc<CodexRequestHandler>) -> (u64, PeerEvents) {
-        let (events, receiver) = mpsc::channel(SESSION_QUEUE);
+        let (events, receiver) = routed(SESSION_QUEUE, SESSION_QUEUE_BYTES);
         let mut table = self.table();
         let slot = table.next;
         table.next += 1;
         match &table.gone {
             Some(gone) => {
+                // A fresh queue has room for it.
                 let _ = events.try_send(PeerEvent::Closed(gone.clone()));
             }
             None => {
                 table.routes.insert(slot, Route { events, handler });
             }
         }
-        (slot, receiver.into())
+        (slot, receiver)
     }
 
     /// Gives `thread_id` to `slot`'s session.
@@ -699,6 +701,32 @@ mod tests {
         routes.deliveries(PeerEvent::Closed(Arc::new(gone)));
         assert_eq!(routes.adopt_live(a, "t0", 1), None, "a dead server lends nothing");
         assert!(routes.table().live.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_session_that_falls_behind_holds_the_router_at_its_byte_budget_whatever_the_count() {
+        let routes = Arc::new(Routes::default());
+        let (slot, mut events) = routes.join(handler(Arc::new(Counting::default())));
+        routes.claim(slot, "thread-a");
+        let delta = "d".repeat(1 << 20);
+        let note = |n: usize| {
+            PeerEvent::Notification(clawbridge_protocol::jsonrpc::Notification::with_value(
+                "item/agentMessage/delta",
+                Some(json!({"threadId": "thread-a", "delta": delta, "n": n})),
+            ))
+        };
+        // Notifications of 1 MiB: the count bound (1024) is far off, the byte bound is not.
+        let mut routed = 0;
+        while tokio::time::timeout(std::time::Duration::from_millis(200), routes.route(note(routed))).await.is_ok() {
+            routed += 1;
+            assert!(routed <= SESSION_QUEUE_BYTES >> 20, "more than the byte budget waits: {routed} MiB");
+        }
+        assert!(routed >= (SESSION_QUEUE_BYTES >> 20) - 1, "about the budget's worth was queued: {routed} MiB");
+        // Once the session takes one, the router goes on.
+        assert!(matches!(events.recv().await, Some(PeerEvent::Notification(_))));
+        tokio::time::timeout(std::time::Duration::from_secs(30), routes.route(note(routed)))
+            .await
+            .expect("room again once the session took an event");
     }
 
     #[tokio::test]

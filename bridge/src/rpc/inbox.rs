@@ -59,25 +59,18 @@ pub(super) struct InboxSender {
     slots: Arc<Semaphore>,
     /// The budget's size: the most one event takes.
     budget_bytes: u32,
-    /// Told while the reader waits for room, so the write clock stands still.
-    out: LineSender,
+    /// Told while the reader waits for room, so the write clock stands still; `None` for a queue a
+    /// router fills ([`routed`]), whose own source holds its peer's reader back.
+    out: Option<LineSender>,
 }
 
-/// The consumer's side of a peer's events, in arrival order: from the peer's own reader (in
-/// batches, each event's share of the budget given back as it is taken), or from a plain channel
-/// that something else fills (a shared server's router hands each session its own).
+/// The consumer's side of a peer's events, in arrival order: from the peer's own reader, or from a
+/// router that fills one queue per session ([`routed`]); in batches, each event's share of the
+/// budget given back as it is taken.
 #[derive(Debug)]
 pub struct PeerEvents {
     /// Where the events come from.
-    source: Source,
-}
-
-#[derive(Debug)]
-enum Source {
-    /// A peer's reader.
-    Inbox(Inbox),
-    /// A channel of single events.
-    Channel(mpsc::Receiver<PeerEvent>),
+    inbox: Inbox,
 }
 
 /// The receiving end of a reader's batches.
@@ -100,66 +93,113 @@ impl Drop for Inbox {
     }
 }
 
-impl From<mpsc::Receiver<PeerEvent>> for PeerEvents {
-    fn from(channel: mpsc::Receiver<PeerEvent>) -> Self {
-        PeerEvents { source: Source::Channel(channel) }
-    }
-}
-
 impl PeerEvents {
     /// The next event, waiting for one; `None` once the reader is done and everything was taken.
     /// Cancel-safe: an event is only taken when this returns it.
     pub async fn recv(&mut self) -> Option<PeerEvent> {
-        match &mut self.source {
-            Source::Channel(channel) => channel.recv().await,
-            Source::Inbox(inbox) => loop {
-                if let Some(queued) = inbox.current.pop_front() {
-                    return Some(queued.event);
-                }
-                inbox.current = inbox.batches.recv().await?.into();
-            },
+        let inbox = &mut self.inbox;
+        loop {
+            if let Some(queued) = inbox.current.pop_front() {
+                return Some(queued.event);
+            }
+            inbox.current = inbox.batches.recv().await?.into();
         }
     }
 
     /// The next event if one is ready now.
     pub fn try_recv(&mut self) -> Result<PeerEvent, TryRecvError> {
-        match &mut self.source {
-            Source::Channel(channel) => channel.try_recv(),
-            Source::Inbox(inbox) => loop {
-                if let Some(queued) = inbox.current.pop_front() {
-                    return Ok(queued.event);
-                }
-                inbox.current = inbox.batches.try_recv()?.into();
-            },
+        let inbox = &mut self.inbox;
+        loop {
+            if let Some(queued) = inbox.current.pop_front() {
+                return Ok(queued.event);
+            }
+            inbox.current = inbox.batches.try_recv()?.into();
         }
     }
 
     /// Whether no event is ready now (the reader may still hold what it read last).
     pub fn is_empty(&self) -> bool {
-        match &self.source {
-            Source::Channel(channel) => channel.is_empty(),
-            Source::Inbox(inbox) => inbox.current.is_empty() && inbox.batches.is_empty(),
-        }
+        self.inbox.current.is_empty() && self.inbox.batches.is_empty()
     }
 }
 
 /// An inbox for `lines` events and `bytes` bytes; waits for room are reported to `out`.
 pub(super) fn inbox(lines: usize, bytes: usize, out: LineSender) -> (InboxSender, PeerEvents) {
+    inbox_reporting_to(lines, bytes, Some(out))
+}
+
+/// A queue of one session's events that a router fills (a shared server's router hands each of
+/// its sessions one), bounded like a reader's inbox in events and in bytes: a session that lags
+/// makes the router wait, and the router waiting holds back the server's own reader, never more
+/// than `bytes` of this session's events in between.
+pub fn routed(events: usize, bytes: usize) -> (RoutedSender, PeerEvents) {
+    let (sender, events) = inbox_reporting_to(events, bytes, None);
+    (RoutedSender { inner: Arc::new(sender) }, events)
+}
+
+/// The router's side of a [`routed`] queue; cheap to clone.
+#[derive(Clone)]
+pub struct RoutedSender {
+    /// The queue, handing over each event as it is sent.
+    inner: Arc<InboxSender>,
+}
+
+impl std::fmt::Debug for RoutedSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoutedSender").finish_non_exhaustive()
+    }
+}
+
+/// The session of a [`routed`] queue is gone.
+#[derive(Debug, thiserror::Error)]
+#[error("the session taking these events is gone")]
+pub struct SessionGone;
+
+impl RoutedSender {
+    /// Queues `event` and hands it over, waiting while the queue is full.
+    pub async fn send(&self, event: PeerEvent) -> Result<(), SessionGone> {
+        let bytes = event_bytes(&event);
+        self.inner.send(event, bytes).await.map_err(|_| SessionGone)?;
+        self.inner.flush().map_err(|_| SessionGone)
+    }
+
+    /// Queues `event` and hands it over if there is room now (for an event that must not wait);
+    /// whether it was queued.
+    pub fn try_send(&self, event: PeerEvent) -> bool {
+        let cost = self.inner.cost(event_bytes(&event));
+        let Ok(bytes) = self.inner.budget.clone().try_acquire_many_owned(cost) else { return false };
+        let Ok(slot) = self.inner.slots.clone().try_acquire_owned() else { return false };
+        self.inner.lock().push(Queued { event, _bytes: bytes, _slot: slot });
+        self.inner.flush().is_ok()
+    }
+}
+
+/// What an event weighs in a queue's byte budget: what its line held, as far as it is kept.
+fn event_bytes(event: &PeerEvent) -> usize {
+    match event {
+        PeerEvent::Notification(note) => {
+            note.method.len() + note.params.as_ref().map_or(0, |params| params.get().len())
+        }
+        PeerEvent::Answered { method } => method.len(),
+        PeerEvent::Problem(_) | PeerEvent::Closed(_) => 0,
+    }
+}
+
+fn inbox_reporting_to(lines: usize, bytes: usize, out: Option<LineSender>) -> (InboxSender, PeerEvents) {
     let budget_bytes = u32::try_from(bytes.clamp(MIN_EVENT_BYTES, Semaphore::MAX_PERMITS)).unwrap_or(u32::MAX);
     let budget = Arc::new(Semaphore::new(budget_bytes as usize));
     let slots = Arc::new(Semaphore::new(lines.clamp(1, Semaphore::MAX_PERMITS)));
     let (queue, batches) = mpsc::unbounded_channel();
     let events = Inbox { batches, current: VecDeque::new(), budget: budget.clone(), slots: slots.clone() };
     let sender = InboxSender { queue, batch: Mutex::new(Vec::new()), budget, slots, budget_bytes, out };
-    (sender, PeerEvents { source: Source::Inbox(events) })
+    (sender, PeerEvents { inbox: events })
 }
 
 impl InboxSender {
     /// Queues `event`, read from a line of `line_bytes` bytes, waiting while the inbox is full. It
     /// reaches the consumer with the batch it joins ([`flush`](Self::flush)).
     pub(super) async fn send(&self, event: PeerEvent, line_bytes: usize) -> Result<(), ConsumerGone> {
-        let cost = u32::try_from(line_bytes.max(MIN_EVENT_BYTES)).unwrap_or(u32::MAX).min(self.budget_bytes);
-        let bytes = self.take(&self.budget, cost).await?;
+        let bytes = self.take(&self.budget, self.cost(line_bytes)).await?;
         let slot = self.take(&self.slots, 1).await?;
         let full = {
             let mut batch = self.lock();
@@ -170,6 +210,11 @@ impl InboxSender {
             self.flush()?;
         }
         Ok(())
+    }
+
+    /// The permits of the byte budget an event of `line_bytes` takes.
+    fn cost(&self, line_bytes: usize) -> u32 {
+        u32::try_from(line_bytes.max(MIN_EVENT_BYTES)).unwrap_or(u32::MAX).min(self.budget_bytes)
     }
 
     /// Hands the events read so far to the consumer. Never waits.
@@ -189,7 +234,7 @@ impl InboxSender {
             Err(TryAcquireError::Closed) => Err(ConsumerGone),
             Err(TryAcquireError::NoPermits) => {
                 self.flush()?;
-                let _held = self.out.hold_reading();
+                let _held = self.out.as_ref().map(LineSender::hold_reading);
                 from.clone().acquire_many_owned(cost).await.map_err(|_| ConsumerGone)
             }
         }

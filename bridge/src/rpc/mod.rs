@@ -18,5 +18,7 @@ pub use caps::LineCaps;
 
 pub use error::{GoneCause, PeerGone, RpcError, StreamProblem};
 pub use handler::{ExitReporter, HandlerError, HandlerFailure, NoProcess, RejectAll, RequestHandler};
-pub use inbox::{DEFAULT_EVENT_BYTES, MAX_BATCH_EVENTS, MIN_EVENT_BYTES, PeerEvents};
+pub use inbox::{
+    DEFAULT_EVENT_BYTES, MAX_BATCH_EVENTS, MIN_EVENT_BYTES, PeerEvents, RoutedSender, SessionGone, routed,
+};
 pub use peer::{PeerConfig, PeerEvent, RpcPeer};
