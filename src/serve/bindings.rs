@@ -92,6 +92,14 @@ impl Bindings {
         }
     }
 
+    /// Whether `session_id` has a binding (in memory or on disk), whatever it was made under.
+    pub fn contains(&self, session_id: &str) -> bool {
+        if self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(session_id) {
+            return true;
+        }
+        self.path(session_id).is_some_and(|path| matches!(Binding::load(&path), Ok(Some(_))))
+    }
+
     /// Drops the binding of `session_id`; whether there was one.
     pub fn reset(&self, session_id: &str) -> bool {
         let in_memory =

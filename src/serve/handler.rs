@@ -11,8 +11,9 @@ use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptSteerParams, AttemptSteerResponse,
     BridgeCapabilities, CancelStatus, HarnessListParams, HarnessListResponse, HostCapabilities, InitializeParams,
-    InitializeResponse, PeerInfo, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse,
-    SteerStatus, SupportsParams, VersionRange, methods, negotiate,
+    InitializeResponse, PeerInfo, ResetAction, ResetReason, SessionContextResetParams, SessionContextResetResponse,
+    SessionDeleteParams, SessionDeleteResponse, SessionResetParams, SessionResetResponse, ShutdownParams,
+    ShutdownResponse, SteerStatus, SupportsParams, VersionRange, methods, negotiate,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
@@ -20,7 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
@@ -55,6 +56,36 @@ struct State {
     attempts: HashMap<String, Running>,
     /// The sum of the running attempts' `input_bytes`, kept within `Server::input_budget`.
     input_bytes_in_use: usize,
+    /// Binding changes (`session/reset`, `session/delete`, `session/contextReset`) that arrived
+    /// while an attempt ran on their session, by that attempt's id: applied, in arrival order, when
+    /// it leaves the registry (after it stored its binding), then answered.
+    deferred: HashMap<String, Vec<Deferred>>,
+}
+
+/// What a session-lifecycle request does to the bindings.
+#[derive(Clone, Debug)]
+enum BindingChange {
+    /// `session/reset`: drop the binding, or keep it for `compaction`.
+    Reset { session: String, reason: ResetReason },
+    /// `session/delete`: forget the binding.
+    Delete { session: String },
+    /// `session/contextReset`: drop the bindings of the session and its recorded predecessor.
+    ContextReset { sessions: Vec<String> },
+}
+
+impl BindingChange {
+    fn sessions(&self) -> &[String] {
+        match self {
+            BindingChange::Reset { session, .. } | BindingChange::Delete { session } => std::slice::from_ref(session),
+            BindingChange::ContextReset { sessions } => sessions,
+        }
+    }
+}
+
+/// A binding change waiting for a running attempt to end, and where its answer goes.
+struct Deferred {
+    change: BindingChange,
+    answer: oneshot::Sender<Result<Value, HandlerError>>,
 }
 
 /// The server: answers the host's requests.
@@ -187,6 +218,8 @@ impl Server {
             methods::ATTEMPT_CANCEL,
             methods::ATTEMPT_STEER,
             methods::SESSION_RESET,
+            methods::SESSION_DELETE,
+            methods::SESSION_CONTEXT_RESET,
             methods::SHUTDOWN,
         ];
         if !known.contains(&method.as_str()) {
@@ -239,14 +272,24 @@ impl Server {
                 let Some(session) = params.session_id.or(params.session_key) else {
                     return Err(reply(codes::INVALID_PARAMS, "session/reset needs a sessionId or sessionKey".into()));
                 };
-                let state = self.lock();
-                if let Some((id, _)) = state.attempts.iter().find(|(_, r)| r.session_id == session) {
-                    return Err(reply(errors::SESSION_BUSY, format!("session {session} runs attempt {id}")));
+                let reason = params.reason.unwrap_or(ResetReason::Unknown);
+                return self.change_bindings(BindingChange::Reset { session, reason });
+            }
+            methods::SESSION_DELETE => {
+                let params: SessionDeleteParams = decode(params)?;
+                if params.session_id.is_empty() {
+                    return Err(reply(codes::INVALID_PARAMS, "session/delete needs a sessionId".into()));
                 }
-                // Under the lock, so no attempt on the session can start (and bind) in between.
-                let dropped = self.bindings.reset(&session);
-                drop(state);
-                encode(SessionResetResponse { dropped })
+                return self.change_bindings(BindingChange::Delete { session: params.session_id });
+            }
+            methods::SESSION_CONTEXT_RESET => {
+                let params: SessionContextResetParams = decode(params)?;
+                if params.session_id.is_empty() {
+                    return Err(reply(codes::INVALID_PARAMS, "session/contextReset needs a sessionId".into()));
+                }
+                let mut sessions = vec![params.session_id];
+                sessions.extend(params.previous_session_id.filter(|p| !p.is_empty() && *p != sessions[0]));
+                return self.change_bindings(BindingChange::ContextReset { sessions });
             }
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
@@ -266,6 +309,62 @@ impl Server {
             _ => Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
         };
         answer.map(Admitted::Answer)
+    }
+
+    /// Applies a binding change now, under the state lock (so no attempt on its sessions can start
+    /// and bind in between), or, when an attempt runs on one of its sessions, registers it to be
+    /// applied the moment that attempt ends (its binding stored): a reset is never lost and never
+    /// races the attempt's own binding, and the answer says which attempt it waited for.
+    fn change_bindings(&self, change: BindingChange) -> Result<Admitted, HandlerError> {
+        let mut state = self.lock();
+        let running =
+            state.attempts.iter().find(|(_, r)| change.sessions().contains(&r.session_id)).map(|(id, _)| id.clone());
+        let Some(attempt_id) = running else {
+            let answer = self.apply_change(&change, None);
+            drop(state);
+            return answer.map(Admitted::Answer);
+        };
+        tracing::info!(attempt = %attempt_id, ?change, "a session change waits for the running attempt");
+        let (answer, answered) = oneshot::channel();
+        state.deferred.entry(attempt_id).or_default().push(Deferred { change, answer });
+        drop(state);
+        Ok(Admitted::Later(Box::pin(async move {
+            answered.await.unwrap_or_else(|_| {
+                Err(HandlerError::Failed("the session change was dropped before its attempt ended".into()))
+            })
+        })))
+    }
+
+    /// Applies `change` to the bindings (the caller holds the state lock); `after` names the attempt
+    /// it waited for.
+    fn apply_change(&self, change: &BindingChange, after: Option<&str>) -> Result<Value, HandlerError> {
+        let after_attempt = after.map(str::to_owned);
+        match change {
+            BindingChange::Reset { session, reason } => {
+                let action = if reason.keeps_native_session() {
+                    if self.bindings.contains(session) { ResetAction::Kept } else { ResetAction::Unbound }
+                } else if self.bindings.reset(session) {
+                    ResetAction::Dropped
+                } else {
+                    ResetAction::Unbound
+                };
+                tracing::info!(session = %session, ?reason, ?action, after = ?after_attempt, "session reset");
+                encode(SessionResetResponse { dropped: action == ResetAction::Dropped, action, after_attempt })
+            }
+            BindingChange::Delete { session } => {
+                let forgotten = self.bindings.reset(session);
+                tracing::info!(session = %session, forgotten, after = ?after_attempt, "session deleted: binding forgotten");
+                encode(SessionDeleteResponse { forgotten, after_attempt })
+            }
+            BindingChange::ContextReset { sessions } => {
+                let invalidated: Vec<String> = sessions.iter().filter(|s| self.bindings.reset(s)).cloned().collect();
+                tracing::info!(
+                    ?sessions, ?invalidated, after = ?after_attempt,
+                    "the session's history was cut: its native thread is not resumed"
+                );
+                encode(SessionContextResetResponse { invalidated, after_attempt })
+            }
+        }
     }
 
     fn initialize(&self, params: InitializeParams) -> Result<Value, HandlerError> {
@@ -429,7 +528,17 @@ impl Drop for Deregister {
         if let Some(running) = state.attempts.remove(&self.attempt_id) {
             state.input_bytes_in_use = state.input_bytes_in_use.saturating_sub(running.input_bytes);
         }
+        // Under the same lock as the removal, so no attempt on the session starts in between.
+        let deferred = state.deferred.remove(&self.attempt_id).unwrap_or_default();
+        let answers: Vec<_> = deferred
+            .into_iter()
+            .map(|d| (d.answer, self.server.apply_change(&d.change, Some(&self.attempt_id))))
+            .collect();
         drop(state);
+        for (answer, result) in answers {
+            // The host may have gone; nobody is left to answer then.
+            let _ = answer.send(result);
+        }
         self.server.attempt_ended.notify_waiters();
     }
 }

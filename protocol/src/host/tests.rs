@@ -194,6 +194,14 @@ fn host_input_is_decoded_tolerantly() {
     // Reset reasons the host adds later fall into `unknown`; empty params are fine.
     assert_eq!(decode::<SessionResetParams>(r#"{"reason":"archived"}"#).reason, Some(ResetReason::Unknown));
     assert_eq!(decode::<SessionResetParams>("{}"), SessionResetParams::default());
+    // Only compaction keeps the native thread; a v1 bridge's answer (no `action`) reads as unbound.
+    assert!(ResetReason::Compaction.keeps_native_session());
+    for reason in [ResetReason::New, ResetReason::Reset, ResetReason::Idle, ResetReason::Daily, ResetReason::Deleted] {
+        assert!(!reason.keeps_native_session(), "{reason:?}");
+    }
+    assert!(!ResetReason::Unknown.keeps_native_session());
+    assert_eq!(decode::<SessionResetResponse>(r#"{"dropped":false}"#).action, ResetAction::Unbound);
+    assert_eq!(decode::<SessionResetResponse>(r#"{"dropped":false,"action":"archived"}"#).action, ResetAction::Unbound);
     assert_eq!(decode::<ShutdownParams>("{}"), ShutdownParams::default());
     assert_eq!(decode::<HarnessListParams>(r#"{"verbose":true}"#), HarnessListParams::default());
 
@@ -275,6 +283,8 @@ fn host_params_keep_no_unknown_members() {
     keeps_nothing_unknown::<AttemptCancelParams>(r#"{"attemptId":"a"}"#);
     keeps_nothing_unknown::<AttemptSteerParams>(r#"{"attemptId":"a","text":"t"}"#);
     keeps_nothing_unknown::<SessionResetParams>(r#"{"sessionId":"s"}"#);
+    keeps_nothing_unknown::<SessionDeleteParams>(r#"{"sessionId":"s"}"#);
+    keeps_nothing_unknown::<SessionContextResetParams>(r#"{"sessionId":"s","previousSessionId":"p"}"#);
     keeps_nothing_unknown::<ShutdownParams>(r#"{"reason":"r"}"#);
     keeps_nothing_unknown::<AttemptRunParams>(
         r#"{"attemptId":"a","harnessId":"codex","sessionId":"s","prompt":"p","workspaceDir":"/w",
