@@ -1,0 +1,128 @@
+//! Session lifecycle through a real OpenClaw gateway (openclaw 2026.9.6 on Node 24, issue #13
+//! points 1 and 2): the gateway runs the plugin and its one shared bridge, the real codex
+//! app-server 0.169.0 runs every turn against the scripted mock model, and an operator client calls
+//! the gateway's own session RPCs (`sessions.reset`, `sessions.delete`), which reach the harness as
+//! core's `reset(params)` and `withSessionDeletion`.
+//!
+//! One gateway, one session key, in order: two turns (the second resumes the Codex thread: the
+//! model sees turn 1); `sessions.reset` (the binding is dropped, the next turn's model request
+//! lacks the earlier turns and runs on a fresh thread); a `sessions.reset` sent while a slow turn
+//! runs (the attempt is cancelled and ends, then the binding it stored is dropped); `sessions.delete`
+//! (the binding file is gone and the deletion reached the bridge after core's commit).
+
+use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::openclaw_gateway::{
+    Gateway, agent_turn_on_key, free_port, gateway_call, reply_text, with_gateway,
+};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use serde_json::{Value, json};
+
+const KEY: &str = "agent:main:life-one";
+const HELLO: &str = "Hello from the mock.";
+/// What turn 1 says, and what only a native thread that still holds turn 1 can show the model.
+const REMEMBER: &str = "Remember the word LIFE-ALPHA-31.";
+const WORD: &str = "LIFE-ALPHA-31";
+const SLOW: &str = "Answer slowly, please.";
+const SLOW_ANSWER: &str = "A slow answer from the mock.";
+
+fn scenario() -> Value {
+    json!({"rules": [
+        {"when": {"last_user_text_contains": "slowly"}, "reply": {"text": SLOW_ANSWER, "delay_ms": 700}}
+    ], "default": {"text": HELLO}})
+}
+
+/// The bridge's binding files (one per bound OpenClaw session id).
+fn binding_files(home: &OpenClawHome<'_>) -> usize {
+    std::fs::read_dir(home.bridge_state.join("serve/bindings"))
+        .map(|dir| dir.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json")).count())
+        .unwrap_or(0)
+}
+
+/// What the bridge logged so far (its log file under its state dir).
+fn bridge_log(home: &OpenClawHome<'_>) -> String {
+    std::fs::read_to_string(home.bridge_state.join("logs/clawbridge.log")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_sessions_reset_and_delete_through_the_gateway_reach_the_native_binding_in_order() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&scenario()).await.unwrap();
+    let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
+    let home = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, Harness::Codex(codex), &mock);
+    let port = free_port();
+    home.write_config(&with_gateway(home.config(), port));
+    let _temp_root = TempRootGuard::snapshot();
+    let gateway = Gateway::start(&home, port).await;
+    let describe = |what: &Value| {
+        format!(
+            "{what:#}\nmock saw:\n{}\nbridge log:\n{}\ngateway:\n{}",
+            describe_requests(&mock.requests()),
+            bridge_log(&home),
+            gateway.output()
+        )
+    };
+    let last_input = || mock.model_requests().last().map(|r| r.body["input"].to_string()).unwrap_or_default();
+
+    // Two turns on the key: the second resumes the Codex thread, so its model request carries turn 1.
+    let first = agent_turn_on_key(&home, KEY, REMEMBER).await;
+    assert_eq!(reply_text(&first), HELLO, "{}", describe(&first));
+    let second = agent_turn_on_key(&home, KEY, "Second turn.").await;
+    assert_eq!(reply_text(&second), HELLO, "{}", describe(&second));
+    assert!(last_input().contains(WORD), "the thread was resumed: {}", describe(&second));
+    assert_eq!(binding_files(&home), 1, "{}", describe(&second));
+    let thread = home.bound_native_session();
+
+    // `sessions.reset`: core calls reset(reason "reset"); the binding is dropped, the next turn
+    // runs on a fresh Codex thread and the model no longer sees the earlier turns.
+    let reset = gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "reset"})).await;
+    assert!(reset.get("result").is_some(), "{}", describe(&reset));
+    assert_eq!(binding_files(&home), 0, "the reset dropped the binding: {}", describe(&reset));
+    assert!(bridge_log(&home).contains("reason=Reset action=Dropped"), "{}", describe(&reset));
+    let third = agent_turn_on_key(&home, KEY, "Third turn, after the reset.").await;
+    assert_eq!(reply_text(&third), HELLO, "{}", describe(&third));
+    let input = last_input();
+    assert!(input.contains("Third turn") && !input.contains(WORD), "a fresh thread: {input}\n{}", describe(&third));
+    assert_ne!(home.bound_native_session(), thread, "a new Codex thread: {}", describe(&third));
+
+    // A reset sent while a (slow) turn runs on the session. Core's `sessions.reset` aborts the
+    // session's active run and waits for it before it calls reset() (the CLI's turn ends in an
+    // error, as OpenClaw shows an interrupted run): the bridge gets the cancel, the attempt ends
+    // and stores its binding, then the reset drops it. (A reset that does reach the bridge while
+    // the attempt runs waits for it: tests/serve.rs.)
+    let requests_before = mock.model_requests().len();
+    let slow_args = ["agent", "--session-key", KEY, "-m", SLOW, "--json", "--timeout", "120"];
+    let (slow, reset) = tokio::join!(home.output(&slow_args), async {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while mock.model_requests().len() == requests_before {
+            assert!(std::time::Instant::now() < deadline, "the slow turn never reached the model");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "new"})).await
+    });
+    let slow = json!({"status": slow.0.to_string(), "stdout": slow.1, "stderr": slow.2});
+    assert!(reset.get("result").is_some(), "{}\n{slow:#}", describe(&reset));
+    assert!(!slow["stdout"].as_str().unwrap_or_default().contains(SLOW_ANSWER), "the run was interrupted: {slow:#}");
+    let log = bridge_log(&home);
+    let cancelled = log.rfind("cancelling attempt=").unwrap_or_else(|| panic!("no cancel: {}", describe(&slow)));
+    assert!(
+        log[cancelled..].contains("reason=Reset action=Dropped"),
+        "the reset dropped the binding the interrupted attempt stored, after it: {}",
+        describe(&reset)
+    );
+    assert_eq!(binding_files(&home), 0, "{}", describe(&slow));
+
+    // `sessions.delete`: withSessionDeletion tells the bridge after core's commit; no binding is left.
+    let fourth = agent_turn_on_key(&home, KEY, "Fourth turn.").await;
+    assert_eq!(reply_text(&fourth), HELLO, "{}", describe(&fourth));
+    assert_eq!(binding_files(&home), 1, "{}", describe(&fourth));
+    let deleted = gateway_call(&home, port, "sessions.delete", &json!({"key": KEY})).await;
+    assert!(deleted.get("result").is_some(), "{}", describe(&deleted));
+    assert_eq!(binding_files(&home), 0, "the binding file is gone: {}", describe(&deleted));
+    assert!(bridge_log(&home).contains("session deleted: binding forgotten"), "{}", describe(&deleted));
+
+    gateway.stop().await;
+    home.wait_until_gone().await;
+}
