@@ -430,6 +430,39 @@ async fn each_reset_reason_drops_or_keeps_the_binding_and_delete_and_context_res
     assert_eq!(reset_for(&bridge, "s-other", "compaction").await["action"], "kept");
 }
 
+/// The runtime artifact (OpenClaw's `AgentHarnessRuntimeArtifactBinding`): each available harness
+/// names it in `initialize`; an attempt that asks (`captureRuntimeArtifact`) gets it in its result;
+/// an attempt that expects another one is refused before anything runs.
+#[tokio::test]
+async fn the_runtime_artifact_is_captured_on_request_and_a_different_expected_one_is_refused() {
+    let bridge = start(false);
+    let init = initialize(&bridge).await;
+    let demo = init["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-demo").unwrap().clone();
+    let artifact = demo["runtimeArtifact"].clone();
+    assert!(artifact["id"].as_str().unwrap().starts_with("clawbridge-demo@clawbridge-"), "{demo:#}");
+    assert_eq!(artifact["fingerprint"].as_str().unwrap().len(), 64, "{demo:#}");
+    for harness in init["harnesses"].as_array().unwrap() {
+        assert_eq!(harness["available"] == true, harness.get("runtimeArtifact").is_some(), "{harness:#}");
+    }
+
+    let plain = run_ok(&bridge, "ra-1", "s-ra").await;
+    assert!(plain.get("runtimeArtifact").is_none(), "only when asked: {plain:#}");
+    let mut params = attempt_params("ra-2", "s-ra");
+    params["captureRuntimeArtifact"] = json!(true);
+    params["expectedRuntimeArtifact"] = artifact.clone();
+    let captured = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(captured["terminal"]["kind"], "ok", "{captured:#}");
+    assert_eq!(captured["runtimeArtifact"], artifact, "the artifact that ran it");
+
+    let mut params = attempt_params("ra-3", "s-ra");
+    params["expectedRuntimeArtifact"] = json!({"id": artifact["id"], "fingerprint": "0".repeat(64)});
+    let (code, message, data) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+    assert_eq!(code, -32034, "{message}");
+    assert!(message.contains("not the runtime artifact"), "{message}");
+    assert!(data.unwrap()["userMessage"].as_str().unwrap().contains("start a new session"));
+    assert!(bridge.log.events_of("ra-3").is_empty(), "nothing ran");
+}
+
 /// A reset written while an attempt runs on the session takes effect after that attempt has stored
 /// its binding, and is answered then (never refused, never lost, never overtaken by the binding).
 #[tokio::test]

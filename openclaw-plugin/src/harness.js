@@ -187,6 +187,7 @@ export function createHarness(runtime, id) {
         runAttempt(run, harnessId, attemptParams, authMode),
       ),
     reset: (params) => reset(runtime, params),
+    runtimeArtifact: { validate: (binding) => validateArtifact(runtime, id, binding) },
     // Core's two-phase hooks around its own session transaction (docs/peers/openclaw.md#session-deletion-and-history-cuts):
     // the bridge forgets the native binding only once core's commit is complete.
     withSessionDeletion: (params, run) => withSessionChange(runtime, "session/delete", params, run),
@@ -422,7 +423,42 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   Object.assign(out, toolExecutionAllowParam(params), processEnvParam(params));
   // A detached run writes nothing durable: the bridge mirrors no rows and keeps no binding.
   if (params.sessionPersistence === "detached") out.sessionPersistence = "detached";
+  // Core's verified continuations: name the artifact that ran the attempt, refuse any other.
+  if (params.captureRuntimeArtifact === true) out.captureRuntimeArtifact = true;
+  const expected = artifactOf(params.expectedRuntimeArtifact);
+  if (expected) out.expectedRuntimeArtifact = expected;
   return out;
+}
+
+/**
+ * A runtime artifact binding (`{id, fingerprint}`, both non-empty strings), or undefined.
+ *
+ * @param {any} value
+ * @returns {{id: string, fingerprint: string} | undefined}
+ */
+export function artifactOf(value) {
+  if (!value || typeof value !== "object") return undefined;
+  const { id, fingerprint } = value;
+  if (typeof id !== "string" || !id || typeof fingerprint !== "string" || !fingerprint) return undefined;
+  return { id, fingerprint };
+}
+
+/**
+ * `runtimeArtifact.validate(binding)`: whether `binding` is exactly the artifact the bridge runs
+ * this harness with now (the bridge names it per harness in `initialize`). A bridge that cannot
+ * start, or a harness without an artifact (unavailable), validates nothing.
+ */
+async function validateArtifact(runtime, id, binding) {
+  const wanted = artifactOf(binding);
+  if (!wanted) return false;
+  try {
+    await runtime.supervisor.connection();
+  } catch (error) {
+    runtime.logger.warn?.(`clawbridge: cannot validate the runtime artifact of ${id}: ${error.message}`);
+    return false;
+  }
+  const current = artifactOf(runtime.supervisor.harnessInfo(id)?.runtimeArtifact);
+  return current !== undefined && current.id === wanted.id && current.fingerprint === wanted.fingerprint;
 }
 
 /**

@@ -177,3 +177,32 @@ test("withSessionContextReset drops the session's and its predecessor's binding 
   assert.equal(bindingFiles(env), 1, "the other session keeps its native thread");
   clean(env);
 });
+
+test("runtimeArtifact: captured on request, validated against the bridge's, and a different expected one refused up front", async (t) => {
+  const env = pluginUnderTest();
+  t.after(env.cleanup);
+  const harness = env.harness(DEMO);
+  assert.equal(typeof harness.runtimeArtifact?.validate, "function");
+
+  const plain = await harness.runAttempt(attemptParams().params);
+  assert.equal(plain.runtimeArtifact, undefined, "only when core asks");
+  const asked = attemptParams();
+  asked.params.captureRuntimeArtifact = true;
+  const captured = await harness.runAttempt(asked.params);
+  const artifact = captured.runtimeArtifact;
+  assert.ok(artifact && artifact.id.startsWith(`${DEMO}@clawbridge-`) && /^[0-9a-f]{64}$/.test(artifact.fingerprint), JSON.stringify(captured));
+  assert.deepEqual(Object.keys(artifact).sort(), ["fingerprint", "id"]);
+
+  assert.equal(await harness.runtimeArtifact.validate(artifact), true);
+  assert.equal(await harness.runtimeArtifact.validate({ ...artifact, fingerprint: "0".repeat(64) }), false);
+  assert.equal(await harness.runtimeArtifact.validate({ id: artifact.id }), false);
+  assert.equal(await env.harness("clawbridge-codex").runtimeArtifact.validate(artifact), false, "another harness's artifact");
+
+  const continued = attemptParams();
+  continued.params.expectedRuntimeArtifact = artifact;
+  assert.equal((await harness.runAttempt(continued.params)).terminal.kind, "ok");
+  const stale = attemptParams();
+  stale.params.expectedRuntimeArtifact = { ...artifact, fingerprint: "0".repeat(64) };
+  await assert.rejects(harness.runAttempt(stale.params), /not the runtime artifact/);
+  clean(env);
+});

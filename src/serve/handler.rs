@@ -416,6 +416,22 @@ impl Server {
                 return Err(reply(codes::INVALID_PARAMS, message));
             }
         }
+        // A verified continuation names the exact implementation that must run it: any other is
+        // refused before a native session is opened (OpenClaw's `expectedRuntimeArtifact`).
+        if let Some(expected) = &params.expected_runtime_artifact {
+            if harness.info.runtime_artifact.as_ref() != Some(expected) {
+                let message = format!(
+                    "{} runs {}, not the runtime artifact {} this continuation expects",
+                    harness.info.id,
+                    harness.info.runtime_artifact.as_ref().map_or("no known artifact", |a| a.id.as_str()),
+                    expected.id
+                );
+                let data = serde_json::json!({"userMessage": format!(
+                    "The agent runtime changed since this session was verified ({message}); start a new session."
+                )});
+                return Err(HandlerError::Reply(ErrorObject::with_data(errors::PREFLIGHT_FAILED, message, &data)));
+            }
+        }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         let steer = Arc::new(SteerSlot::default());
@@ -507,12 +523,15 @@ impl Server {
             }));
         }
         let session_id = params.session_id.clone();
+        let artifact = harness.info.runtime_artifact.clone().filter(|_| params.capture_runtime_artifact);
         let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(native_id) = outcome.native_id.filter(|_| durable) {
             self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
         }
-        encode(outcome.response)
+        let mut response = outcome.response;
+        response.runtime_artifact = artifact;
+        encode(response)
     }
 }
 

@@ -36,8 +36,8 @@ pub use attempt::{
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
-    HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimePolicy,
-    SupportsParams, SupportsResponse,
+    HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimeArtifact,
+    RuntimePolicy, SupportsParams, SupportsResponse,
 };
 pub use host_requests::{
     ApprovalDecideParams, ApprovalDecideResponse, HostToolExecuteParams, HostToolExecuteResponse,

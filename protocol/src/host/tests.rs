@@ -85,6 +85,7 @@ fn handshake_lines_are_the_documented_bytes() {
             unavailable_reason: None,
             provider_ids: vec![],
             inputs: HarnessInputs::default(),
+            runtime_artifact: None,
         }],
         backends: vec![
             BackendInfo { id: "codex".into(), available: true, version: Some("0.169.0".into()), detail: None },
@@ -157,6 +158,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
         transcript_owned: true,
         transcript_idempotency_key: None,
         tool_running_at_timeout: false,
+        runtime_artifact: None,
     };
     assert_eq!(encode(&result), CANCELLED_RESULT);
     assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);
