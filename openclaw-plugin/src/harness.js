@@ -202,6 +202,7 @@ export function createHarness(runtime, id) {
 
 async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
+  assertNoExpectedOwnership(runtime, harnessId, params);
   assertRunRestrictions(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
@@ -390,6 +391,25 @@ function bindTools(runtime, attempt, params) {
 function questionPromptOption(params) {
   const questionPrompt = questionPromptFor(params);
   return questionPrompt ? { questionPrompt } : {};
+}
+
+/**
+ * `expectedSessionRuntimeOwnership`: clawbridge declares no `resolveSessionRuntimeOwnership`, since
+ * its bindings never own model selection (the native session runs the model OpenClaw selected, and
+ * another model is another binding). Core only sends the expectation for a binding that reported
+ * native ownership, so one arriving here cannot match any binding the bridge holds, and core's
+ * rule is that missing ownership must never start a replacement thread: refused before any native
+ * work (docs/peers/openclaw.md#session-runtime-ownership).
+ */
+function assertNoExpectedOwnership(runtime, harnessId, params) {
+  const expected = params?.expectedSessionRuntimeOwnership;
+  if (!expected || typeof expected !== "object") return;
+  throw preflightRefusal(
+    runtime.options.PreflightError,
+    harnessId,
+    `the attempt expects native session ownership (model: ${expected.model}, auth: ${expected.auth}), which no clawbridge binding has`,
+    "This session's native runtime binding is unavailable. Reattach the original native session before retrying.",
+  );
 }
 
 /** The `attempt/run` params from OpenClaw's attempt params. */

@@ -206,3 +206,13 @@ test("runtimeArtifact: captured on request, validated against the bridge's, and 
   await assert.rejects(harness.runAttempt(stale.params), /not the runtime artifact/);
   clean(env);
 });
+
+test("no session runtime ownership is declared, and an attempt expecting native ownership is refused before any native work", async (t) => {
+  const env = pluginUnderTest();
+  t.after(env.cleanup);
+  for (const harness of env.registered) assert.equal(harness.resolveSessionRuntimeOwnership, undefined, harness.id);
+  const { params } = attemptParams();
+  params.expectedSessionRuntimeOwnership = { model: "native", auth: "host", modelRef: { provider: "mock", model: "mock-1" } };
+  await assert.rejects(env.harness(DEMO).runAttempt(params), /expects native session ownership \(model: native, auth: host\)/);
+  assert.equal(env.protocol.counts["attempt/run"] ?? 0, 0, "nothing reached the bridge");
+});
