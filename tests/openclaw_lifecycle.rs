@@ -38,6 +38,20 @@ fn binding_files(home: &OpenClawHome<'_>) -> usize {
         .unwrap_or(0)
 }
 
+/// The file names under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            names.extend(walk(&path));
+        } else {
+            names.push(path.display().to_string());
+        }
+    }
+    names
+}
+
 /// What the bridge logged so far (its log file under its state dir).
 fn bridge_log(home: &OpenClawHome<'_>) -> String {
     std::fs::read_to_string(home.bridge_state.join("logs/clawbridge.log")).unwrap_or_default()
@@ -118,10 +132,23 @@ async fn codex_sessions_reset_and_delete_through_the_gateway_reach_the_native_bi
     let fourth = agent_turn_on_key(&home, KEY, "Fourth turn.").await;
     assert_eq!(reply_text(&fourth), HELLO, "{}", describe(&fourth));
     assert_eq!(binding_files(&home), 1, "{}", describe(&fourth));
+    let doomed = home.bound_native_session();
+    let rollouts = |dir: &str| -> Vec<String> {
+        walk(&sandbox.codex_home().join(dir)).into_iter().filter(|name| name.contains(&doomed)).collect()
+    };
+    assert_eq!(rollouts("sessions").len(), 1, "the thread's rollout is live: {:?}", walk(&sandbox.codex_home()));
     let deleted = gateway_call(&home, port, "sessions.delete", &json!({"key": KEY})).await;
     assert!(deleted.get("result").is_some(), "{}", describe(&deleted));
     assert_eq!(binding_files(&home), 0, "the binding file is gone: {}", describe(&deleted));
-    assert!(bridge_log(&home).contains("session deleted: binding forgotten"), "{}", describe(&deleted));
+    let log = bridge_log(&home);
+    assert!(
+        log.contains("session deleted: binding forgotten"),
+        "withSessionDeletion reached the bridge: {}",
+        describe(&deleted)
+    );
+    assert!(log.contains(&format!("native={doomed} archived=true")), "{}", describe(&deleted));
+    assert!(rollouts("sessions").is_empty(), "Codex archived the thread: {:?}", walk(&sandbox.codex_home()));
+    assert_eq!(rollouts("archived_sessions").len(), 1, "{:?}", walk(&sandbox.codex_home()));
 
     gateway.stop().await;
     home.wait_until_gone().await;

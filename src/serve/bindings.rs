@@ -84,7 +84,9 @@ impl Bindings {
         if let Some(path) = self.path(session_id) {
             match binding.save(&path) {
                 Ok(()) => on_disk = true,
-                Err(error) => tracing::warn!(%error, session = session_id, "could not store the session binding on disk"),
+                Err(error) => {
+                    tracing::warn!(%error, session = session_id, "could not store the session binding on disk")
+                }
             }
         }
         self.memory
@@ -119,6 +121,20 @@ impl Bindings {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .get(session_id)
                 .is_some_and(|(_, saved)| !saved || self.dir.is_none())
+    }
+
+    /// Drops the binding of `session_id` and returns it (from memory, else its file), when there
+    /// was one.
+    pub fn take(&self, session_id: &str) -> Option<Binding> {
+        let remembered = self
+            .memory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(session_id)
+            .map(|(binding, _)| binding.clone());
+        let stored = remembered.or_else(|| self.path(session_id).and_then(|path| Binding::load(&path).ok().flatten()));
+        let dropped = self.reset(session_id);
+        stored.filter(|_| dropped)
     }
 
     /// Drops the binding of `session_id`; whether there was one.

@@ -85,7 +85,16 @@ impl BindingChange {
 /// A binding change waiting for a running attempt to end, and where its answer goes.
 struct Deferred {
     change: BindingChange,
-    answer: oneshot::Sender<Result<Value, HandlerError>>,
+    answer: oneshot::Sender<Applied>,
+}
+
+/// A binding change applied: its answer, and the binding a deletion forgot (to archive its native
+/// session before answering).
+struct Applied {
+    response: Result<Value, HandlerError>,
+    archive: Option<clawbridge_bridge::binding::Binding>,
+    /// A `session/delete`'s answer, completed with `archived` once the archive was tried.
+    deletion: Option<SessionDeleteResponse>,
 }
 
 /// The server: answers the host's requests.
@@ -314,32 +323,46 @@ impl Server {
     /// Applies a binding change now, under the state lock (so no attempt on its sessions can start
     /// and bind in between), or, when an attempt runs on one of its sessions, registers it to be
     /// applied the moment that attempt ends (its binding stored): a reset is never lost and never
-    /// races the attempt's own binding, and the answer says which attempt it waited for.
-    fn change_bindings(&self, change: BindingChange) -> Result<Admitted, HandlerError> {
+    /// races the attempt's own binding, and the answer says which attempt it waited for. A
+    /// deletion then archives the native session it forgot (`Server::finish`).
+    fn change_bindings(self: &Arc<Self>, change: BindingChange) -> Result<Admitted, HandlerError> {
         let mut state = self.lock();
         let running =
             state.attempts.iter().find(|(_, r)| change.sessions().contains(&r.session_id)).map(|(id, _)| id.clone());
+        let server = self.clone();
         let Some(attempt_id) = running else {
-            let answer = self.apply_change(&change, None);
+            let applied = self.apply_change(&change, None);
             drop(state);
-            return answer.map(Admitted::Answer);
+            if applied.archive.is_none() {
+                return applied.response.map(Admitted::Answer);
+            }
+            return Ok(Admitted::Later(Box::pin(async move { server.finish(applied).await })));
         };
         tracing::info!(attempt = %attempt_id, ?change, "a session change waits for the running attempt");
         let (answer, answered) = oneshot::channel();
         state.deferred.entry(attempt_id).or_default().push(Deferred { change, answer });
         drop(state);
         Ok(Admitted::Later(Box::pin(async move {
-            answered.await.unwrap_or_else(|_| {
-                Err(HandlerError::Failed("the session change was dropped before its attempt ended".into()))
-            })
+            match answered.await {
+                Ok(applied) => server.finish(applied).await,
+                Err(_) => Err(HandlerError::Failed("the session change was dropped before its attempt ended".into())),
+            }
         })))
     }
 
     /// Applies `change` to the bindings (the caller holds the state lock); `after` names the attempt
     /// it waited for.
-    fn apply_change(&self, change: &BindingChange, after: Option<&str>) -> Result<Value, HandlerError> {
+    fn apply_change(&self, change: &BindingChange, after: Option<&str>) -> Applied {
         let after_attempt = after.map(str::to_owned);
         match change {
+            BindingChange::Reset { session, reason } if *reason == ResetReason::Deleted => {
+                // The host deleted the session: as `session/delete`, answered as a reset.
+                let archive = self.bindings.take(session);
+                let action = if archive.is_some() { ResetAction::Dropped } else { ResetAction::Unbound };
+                tracing::info!(session = %session, ?reason, ?action, after = ?after_attempt, "session reset");
+                let response = encode(SessionResetResponse { dropped: archive.is_some(), action, after_attempt });
+                Applied { response, archive, deletion: None }
+            }
             BindingChange::Reset { session, reason } => {
                 let action = if reason.keeps_native_session() {
                     if self.bindings.contains(session) { ResetAction::Kept } else { ResetAction::Unbound }
@@ -349,12 +372,16 @@ impl Server {
                     ResetAction::Unbound
                 };
                 tracing::info!(session = %session, ?reason, ?action, after = ?after_attempt, "session reset");
-                encode(SessionResetResponse { dropped: action == ResetAction::Dropped, action, after_attempt })
+                let response =
+                    encode(SessionResetResponse { dropped: action == ResetAction::Dropped, action, after_attempt });
+                Applied { response, archive: None, deletion: None }
             }
             BindingChange::Delete { session } => {
-                let forgotten = self.bindings.reset(session);
+                let archive = self.bindings.take(session);
+                let forgotten = archive.is_some();
                 tracing::info!(session = %session, forgotten, after = ?after_attempt, "session deleted: binding forgotten");
-                encode(SessionDeleteResponse { forgotten, after_attempt })
+                let deletion = SessionDeleteResponse { forgotten, archived: false, after_attempt };
+                Applied { response: encode(&deletion), archive, deletion: Some(deletion) }
             }
             BindingChange::ContextReset { sessions } => {
                 let invalidated: Vec<String> = sessions.iter().filter(|s| self.bindings.reset(s)).cloned().collect();
@@ -362,8 +389,42 @@ impl Server {
                     ?sessions, ?invalidated, after = ?after_attempt,
                     "the session's history was cut: its native thread is not resumed"
                 );
-                encode(SessionContextResetResponse { invalidated, after_attempt })
+                Applied {
+                    response: encode(SessionContextResetResponse { invalidated, after_attempt }),
+                    archive: None,
+                    deletion: None,
+                }
             }
+        }
+    }
+
+    /// Completes an applied change: archives the native session a deletion forgot (never
+    /// failing the answer: the binding is gone either way, and the log says why it was not
+    /// archived), then answers.
+    async fn finish(self: Arc<Self>, applied: Applied) -> Result<Value, HandlerError> {
+        let Some(binding) = applied.archive else { return applied.response };
+        let archived = match self.catalog.get(&binding.backend) {
+            Some(harness) if harness.info.available => {
+                let settings = clawbridge_bridge::backend::OpenSettings {
+                    program: harness.program.clone(),
+                    cwd: Some(std::path::PathBuf::from(&binding.cwd)).filter(|_| !binding.cwd.is_empty()),
+                    registry: self.registry.clone(),
+                    ..Default::default()
+                };
+                match harness.backend.archive(settings, &binding.native_session_id).await {
+                    Ok(archived) => archived,
+                    Err(error) => {
+                        tracing::warn!(%error, native = %binding.native_session_id, "could not archive the deleted session's native thread");
+                        false
+                    }
+                }
+            }
+            _ => false,
+        };
+        tracing::info!(native = %binding.native_session_id, archived, "the deleted session's native thread");
+        match applied.deletion {
+            Some(deletion) => encode(SessionDeleteResponse { archived, ..deletion }),
+            None => applied.response,
         }
     }
 

@@ -69,8 +69,9 @@ impl Catalog {
                 version: report.version.clone(),
                 detail: report.detail.clone(),
             });
-            let runtime_artifact =
-                report.available.then(|| runtime_artifact(facts.id, facts.backend, report.version.as_deref(), &report.program));
+            let runtime_artifact = report
+                .available
+                .then(|| runtime_artifact(facts.id, facts.backend, report.version.as_deref(), &report.program));
             harnesses.push(Harness {
                 info: HarnessInfo {
                     id: facts.id.into(),

@@ -108,6 +108,10 @@ pub struct SessionDeleteParams {
 pub struct SessionDeleteResponse {
     /// Whether a binding existed and was forgotten (false: nothing to do, not an error).
     pub forgotten: bool,
+    /// Whether the native session was archived too (Codex `thread/archive`); false when there was
+    /// nothing to archive, the backend keeps no archive, or archiving failed (the log says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
     /// The attempt that was running on the session: the deletion took effect after it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_attempt: Option<String>,
