@@ -85,7 +85,7 @@ impl Bindings {
             match binding.save(&path) {
                 Ok(()) => on_disk = true,
                 Err(error) => {
-                    tracing::warn!(%error, session = session_id, "could not store the session binding on disk")
+                    tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
                 }
             }
         }
