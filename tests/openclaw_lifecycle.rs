@@ -8,7 +8,9 @@
 //! model sees turn 1); `sessions.reset` (the binding is dropped, the next turn's model request
 //! lacks the earlier turns and runs on a fresh thread); a `sessions.reset` sent while a slow turn
 //! runs (the attempt is cancelled and ends, then the binding it stored is dropped); `sessions.delete`
-//! (the binding file is gone and the deletion reached the bridge after core's commit).
+//! (the binding file is gone, the deletion reached the bridge after core's commit and the Codex
+//! thread is archived); then, on a second key, `sessions.rewind` (withSessionContextReset: the cut
+//! session's binding is invalidated, and the next turn's model request lacks the rewound-away turn).
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
@@ -24,6 +26,10 @@ const REMEMBER: &str = "Remember the word LIFE-ALPHA-31.";
 const WORD: &str = "LIFE-ALPHA-31";
 const SLOW: &str = "Answer slowly, please.";
 const SLOW_ANSWER: &str = "A slow answer from the mock.";
+const REWIND_KEY: &str = "agent:main:life-two";
+/// The turn a rewind removes, and the word only a thread that still holds it can show the model.
+const CUT: &str = "Remember the word LIFE-CUT-9.";
+const CUT_WORD: &str = "LIFE-CUT-9";
 
 fn scenario() -> Value {
     json!({"rules": [
@@ -150,6 +156,47 @@ async fn codex_sessions_reset_and_delete_through_the_gateway_reach_the_native_bi
     assert!(rollouts("sessions").is_empty(), "Codex archived the thread: {:?}", walk(&sandbox.codex_home()));
     assert_eq!(rollouts("archived_sessions").len(), 1, "{:?}", walk(&sandbox.codex_home()));
 
+    // `sessions.rewind` (a same-key history cut): withSessionContextReset reaches the bridge after
+    // core's commit; the cut session's binding is invalidated and the next turn does not resume the
+    // stale thread (the model does not see the rewound-away turn).
+    let keep = agent_turn_on_key(&home, REWIND_KEY, "Keep the word LIFE-KEEP-7.").await;
+    assert_eq!(reply_text(&keep), HELLO, "{}", describe(&keep));
+    let cut = agent_turn_on_key(&home, REWIND_KEY, CUT).await;
+    assert_eq!(reply_text(&cut), HELLO, "{}", describe(&cut));
+    let cut_session = session_id_of(&cut);
+    assert_eq!(binding_files(&home), 1, "{}", describe(&cut));
+    let entries = home.transcript(&cut_session).await;
+    let cut_entry = entries
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "user" && e.to_string().contains(CUT_WORD))
+        .and_then(|e| e["id"].as_str())
+        .unwrap_or_else(|| panic!("no user entry for the cut turn: {entries:#?}"))
+        .to_string();
+    let rewound =
+        gateway_call(&home, port, "sessions.rewind", &json!({"sessionKey": REWIND_KEY, "entryId": cut_entry})).await;
+    assert!(rewound.get("result").is_some(), "{}", describe(&rewound));
+    let log = bridge_log(&home);
+    assert!(
+        log.lines().any(|l| l.contains("history was cut") && l.contains(&format!("invalidated=[\"{cut_session}\"]"))),
+        "withSessionContextReset invalidated the cut session's binding: {}",
+        describe(&rewound)
+    );
+    assert_eq!(binding_files(&home), 0, "{}", describe(&rewound));
+    let after = agent_turn_on_key(&home, REWIND_KEY, "After the rewind.").await;
+    assert_eq!(reply_text(&after), HELLO, "{}", describe(&after));
+    let input = last_input();
+    assert!(
+        input.contains("After the rewind") && !input.contains(CUT_WORD),
+        "the stale thread was not resumed: {input}"
+    );
+    assert_ne!(session_id_of(&after), cut_session, "the cut moved the key to a new session id");
+
     gateway.stop().await;
     home.wait_until_gone().await;
+}
+
+/// The OpenClaw session id a gateway turn ran on.
+fn session_id_of(result: &Value) -> String {
+    let meta = &result["result"]["meta"]["agentMeta"];
+    meta["sessionId"].as_str().unwrap_or_else(|| panic!("no session id in {result:#}")).to_string()
 }
