@@ -64,7 +64,7 @@ fn bridge_log(home: &OpenClawHome<'_>) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_sessions_reset_and_delete_through_the_gateway_reach_the_native_binding_in_order() {
+async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_native_binding_in_order() {
     let Some(codex) = peer_or_skip("codex") else { return };
     let Some(node) = peer_or_skip("node") else { return };
     let Some(openclaw) = peer_or_skip("openclaw") else { return };
