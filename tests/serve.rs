@@ -537,6 +537,17 @@ async fn busy_sessions_and_duplicate_ids_are_refused_and_shutdown_cancels() {
     let reset = tokio::spawn(async move { peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!reset.is_finished(), "the reset waits for the running attempt");
+    // At most 32 changes wait for one attempt; past that they are refused, visibly.
+    // Queued (so written) in this order, before the one that must be refused.
+    let deletion = json!({"sessionId": "s-b"});
+    let mut waiting = Vec::new();
+    for _ in 1..32 {
+        waiting
+            .push(bridge.peer.send_request("session/delete", Some(&deletion), Duration::from_secs(120)).await.unwrap());
+    }
+    let (code, message, _) = error_code(bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await);
+    assert_eq!(code, -32032, "{message}");
+    assert!(message.contains("32 session changes already wait"), "{message}");
 
     let shutdown = bridge.peer.request("shutdown", Some(&json!({}))).await.unwrap();
     assert_eq!(shutdown["cancelledAttempts"], 1);
@@ -544,6 +555,11 @@ async fn busy_sessions_and_duplicate_ids_are_refused_and_shutdown_cancels() {
     assert_ne!(result["terminal"]["kind"], "ok", "{result:#}");
     let reset = reset.await.unwrap().expect("the reset is answered once the attempt ended");
     assert_eq!(reset["afterAttempt"], "b-1", "{reset:#}");
+    for deletion in waiting {
+        let deletion = deletion.await.expect("every waiting change is answered");
+        let deletion: Value = serde_json::from_str(deletion.get()).unwrap();
+        assert_eq!(deletion["afterAttempt"], "b-1", "{deletion:#}");
+    }
     let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-3", "s-c"))).await);
     assert_eq!(code, -32013, "no attempts after shutdown");
     bridge.peer.close();

@@ -31,6 +31,9 @@ use super::steer::SteerSlot;
 
 /// The most attempts that run at once on the connection.
 pub const MAX_CONCURRENT_ATTEMPTS: u32 = 64;
+/// The most session changes (`session/reset`, `session/delete`, `session/contextReset`) that may
+/// wait for one running attempt; past it they are refused with `sessionBusy`.
+pub const MAX_DEFERRED_CHANGES: usize = 32;
 
 /// A running attempt.
 struct Running {
@@ -338,9 +341,18 @@ impl Server {
             }
             return Ok(Admitted::Later(Box::pin(async move { server.finish(applied).await })));
         };
+        let waiting = state.deferred.entry(attempt_id.clone()).or_default();
+        if waiting.len() >= MAX_DEFERRED_CHANGES {
+            return Err(reply(
+                errors::SESSION_BUSY,
+                format!(
+                    "{MAX_DEFERRED_CHANGES} session changes already wait for attempt {attempt_id}; retry when it ends"
+                ),
+            ));
+        }
         tracing::info!(attempt = %attempt_id, ?change, "a session change waits for the running attempt");
         let (answer, answered) = oneshot::channel();
-        state.deferred.entry(attempt_id).or_default().push(Deferred { change, answer });
+        waiting.push(Deferred { change, answer });
         drop(state);
         Ok(Admitted::Later(Box::pin(async move {
             match answered.await {
