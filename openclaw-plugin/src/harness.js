@@ -567,7 +567,7 @@ async function reset(runtime, params) {
  * @returns {Promise<T>}
  */
 async function withSessionChange(runtime, method, params, run) {
-  params.assertCurrent();
+  params.assertCurrent?.();
   let committed = false;
   const result = await run({
     commit: () => {
