@@ -375,6 +375,135 @@ async fn a_demo_attempt_runs_end_to_end() {
     assert_eq!(reset["dropped"], false);
 }
 
+/// The session binding files under a bridge's state dir.
+fn binding_files(bridge: &Bridge) -> usize {
+    std::fs::read_dir(bridge._state.path().join("serve/bindings"))
+        .map(|dir| dir.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json")).count())
+        .unwrap_or(0)
+}
+
+async fn reset_for(bridge: &Bridge, session: &str, reason: &str) -> Value {
+    let params = json!({"sessionId": session, "reason": reason});
+    bridge.peer.request("session/reset", Some(&params)).await.expect("a reset answer")
+}
+
+async fn run_ok(bridge: &Bridge, attempt: &str, session: &str) -> Value {
+    let result = bridge.peer.request("attempt/run", Some(&attempt_params(attempt, session))).await.expect("a result");
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    result
+}
+
+/// `session/reset` by reason (docs/host-protocol.md, the reason table): `compaction` keeps the
+/// native binding, every other reason (and one this build does not know) drops it; `session/delete`
+/// forgets it; `session/contextReset` drops the session's and its recorded predecessor's.
+#[tokio::test]
+async fn each_reset_reason_drops_or_keeps_the_binding_and_delete_and_context_reset_forget_it() {
+    let bridge = start(false);
+    initialize(&bridge).await;
+    for (i, reason) in ["new", "reset", "idle", "daily", "deleted", "unknown", "someFutureReason"].iter().enumerate() {
+        let session = format!("s-{reason}");
+        run_ok(&bridge, &format!("r-{i}"), &session).await;
+        assert_eq!(binding_files(&bridge), 1, "{reason}: bound");
+        let reset = reset_for(&bridge, &session, reason).await;
+        assert_eq!(reset["action"], "dropped", "{reason}: {reset:#}");
+        assert_eq!(reset["dropped"], true, "{reason}");
+        assert!(reset.get("afterAttempt").is_none(), "{reason}: nothing was running");
+        assert_eq!(binding_files(&bridge), 0, "{reason}: the binding file is gone");
+    }
+
+    run_ok(&bridge, "c-1", "s-compact").await;
+    for _ in 0..2 {
+        let reset = reset_for(&bridge, "s-compact", "compaction").await;
+        assert_eq!(reset["action"], "kept", "{reset:#}");
+        assert_eq!(reset["dropped"], false);
+        assert_eq!(binding_files(&bridge), 1, "compaction keeps the native thread's binding");
+    }
+    assert_eq!(reset_for(&bridge, "s-compact", "reset").await["action"], "dropped");
+    assert_eq!(reset_for(&bridge, "s-compact", "compaction").await["action"], "unbound", "nothing left to keep");
+
+    run_ok(&bridge, "d-1", "s-del").await;
+    let params = json!({"sessionId": "s-del", "sessionKey": "k"});
+    assert_eq!(bridge.peer.request("session/delete", Some(&params)).await.unwrap(), json!({"forgotten": true}));
+    assert_eq!(binding_files(&bridge), 0);
+    let params = json!({"sessionId": "s-del"});
+    assert_eq!(bridge.peer.request("session/delete", Some(&params)).await.unwrap(), json!({"forgotten": false}));
+    let (code, _, _) = error_code(bridge.peer.request("session/delete", Some(&json!({}))).await);
+    assert_eq!(code, -32602, "a deletion names its session");
+
+    run_ok(&bridge, "x-1", "s-before").await;
+    run_ok(&bridge, "x-2", "s-cut").await;
+    run_ok(&bridge, "x-3", "s-other").await;
+    let params = json!({"sessionId": "s-cut", "previousSessionId": "s-before"});
+    let cut = bridge.peer.request("session/contextReset", Some(&params)).await.unwrap();
+    assert_eq!(cut, json!({"invalidated": ["s-cut", "s-before"]}));
+    assert_eq!(binding_files(&bridge), 1, "only the other session keeps its binding");
+    assert_eq!(reset_for(&bridge, "s-other", "compaction").await["action"], "kept");
+}
+
+/// The runtime artifact (OpenClaw's `AgentHarnessRuntimeArtifactBinding`): each available harness
+/// names it in `initialize`; an attempt that asks (`captureRuntimeArtifact`) gets it in its result;
+/// an attempt that expects another one is refused before anything runs.
+#[tokio::test]
+async fn the_runtime_artifact_is_captured_on_request_and_a_different_expected_one_is_refused() {
+    let bridge = start(false);
+    let init = initialize(&bridge).await;
+    let demo = init["harnesses"].as_array().unwrap().iter().find(|h| h["id"] == "clawbridge-demo").unwrap().clone();
+    let artifact = demo["runtimeArtifact"].clone();
+    assert!(artifact["id"].as_str().unwrap().starts_with("clawbridge-demo@clawbridge-"), "{demo:#}");
+    assert_eq!(artifact["fingerprint"].as_str().unwrap().len(), 64, "{demo:#}");
+    for harness in init["harnesses"].as_array().unwrap() {
+        assert_eq!(harness["available"] == true, harness.get("runtimeArtifact").is_some(), "{harness:#}");
+    }
+
+    let plain = run_ok(&bridge, "ra-1", "s-ra").await;
+    assert!(plain.get("runtimeArtifact").is_none(), "only when asked: {plain:#}");
+    let mut params = attempt_params("ra-2", "s-ra");
+    params["captureRuntimeArtifact"] = json!(true);
+    params["expectedRuntimeArtifact"] = artifact.clone();
+    let captured = bridge.peer.request("attempt/run", Some(&params)).await.unwrap();
+    assert_eq!(captured["terminal"]["kind"], "ok", "{captured:#}");
+    assert_eq!(captured["runtimeArtifact"], artifact, "the artifact that ran it");
+
+    let mut params = attempt_params("ra-3", "s-ra");
+    params["expectedRuntimeArtifact"] = json!({"id": artifact["id"], "fingerprint": "0".repeat(64)});
+    let (code, message, data) = error_code(bridge.peer.request("attempt/run", Some(&params)).await);
+    assert_eq!(code, -32034, "{message}");
+    assert!(message.contains("not the runtime artifact"), "{message}");
+    assert!(data.unwrap()["userMessage"].as_str().unwrap().contains("start a new session"));
+    assert!(bridge.log.events_of("ra-3").is_empty(), "nothing ran");
+}
+
+/// A reset written while an attempt runs on the session takes effect after that attempt has stored
+/// its binding, and is answered then (never refused, never lost, never overtaken by the binding).
+#[tokio::test]
+async fn a_reset_sent_while_an_attempt_runs_takes_effect_after_it() {
+    let bridge = start_host(HostLog { approval_delay: Duration::from_millis(1500), ..HostLog::default() });
+    initialize(&bridge).await;
+    let peer = bridge.peer.clone();
+    let running = tokio::spawn(async move { peer.request("attempt/run", Some(&attempt_params("o-1", "s-o"))).await });
+    wait_for(|| !bridge.log.requests_named("host/approval/decide").is_empty()).await;
+    let peer = bridge.peer.clone();
+    let reset = tokio::spawn(async move {
+        peer.request("session/reset", Some(&json!({"sessionId": "s-o", "reason": "reset"}))).await
+    });
+    // A second attempt on the session written now is still refused as busy, as before.
+    let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("o-2", "s-o"))).await);
+    assert_eq!(code, -32032);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!reset.is_finished(), "the reset is answered only once the attempt ended");
+
+    let reset = reset.await.unwrap().expect("the reset's answer");
+    assert_eq!(reset["afterAttempt"], "o-1", "{reset:#}");
+    assert_eq!(reset["action"], "dropped", "the binding the attempt stored was dropped: {reset:#}");
+    assert_eq!(binding_files(&bridge), 0, "nothing re-bound the session after the reset");
+    let result = running.await.unwrap().expect("the attempt's result");
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert_eq!(reset_for(&bridge, "s-o", "reset").await["action"], "unbound");
+    // Once answered, the session is free: the next attempt starts (and binds) at once.
+    run_ok(&bridge, "o-3", "s-o").await;
+    assert_eq!(binding_files(&bridge), 1);
+}
+
 #[tokio::test]
 async fn many_concurrent_demo_attempts_share_one_connection() {
     const N: usize = 20;
@@ -413,13 +542,34 @@ async fn busy_sessions_and_duplicate_ids_are_refused_and_shutdown_cancels() {
     assert_eq!(code, -32032, "same session");
     let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-1", "s-other"))).await);
     assert_eq!(code, -32031, "same attempt id");
-    let (code, _, _) = error_code(bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await);
-    assert_eq!(code, -32032, "reset while running");
+    // A reset while the session runs is not refused: it waits for the attempt (here, its cancel).
+    let peer = bridge.peer.clone();
+    let reset = tokio::spawn(async move { peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!reset.is_finished(), "the reset waits for the running attempt");
+    // At most 32 changes wait for one attempt; past that they are refused, visibly.
+    // Queued (so written) in this order, before the one that must be refused.
+    let deletion = json!({"sessionId": "s-b"});
+    let mut waiting = Vec::new();
+    for _ in 1..32 {
+        waiting
+            .push(bridge.peer.send_request("session/delete", Some(&deletion), Duration::from_secs(120)).await.unwrap());
+    }
+    let (code, message, _) = error_code(bridge.peer.request("session/reset", Some(&json!({"sessionId": "s-b"}))).await);
+    assert_eq!(code, -32032, "{message}");
+    assert!(message.contains("32 session changes already wait"), "{message}");
 
     let shutdown = bridge.peer.request("shutdown", Some(&json!({}))).await.unwrap();
     assert_eq!(shutdown["cancelledAttempts"], 1);
     let result = running.await.unwrap().expect("the cancelled attempt still gets its result");
     assert_ne!(result["terminal"]["kind"], "ok", "{result:#}");
+    let reset = reset.await.unwrap().expect("the reset is answered once the attempt ended");
+    assert_eq!(reset["afterAttempt"], "b-1", "{reset:#}");
+    for deletion in waiting {
+        let deletion = deletion.await.expect("every waiting change is answered");
+        let deletion: Value = serde_json::from_str(deletion.get()).unwrap();
+        assert_eq!(deletion["afterAttempt"], "b-1", "{deletion:#}");
+    }
     let (code, _, _) = error_code(bridge.peer.request("attempt/run", Some(&attempt_params("b-3", "s-c"))).await);
     assert_eq!(code, -32013, "no attempts after shutdown");
     bridge.peer.close();

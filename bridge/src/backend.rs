@@ -328,6 +328,15 @@ pub trait Backend: Send + Sync + 'static {
     /// version gate, and starts or resumes the conversation (`settings.resume`).
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_>;
 
+    /// Archives the native session `native_id` after the host deleted the session it served (Codex:
+    /// `thread/archive`), opened like a session under `settings` (executable, working directory) but
+    /// without a conversation. `Ok(false)`: the backend has nothing to archive (the default; Claude
+    /// Code's sessions are files of its own, kept by its retention).
+    fn archive<'a>(&'a self, settings: OpenSettings, native_id: &'a str) -> BoxFuture<'a, Result<bool, BackendError>> {
+        let _ = (settings, native_id);
+        Box::pin(async { Ok(false) })
+    }
+
     /// Stops what the backend keeps between sessions (warm processes). The default keeps nothing.
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

@@ -33,8 +33,13 @@ const PREFLIGHT_FAILED = -32034;
 const RESULT_GRACE_MS = 120_000;
 /** Harnesses that replay a recorded turn and run nothing on the host. */
 const REPLAY_ONLY_HARNESSES = new Set(["clawbridge-demo"]);
-/** How long `attempt/cancel` and `session/reset` may take; both are immediate in the bridge. */
+/** How long `attempt/cancel` may take; it is immediate in the bridge. */
 const CONTROL_TIMEOUT_MS = 30_000;
+/**
+ * How long `session/reset`, `session/delete` and `session/contextReset` may take: immediate, unless
+ * an attempt runs on the session, after which the bridge applies and answers them.
+ */
+const SESSION_CHANGE_TIMEOUT_MS = 30 * 60_000;
 
 /**
  * The shared runtime.
@@ -182,6 +187,11 @@ export function createHarness(runtime, id) {
         runAttempt(run, harnessId, attemptParams, authMode),
       ),
     reset: (params) => reset(runtime, params),
+    runtimeArtifact: { validate: (binding) => validateArtifact(runtime, id, binding) },
+    // Core's two-phase hooks around its own session transaction (docs/peers/openclaw.md#session-deletion-and-history-cuts):
+    // the bridge forgets the native binding only once core's commit is complete.
+    withSessionDeletion: (params, run) => withSessionChange(runtime, "session/delete", params, run),
+    withSessionContextReset: (params, run) => withSessionChange(runtime, "session/contextReset", params, run),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
     // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
@@ -192,6 +202,7 @@ export function createHarness(runtime, id) {
 
 async function runAttempt(runtime, harnessId, params, authMode) {
   const { supervisor, attempts, logger } = runtime;
+  assertNoExpectedOwnership(runtime, harnessId, params);
   assertRunRestrictions(runtime, harnessId, params);
   const attemptId = runtime.nextAttemptId(params);
   const abort = new AbortController();
@@ -382,6 +393,25 @@ function questionPromptOption(params) {
   return questionPrompt ? { questionPrompt } : {};
 }
 
+/**
+ * `expectedSessionRuntimeOwnership`: clawbridge declares no `resolveSessionRuntimeOwnership`, since
+ * its bindings never own model selection (the native session runs the model OpenClaw selected, and
+ * another model is another binding). Core only sends the expectation for a binding that reported
+ * native ownership, so one arriving here cannot match any binding the bridge holds, and core's
+ * rule is that missing ownership must never start a replacement thread: refused before any native
+ * work (docs/peers/openclaw.md#session-runtime-ownership).
+ */
+function assertNoExpectedOwnership(runtime, harnessId, params) {
+  const expected = params?.expectedSessionRuntimeOwnership;
+  if (!expected || typeof expected !== "object") return;
+  throw preflightRefusal(
+    runtime.options.PreflightError,
+    harnessId,
+    `the attempt expects native session ownership (model: ${expected.model}, auth: ${expected.auth}), which no clawbridge binding has`,
+    "This session's native runtime binding is unavailable. Reattach the original native session before retrying.",
+  );
+}
+
 /** The `attempt/run` params from OpenClaw's attempt params. */
 function runParams(harnessId, attemptId, params, hostTools, images) {
   const out = {
@@ -413,7 +443,42 @@ function runParams(harnessId, attemptId, params, hostTools, images) {
   Object.assign(out, toolExecutionAllowParam(params), processEnvParam(params));
   // A detached run writes nothing durable: the bridge mirrors no rows and keeps no binding.
   if (params.sessionPersistence === "detached") out.sessionPersistence = "detached";
+  // Core's verified continuations: name the artifact that ran the attempt, refuse any other.
+  if (params.captureRuntimeArtifact === true) out.captureRuntimeArtifact = true;
+  const expected = artifactOf(params.expectedRuntimeArtifact);
+  if (expected) out.expectedRuntimeArtifact = expected;
   return out;
+}
+
+/**
+ * A runtime artifact binding (`{id, fingerprint}`, both non-empty strings), or undefined.
+ *
+ * @param {any} value
+ * @returns {{id: string, fingerprint: string} | undefined}
+ */
+export function artifactOf(value) {
+  if (!value || typeof value !== "object") return undefined;
+  const { id, fingerprint } = value;
+  if (typeof id !== "string" || !id || typeof fingerprint !== "string" || !fingerprint) return undefined;
+  return { id, fingerprint };
+}
+
+/**
+ * `runtimeArtifact.validate(binding)`: whether `binding` is exactly the artifact the bridge runs
+ * this harness with now (the bridge names it per harness in `initialize`). A bridge that cannot
+ * start, or a harness without an artifact (unavailable), validates nothing.
+ */
+async function validateArtifact(runtime, id, binding) {
+  const wanted = artifactOf(binding);
+  if (!wanted) return false;
+  try {
+    await runtime.supervisor.connection();
+  } catch (error) {
+    runtime.logger.warn?.(`clawbridge: cannot validate the runtime artifact of ${id}: ${error.message}`);
+    return false;
+  }
+  const current = artifactOf(runtime.supervisor.harnessInfo(id)?.runtimeArtifact);
+  return current !== undefined && current.id === wanted.id && current.fingerprint === wanted.fingerprint;
 }
 
 /**
@@ -458,7 +523,7 @@ function attemptErrorOf(runtime, harnessId, attemptId, error, known) {
 }
 
 async function reset(runtime, params) {
-  // Nothing to drop when no bridge runs: bindings live in the bridge (and its state dir).
+  // Nothing to drop when no bridge can run: bindings live in the bridge (and its state dir).
   let conn;
   try {
     conn = await runtime.supervisor.connection();
@@ -474,12 +539,63 @@ async function reset(runtime, params) {
   if (!request.sessionId && !request.sessionKey) return;
   runtime.supervisor.hold();
   try {
-    await conn.client.request("session/reset", request, { timeoutMs: CONTROL_TIMEOUT_MS });
+    // Waits while an attempt runs on the session: the bridge applies the reset when it ends.
+    const answer = await conn.client.request("session/reset", request, { timeoutMs: SESSION_CHANGE_TIMEOUT_MS });
+    if (answer?.afterAttempt) {
+      runtime.logger.info?.(`clawbridge: session reset (${request.reason ?? "unknown"}) took effect after attempt ${answer.afterAttempt}`);
+    }
+    return;
   } catch (error) {
-    runtime.logger.warn?.(`clawbridge: session/reset failed: ${error.message}`);
+    // Thrown, not swallowed: core reports a failed reset hook with the harness's label.
+    throw new Error(`clawbridge: session/reset (${request.reason ?? "unknown"}) failed: ${error.message}`);
   } finally {
     runtime.supervisor.release();
   }
+}
+
+/**
+ * `withSessionDeletion` / `withSessionContextReset`: prepared outside core's session writer, the
+ * commit recorded synchronously at core's commit edge (the bridge's state cannot change
+ * synchronously), and the bridge told only once `run` resolved with the commit in place, so a
+ * rolled-back or never-committed mutation leaves the native binding as it was.
+ *
+ * @template T
+ * @param {object} runtime
+ * @param {"session/delete" | "session/contextReset"} method
+ * @param {{sessionId: string, sessionKey: string, agentId: string, previousSessionId?: string, assertCurrent: () => void}} params
+ * @param {(mutation: {commit: () => void, rollback: () => void}) => Promise<T>} run
+ * @returns {Promise<T>}
+ */
+async function withSessionChange(runtime, method, params, run) {
+  params.assertCurrent?.();
+  let committed = false;
+  const result = await run({
+    commit: () => {
+      committed = true;
+    },
+    rollback: () => {
+      committed = false;
+    },
+  });
+  if (!committed || typeof params.sessionId !== "string" || !params.sessionId) return result;
+  const request = { sessionId: params.sessionId };
+  for (const key of ["sessionKey", "agentId", ...(method === "session/contextReset" ? ["previousSessionId"] : [])]) {
+    if (typeof params[key] === "string" && params[key]) request[key] = params[key];
+  }
+  // Core's transaction has committed: failing here would not undo it, and the binding names a
+  // session id core no longer uses, so a failure is reported, not thrown.
+  try {
+    const conn = await runtime.supervisor.connection();
+    runtime.supervisor.hold();
+    try {
+      await conn.client.request(method, request, { timeoutMs: SESSION_CHANGE_TIMEOUT_MS });
+    } finally {
+      runtime.supervisor.release();
+    }
+  } catch (error) {
+    runtime.logger.warn?.(`clawbridge: ${method} for session ${params.sessionId} failed after OpenClaw committed it: ${error.message}`);
+  }
+  return result;
 }
 
 /**

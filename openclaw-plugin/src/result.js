@@ -83,6 +83,10 @@ export function toAttemptResult(response, ctx) {
   if (lastToolError !== undefined && lastToolError !== null) result.lastToolError = lastToolError;
   const usage = toUsage(r.usage);
   if (usage) result.attemptUsage = usage;
+  const artifact = r.runtimeArtifact;
+  if (artifact && typeof artifact.id === "string" && artifact.id && typeof artifact.fingerprint === "string" && artifact.fingerprint) {
+    result.runtimeArtifact = { id: artifact.id, fingerprint: artifact.fingerprint };
+  }
   const classify = sdk.classifyAgentHarnessTerminalOutcome ?? classifyTerminalOutcome;
   const classification = classify({
     assistantTexts,

@@ -472,6 +472,7 @@ fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option
         transcript_owned: owned,
         transcript_idempotency_key: key.filter(|_| owned),
         tool_running_at_timeout: false,
+        runtime_artifact: None,
     }
 }
 

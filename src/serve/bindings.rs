@@ -18,8 +18,11 @@ use sha2::{Digest, Sha256};
 pub struct Bindings {
     /// Where binding files live; `None` keeps them in memory only (no state dir).
     dir: Option<PathBuf>,
-    /// This process's bindings, so a lost or unwritable file never loses a binding mid-run.
-    memory: Mutex<HashMap<String, Binding>>,
+    /// This process's bindings, so an unwritable file never loses a binding mid-run; each says
+    /// whether it reached its file. One that did and whose file is gone was removed by another
+    /// bridge process sharing the state dir (a reset or deletion OpenClaw sent to the bridge of
+    /// another plugin registry) and is not resumed.
+    memory: Mutex<HashMap<String, (Binding, bool)>>,
     /// Keys the secret fingerprints (auth) the files hold, kept beside `dir` (binding.rs).
     key: FingerprintKey,
 }
@@ -43,6 +46,14 @@ impl Bindings {
     pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
         let current = &current.clone().keyed(&self.key);
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
+        let remembered = match remembered {
+            Some((_, true)) if self.path(session_id).is_some_and(|path| !path.exists()) => {
+                tracing::info!(session = session_id, "the session's binding was removed by another bridge process");
+                self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(session_id);
+                return None;
+            }
+            other => other.map(|(binding, _)| binding),
+        };
         let binding = match remembered {
             Some(binding) => binding,
             None => {
@@ -69,12 +80,19 @@ impl Bindings {
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
         let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));
+        let mut on_disk = false;
         if let Some(path) = self.path(session_id) {
-            if let Err(error) = binding.save(&path) {
-                tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
+            match binding.save(&path) {
+                Ok(()) => on_disk = true,
+                Err(error) => {
+                    tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
+                }
             }
         }
-        self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(session_id.to_string(), binding);
+        self.memory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(session_id.to_string(), (binding, on_disk));
     }
 
     /// [`save`](Self::save), unless `session_id` is already bound to `thread_id` under `current`
@@ -86,10 +104,37 @@ impl Bindings {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(session_id)
-            .is_some_and(|b| b.native_session_id == thread_id && b.check(&keyed).is_ok());
+            .is_some_and(|(b, _)| b.native_session_id == thread_id && b.check(&keyed).is_ok());
         if !same {
             self.save(session_id, thread_id, current);
         }
+    }
+
+    /// Whether `session_id` has a binding (in memory or on disk), whatever it was made under.
+    pub fn contains(&self, session_id: &str) -> bool {
+        let on_disk = self.path(session_id).is_some_and(|path| matches!(Binding::load(&path), Ok(Some(_))));
+        // Only what never reached its file counts from memory (as in `thread_for`).
+        on_disk
+            || self
+                .memory
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(session_id)
+                .is_some_and(|(_, saved)| !saved || self.dir.is_none())
+    }
+
+    /// Drops the binding of `session_id` and returns it (from memory, else its file), when there
+    /// was one.
+    pub fn take(&self, session_id: &str) -> Option<Binding> {
+        let remembered = self
+            .memory
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(session_id)
+            .map(|(binding, _)| binding.clone());
+        let stored = remembered.or_else(|| self.path(session_id).and_then(|path| Binding::load(&path).ok().flatten()));
+        let dropped = self.reset(session_id);
+        stored.filter(|_| dropped)
     }
 
     /// Drops the binding of `session_id`; whether there was one.
@@ -125,6 +170,23 @@ mod tests {
         assert!(later.reset("s-1"));
         assert!(!later.reset("s-1"));
         assert_eq!(Bindings::new(Some(dir.path().to_path_buf())).thread_for("s-1", &current), None);
+    }
+
+    #[test]
+    fn a_binding_another_bridge_process_removed_is_not_resumed_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let current = Fingerprints::new("clawbridge-codex", "/w", "m");
+        let this = Bindings::new(Some(dir.path().to_path_buf()));
+        this.save("s-1", "th-1", &current);
+        assert_eq!(this.thread_for("s-1", &current).as_deref(), Some("th-1"));
+        // Another bridge on the same state dir got the host's reset.
+        assert!(Bindings::new(Some(dir.path().to_path_buf())).reset("s-1"));
+        assert_eq!(this.thread_for("s-1", &current), None, "the file is authoritative once written");
+        assert!(!this.contains("s-1"));
+        // Without a state dir the memory is all there is.
+        let memory_only = Bindings::new(None);
+        memory_only.save("s-2", "th-2", &current);
+        assert_eq!(memory_only.thread_for("s-2", &current).as_deref(), Some("th-2"));
     }
 
     #[test]

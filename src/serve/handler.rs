@@ -11,8 +11,9 @@ use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptSteerParams, AttemptSteerResponse,
     BridgeCapabilities, CancelStatus, HarnessListParams, HarnessListResponse, HostCapabilities, InitializeParams,
-    InitializeResponse, PeerInfo, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse,
-    SteerStatus, SupportsParams, VersionRange, methods, negotiate,
+    InitializeResponse, PeerInfo, ResetAction, ResetReason, SessionContextResetParams, SessionContextResetResponse,
+    SessionDeleteParams, SessionDeleteResponse, SessionResetParams, SessionResetResponse, ShutdownParams,
+    ShutdownResponse, SteerStatus, SupportsParams, VersionRange, methods, negotiate,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
@@ -20,7 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
@@ -30,6 +31,9 @@ use super::steer::SteerSlot;
 
 /// The most attempts that run at once on the connection.
 pub const MAX_CONCURRENT_ATTEMPTS: u32 = 64;
+/// The most session changes (`session/reset`, `session/delete`, `session/contextReset`) that may
+/// wait for one running attempt; past it they are refused with `sessionBusy`.
+pub const MAX_DEFERRED_CHANGES: usize = 32;
 
 /// A running attempt.
 struct Running {
@@ -55,6 +59,45 @@ struct State {
     attempts: HashMap<String, Running>,
     /// The sum of the running attempts' `input_bytes`, kept within `Server::input_budget`.
     input_bytes_in_use: usize,
+    /// Binding changes (`session/reset`, `session/delete`, `session/contextReset`) that arrived
+    /// while an attempt ran on their session, by that attempt's id: applied, in arrival order, when
+    /// it leaves the registry (after it stored its binding), then answered.
+    deferred: HashMap<String, Vec<Deferred>>,
+}
+
+/// What a session-lifecycle request does to the bindings.
+#[derive(Clone, Debug)]
+enum BindingChange {
+    /// `session/reset`: drop the binding, or keep it for `compaction`.
+    Reset { session: String, reason: ResetReason },
+    /// `session/delete`: forget the binding.
+    Delete { session: String },
+    /// `session/contextReset`: drop the bindings of the session and its recorded predecessor.
+    ContextReset { sessions: Vec<String> },
+}
+
+impl BindingChange {
+    fn sessions(&self) -> &[String] {
+        match self {
+            BindingChange::Reset { session, .. } | BindingChange::Delete { session } => std::slice::from_ref(session),
+            BindingChange::ContextReset { sessions } => sessions,
+        }
+    }
+}
+
+/// A binding change waiting for a running attempt to end, and where its answer goes.
+struct Deferred {
+    change: BindingChange,
+    answer: oneshot::Sender<Applied>,
+}
+
+/// A binding change applied: its answer, and the binding a deletion forgot (to archive its native
+/// session before answering).
+struct Applied {
+    response: Result<Value, HandlerError>,
+    archive: Option<clawbridge_bridge::binding::Binding>,
+    /// A `session/delete`'s answer, completed with `archived` once the archive was tried.
+    deletion: Option<SessionDeleteResponse>,
 }
 
 /// The server: answers the host's requests.
@@ -187,6 +230,8 @@ impl Server {
             methods::ATTEMPT_CANCEL,
             methods::ATTEMPT_STEER,
             methods::SESSION_RESET,
+            methods::SESSION_DELETE,
+            methods::SESSION_CONTEXT_RESET,
             methods::SHUTDOWN,
         ];
         if !known.contains(&method.as_str()) {
@@ -239,14 +284,24 @@ impl Server {
                 let Some(session) = params.session_id.or(params.session_key) else {
                     return Err(reply(codes::INVALID_PARAMS, "session/reset needs a sessionId or sessionKey".into()));
                 };
-                let state = self.lock();
-                if let Some((id, _)) = state.attempts.iter().find(|(_, r)| r.session_id == session) {
-                    return Err(reply(errors::SESSION_BUSY, format!("session {session} runs attempt {id}")));
+                let reason = params.reason.unwrap_or(ResetReason::Unknown);
+                return self.change_bindings(BindingChange::Reset { session, reason });
+            }
+            methods::SESSION_DELETE => {
+                let params: SessionDeleteParams = decode(params)?;
+                if params.session_id.is_empty() {
+                    return Err(reply(codes::INVALID_PARAMS, "session/delete needs a sessionId".into()));
                 }
-                // Under the lock, so no attempt on the session can start (and bind) in between.
-                let dropped = self.bindings.reset(&session);
-                drop(state);
-                encode(SessionResetResponse { dropped })
+                return self.change_bindings(BindingChange::Delete { session: params.session_id });
+            }
+            methods::SESSION_CONTEXT_RESET => {
+                let params: SessionContextResetParams = decode(params)?;
+                if params.session_id.is_empty() {
+                    return Err(reply(codes::INVALID_PARAMS, "session/contextReset needs a sessionId".into()));
+                }
+                let mut sessions = vec![params.session_id];
+                sessions.extend(params.previous_session_id.filter(|p| !p.is_empty() && *p != sessions[0]));
+                return self.change_bindings(BindingChange::ContextReset { sessions });
             }
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
@@ -266,6 +321,123 @@ impl Server {
             _ => Err(reply(codes::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
         };
         answer.map(Admitted::Answer)
+    }
+
+    /// Applies a binding change now, under the state lock (so no attempt on its sessions can start
+    /// and bind in between), or, when an attempt runs on one of its sessions, registers it to be
+    /// applied the moment that attempt ends (its binding stored): a reset is never lost and never
+    /// races the attempt's own binding, and the answer says which attempt it waited for. A
+    /// deletion then archives the native session it forgot (`Server::finish`).
+    fn change_bindings(self: &Arc<Self>, change: BindingChange) -> Result<Admitted, HandlerError> {
+        let mut state = self.lock();
+        let running =
+            state.attempts.iter().find(|(_, r)| change.sessions().contains(&r.session_id)).map(|(id, _)| id.clone());
+        let server = self.clone();
+        let Some(attempt_id) = running else {
+            let applied = self.apply_change(&change, None);
+            drop(state);
+            if applied.archive.is_none() {
+                return applied.response.map(Admitted::Answer);
+            }
+            return Ok(Admitted::Later(Box::pin(async move { server.finish(applied).await })));
+        };
+        let waiting = state.deferred.entry(attempt_id.clone()).or_default();
+        if waiting.len() >= MAX_DEFERRED_CHANGES {
+            return Err(reply(
+                errors::SESSION_BUSY,
+                format!(
+                    "{MAX_DEFERRED_CHANGES} session changes already wait for attempt {attempt_id}; retry when it ends"
+                ),
+            ));
+        }
+        tracing::info!(attempt = %attempt_id, ?change, "a session change waits for the running attempt");
+        let (answer, answered) = oneshot::channel();
+        waiting.push(Deferred { change, answer });
+        drop(state);
+        Ok(Admitted::Later(Box::pin(async move {
+            match answered.await {
+                Ok(applied) => server.finish(applied).await,
+                Err(_) => Err(HandlerError::Failed("the session change was dropped before its attempt ended".into())),
+            }
+        })))
+    }
+
+    /// Applies `change` to the bindings (the caller holds the state lock); `after` names the attempt
+    /// it waited for.
+    fn apply_change(&self, change: &BindingChange, after: Option<&str>) -> Applied {
+        let after_attempt = after.map(str::to_owned);
+        match change {
+            BindingChange::Reset { session, reason } if *reason == ResetReason::Deleted => {
+                // The host deleted the session: as `session/delete`, answered as a reset.
+                let archive = self.bindings.take(session);
+                let action = if archive.is_some() { ResetAction::Dropped } else { ResetAction::Unbound };
+                tracing::info!(session = %session, ?reason, ?action, after = ?after_attempt, "session reset");
+                let response = encode(SessionResetResponse { dropped: archive.is_some(), action, after_attempt });
+                Applied { response, archive, deletion: None }
+            }
+            BindingChange::Reset { session, reason } => {
+                let action = if reason.keeps_native_session() {
+                    if self.bindings.contains(session) { ResetAction::Kept } else { ResetAction::Unbound }
+                } else if self.bindings.reset(session) {
+                    ResetAction::Dropped
+                } else {
+                    ResetAction::Unbound
+                };
+                tracing::info!(session = %session, ?reason, ?action, after = ?after_attempt, "session reset");
+                let response =
+                    encode(SessionResetResponse { dropped: action == ResetAction::Dropped, action, after_attempt });
+                Applied { response, archive: None, deletion: None }
+            }
+            BindingChange::Delete { session } => {
+                let archive = self.bindings.take(session);
+                let forgotten = archive.is_some();
+                tracing::info!(session = %session, forgotten, after = ?after_attempt, "session deleted: binding forgotten");
+                let deletion = SessionDeleteResponse { forgotten, archived: false, after_attempt };
+                Applied { response: encode(&deletion), archive, deletion: Some(deletion) }
+            }
+            BindingChange::ContextReset { sessions } => {
+                let invalidated: Vec<String> = sessions.iter().filter(|s| self.bindings.reset(s)).cloned().collect();
+                tracing::info!(
+                    ?sessions, ?invalidated, after = ?after_attempt,
+                    "the session's history was cut: its native thread is not resumed"
+                );
+                Applied {
+                    response: encode(SessionContextResetResponse { invalidated, after_attempt }),
+                    archive: None,
+                    deletion: None,
+                }
+            }
+        }
+    }
+
+    /// Completes an applied change: archives the native session a deletion forgot (never
+    /// failing the answer: the binding is gone either way, and the log says why it was not
+    /// archived), then answers.
+    async fn finish(self: Arc<Self>, applied: Applied) -> Result<Value, HandlerError> {
+        let Some(binding) = applied.archive else { return applied.response };
+        let archived = match self.catalog.get(&binding.backend) {
+            Some(harness) if harness.info.available => {
+                let settings = clawbridge_bridge::backend::OpenSettings {
+                    program: harness.program.clone(),
+                    cwd: Some(std::path::PathBuf::from(&binding.cwd)).filter(|_| !binding.cwd.is_empty()),
+                    registry: self.registry.clone(),
+                    ..Default::default()
+                };
+                match harness.backend.archive(settings, &binding.native_session_id).await {
+                    Ok(archived) => archived,
+                    Err(error) => {
+                        tracing::warn!(%error, native = %binding.native_session_id, "could not archive the deleted session's native thread");
+                        false
+                    }
+                }
+            }
+            _ => false,
+        };
+        tracing::info!(native = %binding.native_session_id, archived, "the deleted session's native thread");
+        match applied.deletion {
+            Some(deletion) => encode(SessionDeleteResponse { archived, ..deletion }),
+            None => applied.response,
+        }
     }
 
     fn initialize(&self, params: InitializeParams) -> Result<Value, HandlerError> {
@@ -315,6 +487,22 @@ impl Server {
                 let message =
                     format!("invalid params: host tool `{}` has an unreadable inputSchema: {error}", tool.name);
                 return Err(reply(codes::INVALID_PARAMS, message));
+            }
+        }
+        // A verified continuation names the exact implementation that must run it: any other is
+        // refused before a native session is opened (OpenClaw's `expectedRuntimeArtifact`).
+        if let Some(expected) = &params.expected_runtime_artifact {
+            if harness.info.runtime_artifact.as_ref() != Some(expected) {
+                let message = format!(
+                    "{} runs {}, not the runtime artifact {} this continuation expects",
+                    harness.info.id,
+                    harness.info.runtime_artifact.as_ref().map_or("no known artifact", |a| a.id.as_str()),
+                    expected.id
+                );
+                let data = serde_json::json!({"userMessage": format!(
+                    "The agent runtime changed since this session was verified ({message}); start a new session."
+                )});
+                return Err(HandlerError::Reply(ErrorObject::with_data(errors::PREFLIGHT_FAILED, message, &data)));
             }
         }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
@@ -408,12 +596,15 @@ impl Server {
             }));
         }
         let session_id = params.session_id.clone();
+        let artifact = harness.info.runtime_artifact.clone().filter(|_| params.capture_runtime_artifact);
         let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(native_id) = outcome.native_id.filter(|_| durable) {
             self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
         }
-        encode(outcome.response)
+        let mut response = outcome.response;
+        response.runtime_artifact = artifact;
+        encode(response)
     }
 }
 
@@ -429,7 +620,17 @@ impl Drop for Deregister {
         if let Some(running) = state.attempts.remove(&self.attempt_id) {
             state.input_bytes_in_use = state.input_bytes_in_use.saturating_sub(running.input_bytes);
         }
+        // Under the same lock as the removal, so no attempt on the session starts in between.
+        let deferred = state.deferred.remove(&self.attempt_id).unwrap_or_default();
+        let answers: Vec<_> = deferred
+            .into_iter()
+            .map(|d| (d.answer, self.server.apply_change(&d.change, Some(&self.attempt_id))))
+            .collect();
         drop(state);
+        for (answer, result) in answers {
+            // The host may have gone; nobody is left to answer then.
+            let _ = answer.send(result);
+        }
         self.server.attempt_ended.notify_waiters();
     }
 }

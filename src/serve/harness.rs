@@ -19,6 +19,30 @@ pub struct Harness {
     pub program: PathBuf,
 }
 
+/// The runtime artifact of a harness (`AgentHarnessRuntimeArtifactBinding`): this bridge release,
+/// the harness and its backend, and the native executable and version it runs. The id is for
+/// people; the fingerprint is what a verified continuation must find again, so a changed bridge,
+/// native release or executable is a different artifact. It holds no secret (no auth, no env).
+pub fn runtime_artifact(
+    harness: &str,
+    backend: &str,
+    version: Option<&str>,
+    program: &std::path::Path,
+) -> clawbridge_protocol::host::RuntimeArtifact {
+    use sha2::{Digest, Sha256};
+    let bridge = env!("CARGO_PKG_VERSION");
+    let version = version.unwrap_or("unknown");
+    let material = serde_json::json!({
+        "bridge": bridge, "harness": harness, "backend": backend, "version": version,
+        "program": program.to_string_lossy(),
+    });
+    let digest = Sha256::digest(material.to_string().as_bytes());
+    clawbridge_protocol::host::RuntimeArtifact {
+        id: format!("{harness}@clawbridge-{bridge}/{backend}-{version}"),
+        fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
 /// Every harness and backend, probed once at start-up so `harness/supports` stays pure.
 #[derive(Clone)]
 pub struct Catalog {
@@ -45,6 +69,9 @@ impl Catalog {
                 version: report.version.clone(),
                 detail: report.detail.clone(),
             });
+            let runtime_artifact = report
+                .available
+                .then(|| runtime_artifact(facts.id, facts.backend, report.version.as_deref(), &report.program));
             harnesses.push(Harness {
                 info: HarnessInfo {
                     id: facts.id.into(),
@@ -58,6 +85,7 @@ impl Catalog {
                         think_level: facts.supports.reasoning_level,
                         steering: facts.supports.steering,
                     },
+                    runtime_artifact,
                 },
                 backend,
                 program: report.program,
@@ -160,6 +188,7 @@ mod tests {
                     unavailable_reason: None,
                     provider_ids: Vec::new(),
                     inputs: HarnessInputs::default(),
+                    runtime_artifact: None,
                 },
                 backend: backend.clone(),
                 program: PathBuf::from(facts.backend),

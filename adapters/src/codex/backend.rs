@@ -419,6 +419,36 @@ impl Backend for CodexBackend {
         }
     }
 
+    fn archive<'a>(&'a self, settings: OpenSettings, native_id: &'a str) -> BoxFuture<'a, Result<bool, BackendError>> {
+        Box::pin(async move {
+            // A replayed recording answers only what it recorded.
+            if !matches!(self.flavour, Flavour::Native) {
+                return Ok(false);
+            }
+            // The shared server that still holds the thread loaded archives it (Codex refuses it
+            // from any other process); else a process of its own, outside any turn.
+            if let Some(archived) = match self.shared_pool() {
+                Some(pool) => pool.archive_loaded(native_id).await,
+                None => None,
+            } {
+                return archived.map(|()| true).map_err(|error| BackendError::Conversation { source: Box::new(error) });
+            }
+            let tools = tool_policy::apply(&settings.native_tools)?;
+            let config = self.config(&settings, &tools);
+            let hooks = SessionHooks {
+                approver: Arc::new(clawbridge_bridge::attempt::hooks::FixedApprover(
+                    clawbridge_bridge::attempt::hooks::ApprovalDecision::Deny { message: None },
+                )),
+                tools: Arc::new(clawbridge_bridge::attempt::hooks::NoHostTools),
+                observer: Arc::new(clawbridge_bridge::attempt::hooks::NoObserver),
+            };
+            let mut session = CodexSession::connect(config, hooks).await.map_err(start_error)?;
+            let archived = session.archive_thread(native_id).await;
+            session.shutdown().await;
+            archived.map(|()| true).map_err(|error| BackendError::Conversation { source: Box::new(error) })
+        })
+    }
+
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         // The demo's recording answers only the requests it recorded: nothing to diagnose.
         matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::diagnose::Diagnostics)

@@ -493,6 +493,12 @@ impl CodexSession {
         self.request_outside_turn(method, &serde_json::json!({})).await
     }
 
+    /// Archives `thread_id` (`thread/archive`): Codex moves it out of its list of live threads.
+    pub async fn archive_thread(&mut self, thread_id: &str) -> Result<(), RpcError> {
+        let params = serde_json::json!({ "threadId": thread_id });
+        self.request_outside_turn::<_, serde_json::Value>(methods::THREAD_ARCHIVE, &params).await.map(|_| ())
+    }
+
     /// Starts a new thread.
     pub async fn start_thread(&mut self, options: &ThreadOptions) -> Result<ThreadReady, CodexError> {
         let params = ThreadStartParams {

@@ -573,6 +573,20 @@ impl ServerPool {
         Ok(seat)
     }
 
+    /// Archives `thread_id` on the server that still has it loaded, idle and held by no session
+    /// (Codex refuses `thread/archive` from another process while one holds the thread: "already
+    /// has an active writer"). The thread is taken off the server's idle list first, so no session
+    /// adopts it. `None`: no server of the pool has it loaded.
+    pub async fn archive_loaded(&self, thread_id: &str) -> Option<Result<(), clawbridge_bridge::rpc::RpcError>> {
+        let server = self.servers.items().into_iter().find(|server| {
+            let mut table = server.routes.table();
+            table.gone.is_none() && !table.threads.contains_key(thread_id) && table.live.remove(thread_id).is_some()
+        })?;
+        let params = serde_json::json!({ "threadId": thread_id });
+        let answer = server.peer.request(clawbridge_protocol::codex::methods::THREAD_ARCHIVE, Some(&params)).await;
+        Some(answer.map(|_| ()))
+    }
+
     /// How many servers the pool holds (live, or gone and not yet noticed).
     pub fn server_count(&self) -> usize {
         self.servers.len()

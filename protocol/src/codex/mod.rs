@@ -154,6 +154,9 @@ pub mod methods {
     /// Request: [`super::ThreadTurnsListParams`] → [`super::ThreadTurnsListResponse`]. Used to
     /// reconcile a turn whose `turn/completed` never came (docs/peers/codex.md#missing-turncompleted).
     pub const THREAD_TURNS_LIST: &str = "thread/turns/list";
+    /// Request (`{threadId}` → `{}`): archive a thread; Codex moves its rollout out of the live
+    /// sessions. Sent when the OpenClaw session bound to it was deleted.
+    pub const THREAD_ARCHIVE: &str = "thread/archive";
     /// Request (`{}`): the effective configuration, `{config: {model_provider, model_providers,
     /// sandbox_mode, …}, origins}` (snake_case keys, as in `config.toml`). Used by `clawbridge doctor`.
     pub const CONFIG_READ: &str = "config/read";

@@ -93,6 +93,14 @@ pub struct AttemptRunParams {
     /// Absent means `durable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<SessionPersistence>,
+    /// `captureRuntimeArtifact`: the result names the runtime artifact that ran the attempt
+    /// (`runtimeArtifact`), for core's verified continuations (protocol version 2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capture_runtime_artifact: bool,
+    /// `expectedRuntimeArtifact`: the exact runtime artifact that must run the attempt; any other
+    /// is refused with `preflightFailed` before a native session is opened (protocol version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_runtime_artifact: Option<super::harness::RuntimeArtifact>,
 }
 
 // Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
@@ -145,6 +153,8 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("process_env", &self.process_env.keys().collect::<Vec<_>>())
             .field("auth", &self.auth)
             .field("session_persistence", &self.session_persistence)
+            .field("capture_runtime_artifact", &self.capture_runtime_artifact)
+            .field("expected_runtime_artifact", &self.expected_runtime_artifact)
             .finish_non_exhaustive()
     }
 }
@@ -283,6 +293,10 @@ pub struct AttemptRunResponse {
     /// whose cause is `runBudget`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_running_at_timeout: bool,
+    /// The runtime artifact that ran the attempt, when `captureRuntimeArtifact` asked for it
+    /// (protocol version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_artifact: Option<super::harness::RuntimeArtifact>,
 }
 
 /// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).

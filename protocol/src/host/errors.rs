@@ -34,8 +34,9 @@ pub const HARNESS_UNAVAILABLE: i64 = -32021;
 pub const UNKNOWN_ATTEMPT: i64 = -32030;
 /// `attempt/run` reused the id of an attempt that is still running.
 pub const ATTEMPT_ALREADY_RUNNING: i64 = -32031;
-/// Another attempt is running on the same session (a native thread runs one turn at a time), or a
-/// `session/reset` arrived while one is.
+/// Another attempt is running on the same session (a native thread runs one turn at a time). A
+/// `session/reset`, `session/delete` or `session/contextReset` that arrives while one runs is not
+/// refused: it takes effect when that attempt ends, and is answered then.
 pub const SESSION_BUSY: i64 = -32032;
 /// The bridge is at `capabilities.maxConcurrentAttempts`; retry when an attempt finishes.
 pub const BRIDGE_BUSY: i64 = -32033;

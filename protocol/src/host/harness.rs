@@ -42,6 +42,23 @@ pub struct HarnessInfo {
     /// capabilities (active-run injection only where `steering`). Left out when it takes none.
     #[serde(default, skip_serializing_if = "HarnessInputs::is_none")]
     pub inputs: HarnessInputs,
+    /// The exact local implementation that runs this harness's attempts (OpenClaw's
+    /// `AgentHarnessRuntimeArtifactBinding`): what `runtimeArtifact.validate` compares a recorded
+    /// artifact with. Only for an available harness (protocol version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_artifact: Option<RuntimeArtifact>,
+}
+
+/// A runtime artifact (`{id, fingerprint}`): names the bridge release, the harness, its backend and
+/// the native executable and version the bridge runs, as a digest; no secrets, no paths in the id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeArtifact {
+    /// Readable name, e.g. `clawbridge-codex@clawbridge-0.1.0/codex-0.169.0`.
+    pub id: String,
+    /// SHA-256 (hex) over the bridge version, harness id, backend, native version and the
+    /// native executable's path.
+    pub fingerprint: String,
 }
 
 /// What a harness takes besides the prompt's text.

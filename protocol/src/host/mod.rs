@@ -36,8 +36,8 @@ pub use attempt::{
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
-    HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimePolicy,
-    SupportsParams, SupportsResponse,
+    HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimeArtifact,
+    RuntimePolicy, SupportsParams, SupportsResponse,
 };
 pub use host_requests::{
     ApprovalDecideParams, ApprovalDecideResponse, HostToolExecuteParams, HostToolExecuteResponse,
@@ -48,7 +48,10 @@ pub use initialize::{
     negotiate,
 };
 pub use schema::{METHODS, MethodInfo, MethodKind, Sender, schema};
-pub use session::{ResetReason, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse};
+pub use session::{
+    ResetAction, ResetReason, SessionContextResetParams, SessionContextResetResponse, SessionDeleteParams,
+    SessionDeleteResponse, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse,
+};
 pub use transcript::{TranscriptAppendParams, TranscriptAppendResponse, TranscriptMessage};
 
 // The shared types the messages above carry, where a reader of the host protocol looks for them.
@@ -88,6 +91,11 @@ pub mod methods {
     pub const ATTEMPT_STEER: &str = "attempt/steer";
     /// Host → bridge request: drop a session's native thread binding.
     pub const SESSION_RESET: &str = "session/reset";
+    /// Host → bridge request: forget a deleted session's native binding (protocol version 2).
+    pub const SESSION_DELETE: &str = "session/delete";
+    /// Host → bridge request: invalidate a session's native context after a history cut
+    /// (protocol version 2).
+    pub const SESSION_CONTEXT_RESET: &str = "session/contextReset";
     /// Host → bridge request: cancel everything, stop every native process.
     pub const SHUTDOWN: &str = "shutdown";
     /// Bridge → host notification: one event of a running attempt.

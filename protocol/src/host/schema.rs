@@ -51,7 +51,9 @@ pub const METHODS: &[MethodInfo] = &[
     request(methods::ATTEMPT_RUN, Sender::Host, "Run one attempt; the result is the attempt result."),
     request(methods::ATTEMPT_CANCEL, Sender::Host, "Interrupt a running attempt (idempotent)."),
     request(methods::ATTEMPT_STEER, Sender::Host, "Add user input to a running attempt's native turn."),
-    request(methods::SESSION_RESET, Sender::Host, "Drop a session's native thread binding."),
+    request(methods::SESSION_RESET, Sender::Host, "Drop or keep a session's native thread binding, by reason."),
+    request(methods::SESSION_DELETE, Sender::Host, "Forget a deleted session's native thread binding."),
+    request(methods::SESSION_CONTEXT_RESET, Sender::Host, "Invalidate a session's native thread after a history cut."),
     request(methods::SHUTDOWN, Sender::Host, "Cancel all attempts and stop every native process."),
     MethodInfo {
         name: methods::ATTEMPT_EVENT,
@@ -79,6 +81,10 @@ fn method_schemas(generator: &mut SchemaGenerator, name: &str) -> (Value, Option
         methods::ATTEMPT_CANCEL => (of::<AttemptCancelParams>(generator), Some(of::<AttemptCancelResponse>(generator))),
         methods::ATTEMPT_STEER => (of::<AttemptSteerParams>(generator), Some(of::<AttemptSteerResponse>(generator))),
         methods::SESSION_RESET => (of::<SessionResetParams>(generator), Some(of::<SessionResetResponse>(generator))),
+        methods::SESSION_DELETE => (of::<SessionDeleteParams>(generator), Some(of::<SessionDeleteResponse>(generator))),
+        methods::SESSION_CONTEXT_RESET => {
+            (of::<SessionContextResetParams>(generator), Some(of::<SessionContextResetResponse>(generator)))
+        }
         methods::SHUTDOWN => (of::<ShutdownParams>(generator), Some(of::<ShutdownResponse>(generator))),
         methods::ATTEMPT_EVENT => (of::<AttemptEventParams>(generator), None),
         methods::HOST_TOOL_EXECUTE => {

@@ -85,6 +85,7 @@ fn handshake_lines_are_the_documented_bytes() {
             unavailable_reason: None,
             provider_ids: vec![],
             inputs: HarnessInputs::default(),
+            runtime_artifact: None,
         }],
         backends: vec![
             BackendInfo { id: "codex".into(), available: true, version: Some("0.169.0".into()), detail: None },
@@ -157,6 +158,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
         transcript_owned: true,
         transcript_idempotency_key: None,
         tool_running_at_timeout: false,
+        runtime_artifact: None,
     };
     assert_eq!(encode(&result), CANCELLED_RESULT);
     assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);
@@ -194,6 +196,14 @@ fn host_input_is_decoded_tolerantly() {
     // Reset reasons the host adds later fall into `unknown`; empty params are fine.
     assert_eq!(decode::<SessionResetParams>(r#"{"reason":"archived"}"#).reason, Some(ResetReason::Unknown));
     assert_eq!(decode::<SessionResetParams>("{}"), SessionResetParams::default());
+    // Only compaction keeps the native thread; a v1 bridge's answer (no `action`) reads as unbound.
+    assert!(ResetReason::Compaction.keeps_native_session());
+    for reason in [ResetReason::New, ResetReason::Reset, ResetReason::Idle, ResetReason::Daily, ResetReason::Deleted] {
+        assert!(!reason.keeps_native_session(), "{reason:?}");
+    }
+    assert!(!ResetReason::Unknown.keeps_native_session());
+    assert_eq!(decode::<SessionResetResponse>(r#"{"dropped":false}"#).action, ResetAction::Unbound);
+    assert_eq!(decode::<SessionResetResponse>(r#"{"dropped":false,"action":"archived"}"#).action, ResetAction::Unbound);
     assert_eq!(decode::<ShutdownParams>("{}"), ShutdownParams::default());
     assert_eq!(decode::<HarnessListParams>(r#"{"verbose":true}"#), HarnessListParams::default());
 
@@ -275,6 +285,8 @@ fn host_params_keep_no_unknown_members() {
     keeps_nothing_unknown::<AttemptCancelParams>(r#"{"attemptId":"a"}"#);
     keeps_nothing_unknown::<AttemptSteerParams>(r#"{"attemptId":"a","text":"t"}"#);
     keeps_nothing_unknown::<SessionResetParams>(r#"{"sessionId":"s"}"#);
+    keeps_nothing_unknown::<SessionDeleteParams>(r#"{"sessionId":"s"}"#);
+    keeps_nothing_unknown::<SessionContextResetParams>(r#"{"sessionId":"s","previousSessionId":"p"}"#);
     keeps_nothing_unknown::<ShutdownParams>(r#"{"reason":"r"}"#);
     keeps_nothing_unknown::<AttemptRunParams>(
         r#"{"attemptId":"a","harnessId":"codex","sessionId":"s","prompt":"p","workspaceDir":"/w",
