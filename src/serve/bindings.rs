@@ -39,24 +39,37 @@ impl Bindings {
         self.dir.as_ref().map(|dir| dir.join(format!("{name}.json")))
     }
 
-    /// The thread to resume for `session_id` under `current`, if there is a valid binding.
-    pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
-        let current = &current.clone().keyed(&self.key);
+    /// The binding of `session_id`, from memory or disk.
+    fn load(&self, session_id: &str) -> Option<Binding> {
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
-        let binding = match remembered {
-            Some(binding) => binding,
+        match remembered {
+            Some(binding) => Some(binding),
             None => {
                 let path = self.path(session_id)?;
                 match Binding::load(&path) {
-                    Ok(Some(binding)) => binding,
-                    Ok(None) => return None,
+                    Ok(found) => found,
                     Err(error) => {
                         tracing::warn!(%error, session = session_id, "ignoring an unreadable session binding");
-                        return None;
+                        None
                     }
                 }
             }
-        };
+        }
+    }
+
+    /// The native session side work of `session_id` may copy (an ephemeral fork, which leaves it
+    /// as it was): the bound one, when the same backend made it in the same working directory.
+    /// The other settings need not match: the copy runs under the side work's own (no tools, its
+    /// model), and the bound session is never continued by it.
+    pub fn thread_to_fork(&self, session_id: &str, backend: &str, cwd: &str) -> Option<String> {
+        let binding = self.load(session_id)?;
+        (binding.backend == backend && binding.cwd == cwd).then_some(binding.native_session_id)
+    }
+
+    /// The thread to resume for `session_id` under `current`, if there is a valid binding.
+    pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        let current = &current.clone().keyed(&self.key);
+        let binding = self.load(session_id)?;
         match binding.check(current) {
             Ok(()) => Some(binding.native_session_id),
             Err(reason) => {

@@ -118,6 +118,10 @@ pub struct ClaudeConfig {
     pub tool_timeout: Duration,
     /// `--resume <id>` for the first process: continue this native session.
     pub resume: Option<String>,
+    /// Side work: `--no-session-persistence` (the CLI writes no session file), and with
+    /// [`resume`](Self::resume) also `--fork-session` (the resumed history goes into a new
+    /// session; the original is left as it was).
+    pub ephemeral: bool,
     /// The child's environment policy. `CLAUDECODE` is always removed
     /// (docs/peers/claude.md#nested-session-guard).
     pub env: EnvPolicy,
@@ -168,6 +172,7 @@ impl ClaudeConfig {
             host_mcp_server: "openclaw".into(),
             tool_timeout: Duration::from_secs(600),
             resume: None,
+            ephemeral: false,
             env: EnvPolicy::default(),
             secret_env: Vec::new(),
             cwd: None,
@@ -296,6 +301,12 @@ impl ClaudeConfig {
         }
         if let Some(session) = resume {
             option("--resume", session);
+        }
+        if self.ephemeral {
+            args.push("--no-session-persistence".into());
+            if resume.is_some() {
+                args.push("--fork-session".into());
+            }
         }
         let mut env = self.child_env();
         if host_tools {
