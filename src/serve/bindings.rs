@@ -141,6 +141,23 @@ mod tests {
     }
 
     #[test]
+    fn side_work_may_fork_a_binding_of_the_same_backend_and_directory_whatever_its_other_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let bindings = Bindings::new(Some(dir.path().to_path_buf()));
+        let made = Fingerprints::new("clawbridge-codex", "/w", "m").with("contextEpoch", "e1").with("tools", "t");
+        bindings.save("s-1", "th-1", &made);
+        let later = Bindings::new(Some(dir.path().to_path_buf()));
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-codex", "/w").as_deref(), Some("th-1"));
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-claude", "/w"), None, "another backend's session");
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-codex", "/elsewhere"), None, "another directory");
+        assert_eq!(later.thread_to_fork("s-2", "clawbridge-codex", "/w"), None);
+        // A new context epoch is another thread to resume, not to fork.
+        let next_epoch = Fingerprints::new("clawbridge-codex", "/w", "m").with("contextEpoch", "e2").with("tools", "t");
+        assert_eq!(later.thread_for("s-1", &next_epoch), None);
+        assert_eq!(later.thread_for("s-1", &made).as_deref(), Some("th-1"));
+    }
+
+    #[test]
     fn session_ids_never_name_paths() {
         let dir = tempfile::tempdir().unwrap();
         let bindings = Bindings::new(Some(dir.path().join("b")));

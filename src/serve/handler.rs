@@ -503,3 +503,34 @@ fn by_name(params: Option<&RawValue>) -> Result<&str, HandlerError> {
 fn encode<T: Serialize>(value: T) -> Result<Value, HandlerError> {
     serde_json::to_value(value).map_err(|e| HandlerError::Failed(format!("could not encode the answer: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use clawbridge_protocol::host::AssembledContext;
+
+    use super::*;
+
+    fn with_context(epoch: Option<&str>) -> AttemptRunParams {
+        AttemptRunParams {
+            prompt: "the prompt".into(),
+            context: Some(AssembledContext { text: "<context>CTX</context>".into(), epoch: epoch.map(Into::into) }),
+            ..AttemptRunParams::default()
+        }
+    }
+
+    #[test]
+    fn an_epochs_context_goes_only_to_the_thread_that_starts_it_a_per_turn_one_to_every_turn() {
+        let mut starts = with_context(Some("e1"));
+        inject_context(&mut starts, false);
+        assert_eq!(starts.prompt, "<context>CTX</context>\n\nthe prompt");
+        let mut continues = with_context(Some("e1"));
+        inject_context(&mut continues, true);
+        assert_eq!(continues.prompt, "the prompt", "the continued thread has it already");
+        let mut per_turn = with_context(None);
+        inject_context(&mut per_turn, true);
+        assert_eq!(per_turn.prompt, "<context>CTX</context>\n\nthe prompt");
+        let mut none = AttemptRunParams { prompt: "p".into(), ..AttemptRunParams::default() };
+        inject_context(&mut none, false);
+        assert_eq!(none.prompt, "p");
+    }
+}

@@ -321,6 +321,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn side_work_stores_no_session_and_forks_the_one_it_resumes() {
+        let mut config = ClaudeConfig::new("claude");
+        let argv = |config: &ClaudeConfig, resume: Option<&str>| -> Vec<String> {
+            config.command(resume, false).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        };
+        let ordinary = argv(&config, Some("sess-1"));
+        assert!(!ordinary.iter().any(|a| a == "--no-session-persistence" || a == "--fork-session"));
+        config.ephemeral = true;
+        let fresh = argv(&config, None);
+        assert!(fresh.contains(&"--no-session-persistence".to_string()));
+        assert!(!fresh.contains(&"--fork-session".to_string()), "nothing to fork");
+        let fork = argv(&config, Some("sess-1"));
+        assert!(fork.windows(2).any(|w| w[0] == "--resume" && w[1] == "sess-1"));
+        assert!(fork.contains(&"--fork-session".to_string()) && fork.contains(&"--no-session-persistence".to_string()));
+    }
+
+    #[test]
     fn secrets_stay_out_of_argv_and_debug_and_claudecode_is_removed() {
         let mut config = ClaudeConfig::new("claude");
         config.secret_env.push(("ANTHROPIC_API_KEY".into(), Secret::new("sk-very-secret")));
