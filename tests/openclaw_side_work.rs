@@ -1,5 +1,6 @@
 //! Side work and the context engine with the real OpenClaw (2026.9.6), the real codex app-server
-//! and the mock model, through one gateway on 127.0.0.1 and one OpenClaw home:
+//! or the real Claude Code CLI, and the mock model, through one gateway on 127.0.0.1 and one
+//! OpenClaw home per harness:
 //!
 //! - a context engine plugin (written here) that requires `assemble-before-prompt` and projects
 //!   its context as `thread_bootstrap` with an epoch the test controls: its context reaches the
@@ -9,6 +10,9 @@
 //!   sees the conversation) and leaves the thread, the binding and the transcript as they were;
 //! - an isolated completion (the dashboard's session title, `sessions.title.prepare`) runs on an
 //!   ephemeral thread with no tools and leaves the user's thread and transcript untouched.
+//!
+//! Core also runs an isolated completion of its own after each turn (the progress narrator's
+//! recap, a JSON prompt): those requests are told apart by their latest user text.
 
 use clawbridge_fixtures::mock_model::{LoggedRequest, RequestView};
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
@@ -113,8 +117,21 @@ fn request_with<'r>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_side_work_leaves_no_trace_and_the_context_engine_reaches_the_model_once_per_epoch() {
     let Some(codex) = peer_or_skip("codex") else { return };
+    side_work_and_context_engine(Harness::Codex(codex)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_side_work_leaves_no_trace_and_the_context_engine_reaches_the_model_once_per_epoch() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    side_work_and_context_engine(Harness::Claude(claude)).await;
+}
+
+/// The whole story on one harness: two turns of an epoch, a side question, a session title, a
+/// third turn, a new epoch.
+async fn side_work_and_context_engine(harness: Harness) {
     let Some(node) = peer_or_skip("node") else { return };
     let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let codex = matches!(harness, Harness::Codex(_));
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -130,7 +147,7 @@ async fn codex_side_work_leaves_no_trace_and_the_context_engine_reaches_the_mode
         &openclaw,
         std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
         &sandbox,
-        Harness::Codex(codex),
+        harness,
         &mock,
     );
     let engine = sandbox.root().join("marker-engine");
@@ -233,7 +250,8 @@ async fn codex_side_work_leaves_no_trace_and_the_context_engine_reaches_the_mode
     // Every tool is taken away but Codex 0.169's `request_user_input`, which no setting removes;
     // with nobody to ask, Codex answers it itself as unavailable (docs/peers/codex.md#side-work).
     let tools = view(titled).map(|v| v.tools).unwrap_or_default();
-    assert!(tools.iter().all(|t| t == "request_user_input"), "the completion offers the model no tools: {tools:?}");
+    let allowed = |t: &String| codex && t == "request_user_input";
+    assert!(tools.iter().all(allowed), "the completion offers the model no tools: {tools:?}");
     assert_eq!(run.bound_native_session(), thread);
     assert_eq!(run.messages(SESSION).await, transcript, "the completion writes nothing to the transcript");
 

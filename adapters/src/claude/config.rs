@@ -118,7 +118,8 @@ pub struct ClaudeConfig {
     pub tool_timeout: Duration,
     /// `--resume <id>` for the first process: continue this native session.
     pub resume: Option<String>,
-    /// Side work: `--no-session-persistence` (the CLI writes no session file), and with
+    /// Side work: `--tools ""` (no built-in tool), `--no-session-persistence` (the CLI writes no
+    /// session file), and with
     /// [`resume`](Self::resume) also `--fork-session` (the resumed history goes into a new
     /// session; the original is left as it was).
     pub ephemeral: bool,
@@ -303,6 +304,9 @@ impl ClaudeConfig {
             option("--resume", session);
         }
         if self.ephemeral {
+            // Side work has a literal zero-tool surface: no built-in tool at all (`--tools ""`).
+            args.push("--tools".into());
+            args.push("".into());
             args.push("--no-session-persistence".into());
             if resume.is_some() {
                 args.push("--fork-session".into());
@@ -331,6 +335,7 @@ mod tests {
         config.ephemeral = true;
         let fresh = argv(&config, None);
         assert!(fresh.contains(&"--no-session-persistence".to_string()));
+        assert!(fresh.windows(2).any(|w| w[0] == "--tools" && w[1].is_empty()), "no built-in tools: {fresh:?}");
         assert!(!fresh.contains(&"--fork-session".to_string()), "nothing to fork");
         let fork = argv(&config, Some("sess-1"));
         assert!(fork.windows(2).any(|w| w[0] == "--resume" && w[1] == "sess-1"));
