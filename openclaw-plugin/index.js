@@ -59,7 +59,8 @@ export default createPlugin({
     extractMessagingToolSendResult,
     extractToolResultMediaArtifact,
     filterToolResultMediaUrls,
-    // Optional (finalize.js, turn-facts.js): an SDK without one leaves its fact or hook out.
+    // Optional (finalize.js, turn-facts.js, context-engine.js): an SDK without one leaves its fact or hook out.
+    assembleHarnessContextEngine: harnessRuntime.assembleHarnessContextEngine,
     runAgentHarnessBeforeAgentFinalizeHook: harnessRuntime.runAgentHarnessBeforeAgentFinalizeHook,
     buildAgentHookContextChannelFields: harnessRuntime.buildAgentHookContextChannelFields,
     normalizeHeartbeatToolResponse: harnessRuntime.normalizeHeartbeatToolResponse,

@@ -97,7 +97,7 @@ async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_nat
 
     // `sessions.reset`: core calls reset(reason "reset"); the binding is dropped, the next turn
     // runs on a fresh Codex thread and the model no longer sees the earlier turns.
-    let reset = gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "reset"})).await;
+    let reset = gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "reset"}), None).await;
     assert!(reset.get("result").is_some(), "{}", describe(&reset));
     assert_eq!(binding_files(&home), 0, "the reset dropped the binding: {}", describe(&reset));
     assert!(bridge_log(&home).contains("reason=Reset action=Dropped"), "{}", describe(&reset));
@@ -120,7 +120,7 @@ async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_nat
             assert!(std::time::Instant::now() < deadline, "the slow turn never reached the model");
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
-        gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "new"})).await
+        gateway_call(&home, port, "sessions.reset", &json!({"key": KEY, "reason": "new"}), None).await
     });
     let slow = json!({"status": slow.0.to_string(), "stdout": slow.1, "stderr": slow.2});
     assert!(reset.get("result").is_some(), "{}\n{slow:#}", describe(&reset));
@@ -143,7 +143,7 @@ async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_nat
         walk(&sandbox.codex_home().join(dir)).into_iter().filter(|name| name.contains(&doomed)).collect()
     };
     assert_eq!(rollouts("sessions").len(), 1, "the thread's rollout is live: {:?}", walk(&sandbox.codex_home()));
-    let deleted = gateway_call(&home, port, "sessions.delete", &json!({"key": KEY})).await;
+    let deleted = gateway_call(&home, port, "sessions.delete", &json!({"key": KEY}), None).await;
     assert!(deleted.get("result").is_some(), "{}", describe(&deleted));
     assert_eq!(binding_files(&home), 0, "the binding file is gone: {}", describe(&deleted));
     let log = bridge_log(&home);
@@ -173,7 +173,8 @@ async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_nat
         .unwrap_or_else(|| panic!("no user entry for the cut turn: {entries:#?}"))
         .to_string();
     let rewound =
-        gateway_call(&home, port, "sessions.rewind", &json!({"sessionKey": REWIND_KEY, "entryId": cut_entry})).await;
+        gateway_call(&home, port, "sessions.rewind", &json!({"sessionKey": REWIND_KEY, "entryId": cut_entry}), None)
+            .await;
     assert!(rewound.get("result").is_some(), "{}", describe(&rewound));
     let log = bridge_log(&home);
     assert!(

@@ -73,6 +73,9 @@ pub struct Supports {
     pub native_tool_policy: bool,
     /// A later session can continue this one ([`OpenSettings::resume`]).
     pub resume: bool,
+    /// A session can be opened that the native side never stores, fresh or as a fork of an
+    /// earlier one ([`OpenSettings::ephemeral`]).
+    pub ephemeral: bool,
 }
 
 /// A backend's executable is not where it was looked for.
@@ -182,6 +185,11 @@ pub struct OpenSettings {
     /// environment. The bridge is shared between attempts, so a process started under other
     /// variables must not serve this attempt (backends that keep processes warm key them by it).
     pub process_env: Vec<(String, String)>,
+    /// Side work: the native side must not store this session (a Codex `ephemeral` thread, Claude
+    /// Code's `--no-session-persistence`); with [`resume`](Self::resume) it starts as an ephemeral
+    /// fork of that session, which is left as it was. Only for a backend that
+    /// [`Supports::ephemeral`].
+    pub ephemeral: bool,
 }
 
 impl OpenSettings {

@@ -26,6 +26,8 @@ import { applyYield } from "./turn-facts.js";
 import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint } from "./doctor-hint.js";
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
+import { CONTEXT_ENGINE_HOST_CAPABILITIES, assembledContext } from "./context-engine.js";
+import { runIsolatedCompletion, runSideQuestion } from "./side-work.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -33,6 +35,11 @@ const PREFLIGHT_FAILED = -32034;
 const RESULT_GRACE_MS = 120_000;
 /** Harnesses that replay a recorded turn and run nothing on the host. */
 const REPLAY_ONLY_HARNESSES = new Set(["clawbridge-demo"]);
+/**
+ * Harnesses whose backend opens sessions the native side never stores (side work) and continues a
+ * thread per context epoch (the context engine); the ACP agent and the demo do neither.
+ */
+const SIDE_WORK_HARNESSES = new Set(["clawbridge-codex", "clawbridge-claude"]);
 /** How long `attempt/cancel` may take; it is immediate in the bridge. */
 const CONTROL_TIMEOUT_MS = 30_000;
 /**
@@ -192,6 +199,13 @@ export function createHarness(runtime, id) {
     // the bridge forgets the native binding only once core's commit is complete.
     withSessionDeletion: (params, run) => withSessionChange(runtime, "session/delete", params, run),
     withSessionContextReset: (params, run) => withSessionChange(runtime, "session/contextReset", params, run),
+    ...(SIDE_WORK_HARNESSES.has(id)
+      ? {
+          contextEngineHostCapabilities: CONTEXT_ENGINE_HOST_CAPABILITIES,
+          runIsolatedCompletionV2: (params) => runIsolatedCompletion(runtime, id, params, authMode),
+          runSideQuestion: (params) => runSideQuestion(runtime, id, params, authMode),
+        }
+      : {}),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
     // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
@@ -281,6 +295,9 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn, (reason) => onAbort(reason));
       const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
       const run = runParams(harnessId, attemptId, { ...params, ...turn }, hostTools, images);
+      // The context engine's assembled context, once per epoch (context-engine.js).
+      const context = SIDE_WORK_HARNESSES.has(harnessId) ? await assembledContext(runtime.options.sdk, harnessId, params, logger) : undefined;
+      if (context) run.context = context;
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};

@@ -180,7 +180,7 @@ function toToolMetas(tools, argumentsById, inferMeta, detailMode) {
  * @param {any} usage
  * @returns {AttemptResult["attemptUsage"]}
  */
-function toUsage(usage) {
+export function toUsage(usage) {
   if (!usage || typeof usage !== "object") return undefined;
   const inputTokens = count(usage.inputTokens);
   const cached = Math.min(count(usage.cachedInputTokens), inputTokens);

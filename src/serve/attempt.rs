@@ -101,15 +101,18 @@ pub fn open_settings(
     workdir: PathBuf,
     registry: Option<PidRegistry>,
 ) -> OpenSettings {
-    let user_input = caps.user_input.then(|| {
+    // Side work asks nobody anything: it has no tools, the question tool included.
+    let user_input = (caps.user_input && params.isolation.is_none()).then(|| {
         Arc::new(HostUserInput { peer: peer.clone(), attempt_id: params.attempt_id.clone() }) as Arc<dyn UserInputAsker>
     });
+    // Side work has a literal zero-tool surface: no host tools, every native tool taken away.
+    let isolated = params.isolation.is_some();
     OpenSettings {
         program: harness.program.clone(),
         cwd: Some(workdir),
         model: (!params.model_id.is_empty()).then(|| params.model_id.clone()),
         system_prompt: params.extra_system_prompt.clone(),
-        host_tools: host_tool_specs(caps, params, harness),
+        host_tools: if isolated { Vec::new() } else { host_tool_specs(caps, params, harness) },
         resume: None,
         session_key: params.session_id.clone(),
         registry,
@@ -121,9 +124,10 @@ pub fn open_settings(
         // The server's setting (Server::with_turn_idle_timeout) replaces this.
         turn_idle_timeout: None,
         on_native_id: None,
-        native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref())
+        native_tools: NativeToolPolicy::from_host(params.disable_tools || isolated, params.tools_allow.as_deref())
             .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
         process_env: params.process_env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+        ephemeral: isolated,
     }
 }
 
@@ -183,6 +187,12 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         return Err(preflight(
             format!("the attempt's route auth {problem}"),
             format!("{} cannot use the route's credentials OpenClaw prepared: {problem}.", job.harness.info.label),
+        ));
+    }
+    if params.isolation.is_some() && !facts.supports.ephemeral {
+        return Err(preflight(
+            format!("{} cannot open a session it never stores, which side work needs", facts.process),
+            format!("{} cannot run side work (isolated completions, side questions).", job.harness.info.label),
         ));
     }
     if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {

@@ -42,9 +42,8 @@ impl Bindings {
         self.dir.as_ref().map(|dir| dir.join(format!("{name}.json")))
     }
 
-    /// The thread to resume for `session_id` under `current`, if there is a valid binding.
-    pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
-        let current = &current.clone().keyed(&self.key);
+    /// The binding of `session_id`, from memory or disk.
+    fn load(&self, session_id: &str) -> Option<Binding> {
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
         let remembered = match remembered {
             Some((_, true)) if self.path(session_id).is_some_and(|path| !path.exists()) => {
@@ -54,20 +53,34 @@ impl Bindings {
             }
             other => other.map(|(binding, _)| binding),
         };
-        let binding = match remembered {
-            Some(binding) => binding,
+        match remembered {
+            Some(binding) => Some(binding),
             None => {
                 let path = self.path(session_id)?;
                 match Binding::load(&path) {
-                    Ok(Some(binding)) => binding,
-                    Ok(None) => return None,
+                    Ok(found) => found,
                     Err(error) => {
                         tracing::warn!(%error, session = session_id, "ignoring an unreadable session binding");
-                        return None;
+                        None
                     }
                 }
             }
-        };
+        }
+    }
+
+    /// The native session side work of `session_id` may copy (an ephemeral fork, which leaves it
+    /// as it was): the bound one, when the same backend made it in the same working directory.
+    /// The other settings need not match: the copy runs under the side work's own (no tools, its
+    /// model), and the bound session is never continued by it.
+    pub fn thread_to_fork(&self, session_id: &str, backend: &str, cwd: &str) -> Option<String> {
+        let binding = self.load(session_id)?;
+        (binding.backend == backend && binding.cwd == cwd).then_some(binding.native_session_id)
+    }
+
+    /// The thread to resume for `session_id` under `current`, if there is a valid binding.
+    pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        let current = &current.clone().keyed(&self.key);
+        let binding = self.load(session_id)?;
         match binding.check(current) {
             Ok(()) => Some(binding.native_session_id),
             Err(reason) => {
@@ -187,6 +200,23 @@ mod tests {
         let memory_only = Bindings::new(None);
         memory_only.save("s-2", "th-2", &current);
         assert_eq!(memory_only.thread_for("s-2", &current).as_deref(), Some("th-2"));
+    }
+
+    #[test]
+    fn side_work_may_fork_a_binding_of_the_same_backend_and_directory_whatever_its_other_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let bindings = Bindings::new(Some(dir.path().to_path_buf()));
+        let made = Fingerprints::new("clawbridge-codex", "/w", "m").with("contextEpoch", "e1").with("tools", "t");
+        bindings.save("s-1", "th-1", &made);
+        let later = Bindings::new(Some(dir.path().to_path_buf()));
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-codex", "/w").as_deref(), Some("th-1"));
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-claude", "/w"), None, "another backend's session");
+        assert_eq!(later.thread_to_fork("s-1", "clawbridge-codex", "/elsewhere"), None, "another directory");
+        assert_eq!(later.thread_to_fork("s-2", "clawbridge-codex", "/w"), None);
+        // A new context epoch is another thread to resume, not to fork.
+        let next_epoch = Fingerprints::new("clawbridge-codex", "/w", "m").with("contextEpoch", "e2").with("tools", "t");
+        assert_eq!(later.thread_for("s-1", &next_epoch), None);
+        assert_eq!(later.thread_for("s-1", &made).as_deref(), Some("th-1"));
     }
 
     #[test]

@@ -11,9 +11,9 @@ use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptSteerParams, AttemptSteerResponse,
     BridgeCapabilities, CancelStatus, HarnessListParams, HarnessListResponse, HostCapabilities, InitializeParams,
-    InitializeResponse, PeerInfo, ResetAction, ResetReason, SessionContextResetParams, SessionContextResetResponse,
-    SessionDeleteParams, SessionDeleteResponse, SessionResetParams, SessionResetResponse, ShutdownParams,
-    ShutdownResponse, SteerStatus, SupportsParams, VersionRange, methods, negotiate,
+    InitializeResponse, Isolation, PeerInfo, ResetAction, ResetReason, SessionContextResetParams,
+    SessionContextResetResponse, SessionDeleteParams, SessionDeleteResponse, SessionResetParams, SessionResetResponse,
+    ShutdownParams, ShutdownResponse, SteerStatus, SupportsParams, VersionRange, methods, negotiate,
 };
 use clawbridge_protocol::jsonrpc::{ErrorObject, Request, codes};
 use futures::future::BoxFuture;
@@ -575,7 +575,12 @@ impl Server {
         };
         let mut settings = attempt::open_settings(&peer, caps, &params, &harness, workdir, self.registry.clone());
         settings.turn_idle_timeout = self.turn_idle_timeout;
-        let fingerprints = harness.backend.fingerprints(&settings);
+        let mut fingerprints = harness.backend.fingerprints(&settings);
+        // A `thread_bootstrap` context epoch: the thread made in one epoch is not continued in
+        // another, which starts a fresh thread and gets the context again (below).
+        if let Some(epoch) = params.context.as_ref().and_then(|context| context.epoch.as_deref()) {
+            fingerprints = fingerprints.with("contextEpoch", epoch);
+        }
         // A detached run leaves the session's durable state alone: continuing its native thread
         // would write to it, and binding the run's own thread would change which one it continues.
         let durable = !params.is_detached();
@@ -587,6 +592,13 @@ impl Server {
         if durable && harness.backend.facts().supports.resume {
             settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
         }
+        // A side question sees the conversation through an ephemeral copy of the bound thread.
+        if params.isolation == Some(Isolation::Fork) && harness.backend.facts().supports.ephemeral {
+            let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
+            settings.resume = self.bindings.thread_to_fork(&params.session_id, &fingerprints.backend, &cwd);
+        }
+        let mut params = params;
+        inject_context(&mut params, settings.resume.is_some());
         // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
         // must still resume the same native session next time.
         if durable {
@@ -606,6 +618,20 @@ impl Server {
         response.runtime_artifact = artifact;
         encode(response)
     }
+}
+
+/// Puts the context engine's assembled context (`attempt/run` `context`) before the prompt: on
+/// every turn for `per_turn` projection, and for a `thread_bootstrap` epoch only on the turn that
+/// starts the epoch's native thread (a continued thread of the same epoch has it already).
+fn inject_context(params: &mut AttemptRunParams, continues_thread: bool) {
+    let Some(context) = params.context.take() else { return };
+    if context.text.is_empty() || (context.epoch.is_some() && continues_thread) {
+        return;
+    }
+    let mut prompt = context.text;
+    prompt.push_str("\n\n");
+    prompt.push_str(&params.prompt);
+    params.prompt = prompt;
 }
 
 /// Removes an attempt from the registry when its handler ends, however it ends.
@@ -677,4 +703,35 @@ fn by_name(params: Option<&RawValue>) -> Result<&str, HandlerError> {
 
 fn encode<T: Serialize>(value: T) -> Result<Value, HandlerError> {
     serde_json::to_value(value).map_err(|e| HandlerError::Failed(format!("could not encode the answer: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use clawbridge_protocol::host::AssembledContext;
+
+    use super::*;
+
+    fn with_context(epoch: Option<&str>) -> AttemptRunParams {
+        AttemptRunParams {
+            prompt: "the prompt".into(),
+            context: Some(AssembledContext { text: "<context>CTX</context>".into(), epoch: epoch.map(Into::into) }),
+            ..AttemptRunParams::default()
+        }
+    }
+
+    #[test]
+    fn an_epochs_context_goes_only_to_the_thread_that_starts_it_a_per_turn_one_to_every_turn() {
+        let mut starts = with_context(Some("e1"));
+        inject_context(&mut starts, false);
+        assert_eq!(starts.prompt, "<context>CTX</context>\n\nthe prompt");
+        let mut continues = with_context(Some("e1"));
+        inject_context(&mut continues, true);
+        assert_eq!(continues.prompt, "the prompt", "the continued thread has it already");
+        let mut per_turn = with_context(None);
+        inject_context(&mut per_turn, true);
+        assert_eq!(per_turn.prompt, "<context>CTX</context>\n\nthe prompt");
+        let mut none = AttemptRunParams { prompt: "p".into(), ..AttemptRunParams::default() };
+        inject_context(&mut none, false);
+        assert_eq!(none.prompt, "p");
+    }
 }

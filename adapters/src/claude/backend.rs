@@ -80,6 +80,7 @@ impl ClaudeBackend {
                     native_tool_policy: true,
                     user_input: true,
                     resume: true,
+                    ephemeral: true,
                     ..Supports::default()
                 },
                 notice: None,
@@ -137,6 +138,7 @@ impl ClaudeBackend {
         settings.apply_idle_timeout(&mut config.turn_idle_timeout);
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
+        config.ephemeral = settings.ephemeral;
         (config, auth_profile)
     }
 
@@ -219,6 +221,7 @@ impl Backend for ClaudeBackend {
                 key: settings.session_key,
                 on_native_id,
                 started_background_work: false,
+                ephemeral: settings.ephemeral,
             };
             Ok(Box::new(native) as Box<dyn NativeSession>)
         })
@@ -247,6 +250,9 @@ struct ClaudeNative {
     /// `run_in_background`): the CLI is stopped with the attempt instead of kept warm, so no native
     /// work outlives the attempt that the host admitted it under.
     started_background_work: bool,
+    /// Side work (`OpenSettings::ephemeral`): nothing continues it, so its CLI stops with the
+    /// attempt instead of being parked.
+    ephemeral: bool,
 }
 
 /// Whether `call` starts work the CLI keeps running after the call returns.
@@ -296,6 +302,9 @@ impl NativeSession for ClaudeNative {
 
     fn shutdown(mut self: Box<Self>) -> BoxFuture<'static, ()> {
         let Some(warm) = self.warm.take() else { return Box::pin(async {}) };
+        if self.ephemeral {
+            return Box::pin(warm.shutdown());
+        }
         if self.started_background_work {
             // Its background commands stop with it (they run in its process group); the next
             // attempt resumes the Claude session in a new CLI.

@@ -118,6 +118,11 @@ pub struct ClaudeConfig {
     pub tool_timeout: Duration,
     /// `--resume <id>` for the first process: continue this native session.
     pub resume: Option<String>,
+    /// Side work: `--tools ""` (no built-in tool), `--no-session-persistence` (the CLI writes no
+    /// session file), and with
+    /// [`resume`](Self::resume) also `--fork-session` (the resumed history goes into a new
+    /// session; the original is left as it was).
+    pub ephemeral: bool,
     /// The child's environment policy. `CLAUDECODE` is always removed
     /// (docs/peers/claude.md#nested-session-guard).
     pub env: EnvPolicy,
@@ -168,6 +173,7 @@ impl ClaudeConfig {
             host_mcp_server: "openclaw".into(),
             tool_timeout: Duration::from_secs(600),
             resume: None,
+            ephemeral: false,
             env: EnvPolicy::default(),
             secret_env: Vec::new(),
             cwd: None,
@@ -297,6 +303,15 @@ impl ClaudeConfig {
         if let Some(session) = resume {
             option("--resume", session);
         }
+        if self.ephemeral {
+            // Side work has a literal zero-tool surface: no built-in tool at all (`--tools ""`).
+            args.push("--tools".into());
+            args.push("".into());
+            args.push("--no-session-persistence".into());
+            if resume.is_some() {
+                args.push("--fork-session".into());
+            }
+        }
         let mut env = self.child_env();
         if host_tools {
             env.set.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
@@ -308,6 +323,24 @@ impl ClaudeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn side_work_stores_no_session_and_forks_the_one_it_resumes() {
+        let mut config = ClaudeConfig::new("claude");
+        let argv = |config: &ClaudeConfig, resume: Option<&str>| -> Vec<String> {
+            config.command(resume, false).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        };
+        let ordinary = argv(&config, Some("sess-1"));
+        assert!(!ordinary.iter().any(|a| a == "--no-session-persistence" || a == "--fork-session"));
+        config.ephemeral = true;
+        let fresh = argv(&config, None);
+        assert!(fresh.contains(&"--no-session-persistence".to_string()));
+        assert!(fresh.windows(2).any(|w| w[0] == "--tools" && w[1].is_empty()), "no built-in tools: {fresh:?}");
+        assert!(!fresh.contains(&"--fork-session".to_string()), "nothing to fork");
+        let fork = argv(&config, Some("sess-1"));
+        assert!(fork.windows(2).any(|w| w[0] == "--resume" && w[1] == "sess-1"));
+        assert!(fork.contains(&"--fork-session".to_string()) && fork.contains(&"--no-session-persistence".to_string()));
+    }
 
     #[test]
     fn secrets_stay_out_of_argv_and_debug_and_claudecode_is_removed() {

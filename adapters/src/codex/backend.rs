@@ -27,6 +27,10 @@ pub const CODEX_BIN_ENV: &str = "CLAWBRIDGE_CODEX_BIN";
 /// The override that lets Codex ask the user (`request_user_input`) in its default mode
 /// (docs/peers/codex.md#questions-for-the-user).
 const ASK_IN_DEFAULT_MODE: &str = "features.default_mode_request_user_input=true";
+/// The tools Codex 0.169 offers besides the native tool classes (`multi_agent`: `spawn_agent`,
+/// `send_input`, `wait_agent`, …; `goals`: `get_goal`, `create_goal`, `update_goal`), turned off
+/// for side work (`OpenSettings::ephemeral`).
+const SIDE_WORK_OVERRIDES: &[&str] = &["features.multi_agent=false", "features.goals=false"];
 /// How long `codex --version` may take.
 const VERSION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -86,6 +90,7 @@ impl CodexBackend {
                     host_tools: true,
                     native_tool_policy: true,
                     resume: true,
+                    ephemeral: true,
                     ..Supports::default()
                 },
                 notice: None,
@@ -249,6 +254,7 @@ impl CodexBackend {
             model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
             developer_instructions: settings.system_prompt.clone(),
             sandbox: tools.sandbox.clone(),
+            ephemeral: settings.ephemeral,
             ..ThreadOptions::default()
         }
     }
@@ -259,6 +265,11 @@ impl CodexBackend {
         }
         let tools = tool_policy::apply(&settings.native_tools)?;
         let mut config = self.config(&settings, &tools);
+        if settings.ephemeral {
+            // Side work has a literal zero-tool surface: Codex's own agent and goal tools go too
+            // (the native tool policy already took the shell, edits, reads and the web).
+            config.config_overrides.extend(SIDE_WORK_OVERRIDES.iter().map(|o| (*o).to_owned()));
+        }
         if settings.user_input.is_some() && self.facts.supports.user_input {
             // Codex 0.169 answers `request_user_input` itself outside plan mode ("unavailable in
             // Default mode") unless this feature is on; with a person to ask, let it ask.
@@ -275,6 +286,8 @@ impl CodexBackend {
         let options = self.thread_options(&settings, &tools);
         let resume = settings.resume.as_deref().filter(|_| self.facts.supports.resume);
         let thread = match resume {
+            // Side work sees the conversation through a copy; the session's thread stays as it was.
+            Some(previous) if settings.ephemeral => session.fork_ephemeral(previous, &options).await,
             Some(previous) => session.resume_or_start(previous, &options).await,
             None => session.start_thread(&options).await,
         };

@@ -24,7 +24,7 @@ use clawbridge_protocol::codex::notifications::{ConfigWarningNotification, Serve
 use clawbridge_protocol::codex::policy::{ApprovalPolicy, SandboxMode};
 use clawbridge_protocol::codex::thread::ThreadStatus;
 use clawbridge_protocol::codex::thread::{
-    DynamicToolFunction, DynamicToolSpec, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
+    DynamicToolFunction, DynamicToolSpec, ThreadForkParams, ThreadResumeParams, ThreadStartParams, ThreadStartResponse,
 };
 use clawbridge_protocol::codex::turn::{
     ThreadTurnsListParams, ThreadTurnsListResponse, Turn, TurnInterruptParams, TurnStartParams, TurnStartResponse,
@@ -133,6 +133,9 @@ pub struct ThreadOptions {
     pub sandbox: Option<SandboxMode>,
     /// Extra instructions for the model.
     pub developer_instructions: Option<String>,
+    /// Side work: the thread is not persisted (`ephemeral: true`), and not remembered as a
+    /// loaded thread a later session could take.
+    pub ephemeral: bool,
 }
 
 /// A thread ready for turns.
@@ -508,11 +511,14 @@ impl CodexSession {
             sandbox: options.sandbox.clone(),
             developer_instructions: options.developer_instructions.clone(),
             dynamic_tools: self.dynamic_tools(),
+            ephemeral: options.ephemeral.then_some(true),
             ..ThreadStartParams::default()
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
         self.claim_thread(&response.thread.id);
-        self.note_loaded(&response.thread.id, options, response.model.clone());
+        if !options.ephemeral {
+            self.note_loaded(&response.thread.id, options, response.model.clone());
+        }
         Ok(ThreadReady {
             thread_id: response.thread.id,
             resumed: false,
@@ -520,6 +526,47 @@ impl CodexSession {
             model: response.model,
             still_loaded: false,
         })
+    }
+
+    /// Starts an ephemeral thread that begins with a copy of `thread_id`'s history
+    /// (`thread/fork` with `ephemeral: true`), leaving `thread_id` as it was: side work that must
+    /// see the conversation but never add to it. If the fork fails, a fresh ephemeral thread is
+    /// started and `resume_failure` says why.
+    pub async fn fork_ephemeral(
+        &mut self,
+        thread_id: &str,
+        options: &ThreadOptions,
+    ) -> Result<ThreadReady, CodexError> {
+        let params = ThreadForkParams {
+            thread_id: thread_id.to_owned(),
+            ephemeral: Some(true),
+            exclude_turns: Some(true),
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            ..ThreadForkParams::default()
+        };
+        let fresh = ThreadOptions { ephemeral: true, ..options.clone() };
+        match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_FORK, &params).await {
+            Ok(response) => {
+                self.claim_thread(&response.thread.id);
+                Ok(ThreadReady {
+                    thread_id: response.thread.id,
+                    resumed: false,
+                    resume_failure: None,
+                    model: response.model,
+                    still_loaded: false,
+                })
+            }
+            Err(error) => {
+                tracing::warn!(%thread_id, %error, "could not fork the codex thread; starting a fresh ephemeral one");
+                let mut ready = self.start_thread(&fresh).await?;
+                ready.resume_failure = Some(error.to_string());
+                Ok(ready)
+            }
+        }
     }
 
     /// Resumes `thread_id`; if that fails, starts a new thread and says why in `resume_failure`.

@@ -145,6 +145,8 @@ pub mod methods {
     pub const THREAD_START: &str = "thread/start";
     /// Request: [`super::ThreadResumeParams`] → [`super::ThreadResumeResponse`].
     pub const THREAD_RESUME: &str = "thread/resume";
+    /// Request: [`super::ThreadForkParams`] → [`super::ThreadStartResponse`].
+    pub const THREAD_FORK: &str = "thread/fork";
     /// Request: [`super::TurnStartParams`] → [`super::TurnStartResponse`].
     pub const TURN_START: &str = "turn/start";
     /// Request: [`super::TurnSteerParams`] → [`super::TurnSteerResponse`].

@@ -102,6 +102,40 @@ impl ThreadResumeParams {
     }
 }
 
+/// `thread/fork` params: a new thread that starts with a copy of `threadId`'s history (the
+/// source is left as it was), optionally overriding its settings. The result has the
+/// [`ThreadStartResponse`] shape, followed by a `thread/started` notification.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadForkParams {
+    /// The thread to copy.
+    pub thread_id: String,
+    /// `true`: the fork is not persisted as a rollout (cannot be resumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<bool>,
+    /// `true`: return only the fork's metadata, not its copied turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude_turns: Option<bool>,
+    /// Model slug override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Working directory override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Approval policy override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// Sandbox mode override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+    /// Developer instructions override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub developer_instructions: Option<String>,
+    /// Fields not modelled here, sent as given.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// The `thread/start` (and `thread/resume`) result: the thread and the settings in effect.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

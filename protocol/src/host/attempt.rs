@@ -101,6 +101,48 @@ pub struct AttemptRunParams {
     /// is refused with `preflightFailed` before a native session is opened (protocol version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_runtime_artifact: Option<super::harness::RuntimeArtifact>,
+    /// (protocol version 2) The run is side work of the session (`runIsolatedCompletionV2`,
+    /// `runSideQuestion`): it runs in an ephemeral native session the native side never stores
+    /// (Codex `thread/start` / `thread/fork` with `ephemeral: true`, Claude Code
+    /// `--no-session-persistence`), with no tools at all (no host tools; a backend that cannot take
+    /// every native tool away refuses it with `-32034`), and, like a `detached` run, it neither
+    /// writes nor replaces the session's binding and mirrors no transcript rows. Absent: an
+    /// ordinary attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
+    /// (protocol version 2) What the host's context engine assembled for this turn
+    /// (`assemble-before-prompt`), to be put before the prompt. With an `epoch`
+    /// (`thread_bootstrap` projection) it is injected once per epoch: the epoch enters the
+    /// session binding's fingerprint (`contextEpoch`), so the native thread is reused while the
+    /// epoch holds (the context is not sent again) and a new one is started, with the context,
+    /// when it changes. Without an epoch (`per_turn`) it is put before every turn's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<AssembledContext>,
+}
+
+/// `isolation` of a side-work run: where its ephemeral native session starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Isolation {
+    /// A fresh native session that knows nothing of the host session (isolated completions:
+    /// session titles, labels, narration).
+    Fresh,
+    /// An ephemeral copy of the session's bound native thread, so the model sees the
+    /// conversation so far (side questions); the session's own thread is left as it was. A
+    /// session with no usable binding runs fresh.
+    Fork,
+}
+
+/// The context engine's assembled context for one turn (`attempt/run` `context`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AssembledContext {
+    /// The assembled context as text (the plugin renders the engine's messages and its
+    /// `systemPromptAddition`); put before the prompt, separated by a blank line.
+    pub text: String,
+    /// The `thread_bootstrap` epoch; absent for `per_turn` projection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<String>,
 }
 
 // Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
@@ -155,6 +197,8 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("session_persistence", &self.session_persistence)
             .field("capture_runtime_artifact", &self.capture_runtime_artifact)
             .field("expected_runtime_artifact", &self.expected_runtime_artifact)
+            .field("isolation", &self.isolation)
+            .field("context_bytes", &self.context.as_ref().map(|c| c.text.len()))
             .finish_non_exhaustive()
     }
 }
@@ -210,6 +254,7 @@ impl AttemptRunParams {
             .sum();
         ids + self.prompt.len()
             + text(&self.extra_system_prompt)
+            + self.context.as_ref().map_or(0, |c| c.text.len() + text(&c.epoch))
             + images
             + env
             + auth
@@ -220,7 +265,7 @@ impl AttemptRunParams {
 
     /// Whether the run must leave the session's durable state untouched.
     pub fn is_detached(&self) -> bool {
-        self.session_persistence == Some(SessionPersistence::Detached)
+        self.session_persistence == Some(SessionPersistence::Detached) || self.isolation.is_some()
     }
 }
 

@@ -31,8 +31,9 @@ pub mod transcript;
 mod tests;
 
 pub use attempt::{
-    AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, AttemptSteerParams,
-    AttemptSteerResponse, CancelStatus, ImageInput, RouteAuth, SessionPersistence, SteerStatus,
+    AssembledContext, AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse,
+    AttemptSteerParams, AttemptSteerResponse, CancelStatus, ImageInput, Isolation, RouteAuth, SessionPersistence,
+    SteerStatus,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{
