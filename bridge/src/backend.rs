@@ -338,6 +338,12 @@ pub trait Backend: Send + Sync + 'static {
     fn diagnostics(&self) -> Option<&dyn crate::diagnose::Diagnostics> {
         None
     }
+
+    /// The backend's native work outside attempts (model catalog, compaction); the default offers
+    /// none, and `serve` answers that the native side cannot.
+    fn native_ops(&self) -> Option<&dyn crate::native_ops::NativeOps> {
+        None
+    }
 }
 
 /// One turn asked of a [`NativeSession`]: its input, where its events go, and what interrupts it.

@@ -66,6 +66,17 @@ impl Bindings {
         }
     }
 
+    /// The native session `session_id` is bound to, whatever settings it was bound under (for work
+    /// on that very native session, such as compacting it; a resume checks the settings).
+    pub fn native_id(&self, session_id: &str) -> Option<String> {
+        let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
+        let binding = match remembered {
+            Some(binding) => binding,
+            None => Binding::load(&self.path(session_id)?).ok().flatten()?,
+        };
+        Some(binding.native_session_id)
+    }
+
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
         let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));

@@ -23,6 +23,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+mod native;
+
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
 use super::harness::Catalog;
@@ -187,6 +189,8 @@ impl Server {
             methods::ATTEMPT_CANCEL,
             methods::ATTEMPT_STEER,
             methods::SESSION_RESET,
+            methods::CATALOG_MODELS,
+            methods::SESSION_COMPACT,
             methods::SHUTDOWN,
         ];
         if !known.contains(&method.as_str()) {
@@ -248,6 +252,8 @@ impl Server {
                 drop(state);
                 encode(SessionResetResponse { dropped })
             }
+            methods::CATALOG_MODELS => return self.catalog_models(decode(params)?).map(Admitted::Later),
+            methods::SESSION_COMPACT => return self.compact_session(decode(params)?).map(Admitted::Later),
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
                 tracing::info!(reason = ?params.reason, "shutdown requested");

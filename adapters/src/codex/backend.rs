@@ -242,7 +242,7 @@ impl CodexBackend {
     }
 
     /// The thread settings under `settings` (a replay asks for nothing it did not record).
-    fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
+    pub(super) fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
         let replay = matches!(self.flavour, Flavour::Replay { .. });
         ThreadOptions {
             cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
@@ -291,7 +291,7 @@ impl CodexBackend {
     }
 }
 
-fn start_error(error: CodexError) -> BackendError {
+pub(super) fn start_error(error: CodexError) -> BackendError {
     let retryable = error.is_retryable();
     BackendError::Start { source: Box::new(error), retryable }
 }
@@ -422,6 +422,11 @@ impl Backend for CodexBackend {
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         // The demo's recording answers only the requests it recorded: nothing to diagnose.
         matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::diagnose::Diagnostics)
+    }
+
+    fn native_ops(&self) -> Option<&dyn clawbridge_bridge::native_ops::NativeOps> {
+        // A replay answers only what it recorded: no catalog, no compactor.
+        matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::native_ops::NativeOps)
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {

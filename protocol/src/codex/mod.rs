@@ -159,6 +159,13 @@ pub mod methods {
     pub const CONFIG_READ: &str = "config/read";
     /// Request (`{}`): the signed-in account, `{account, requiresOpenaiAuth}`. Used by `clawbridge doctor`.
     pub const ACCOUNT_READ: &str = "account/read";
+    /// Request (`{limit, cursor, includeHidden}`): the models this server offers, `{data: [{id,
+    /// model, displayName, description, hidden, isDefault, inputModalities,
+    /// supportedReasoningEfforts}], nextCursor}`. Used for the host's model catalog.
+    pub const MODEL_LIST: &str = "model/list";
+    /// Request (`{threadId}`) → `{}`: compacts a loaded thread's history in a turn of its own, which
+    /// streams a `contextCompaction` item, `thread/compacted` and `turn/completed`.
+    pub const THREAD_COMPACT_START: &str = "thread/compact/start";
     /// Notification: a problem with the configuration or the machine (a missing sandbox helper),
     /// [`super::notifications::ConfigWarningNotification`].
     pub const CONFIG_WARNING: &str = "configWarning";

@@ -23,6 +23,7 @@ pub mod harness;
 pub mod host_requests;
 pub mod initialize;
 pub mod limits;
+pub mod native;
 mod schema;
 pub mod session;
 pub mod transcript;
@@ -46,6 +47,9 @@ pub use host_requests::{
 pub use initialize::{
     BackendInfo, BridgeCapabilities, HostCapabilities, InitializeParams, InitializeResponse, PeerInfo, VersionRange,
     negotiate,
+};
+pub use native::{
+    CatalogModelsParams, CatalogModelsResponse, NativeModel, SessionCompactParams, SessionCompactResponse,
 };
 pub use schema::{METHODS, MethodInfo, MethodKind, Sender, schema};
 pub use session::{ResetReason, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse};
@@ -84,6 +88,10 @@ pub mod methods {
     pub const ATTEMPT_STEER: &str = "attempt/steer";
     /// Host → bridge request: drop a session's native thread binding.
     pub const SESSION_RESET: &str = "session/reset";
+    /// Host → bridge: the native runtime's model catalog (protocol version 2).
+    pub const CATALOG_MODELS: &str = "catalog/models";
+    /// Host → bridge: compact a session's bound native thread (protocol version 2).
+    pub const SESSION_COMPACT: &str = "session/compact";
     /// Host → bridge request: cancel everything, stop every native process.
     pub const SHUTDOWN: &str = "shutdown";
     /// Bridge → host notification: one event of a running attempt.

@@ -52,6 +52,8 @@ pub const METHODS: &[MethodInfo] = &[
     request(methods::ATTEMPT_CANCEL, Sender::Host, "Interrupt a running attempt (idempotent)."),
     request(methods::ATTEMPT_STEER, Sender::Host, "Add user input to a running attempt's native turn."),
     request(methods::SESSION_RESET, Sender::Host, "Drop a session's native thread binding."),
+    request(methods::CATALOG_MODELS, Sender::Host, "The native runtime's model catalog."),
+    request(methods::SESSION_COMPACT, Sender::Host, "Compact a session's bound native thread."),
     request(methods::SHUTDOWN, Sender::Host, "Cancel all attempts and stop every native process."),
     MethodInfo {
         name: methods::ATTEMPT_EVENT,
@@ -79,6 +81,10 @@ fn method_schemas(generator: &mut SchemaGenerator, name: &str) -> (Value, Option
         methods::ATTEMPT_CANCEL => (of::<AttemptCancelParams>(generator), Some(of::<AttemptCancelResponse>(generator))),
         methods::ATTEMPT_STEER => (of::<AttemptSteerParams>(generator), Some(of::<AttemptSteerResponse>(generator))),
         methods::SESSION_RESET => (of::<SessionResetParams>(generator), Some(of::<SessionResetResponse>(generator))),
+        methods::CATALOG_MODELS => (of::<CatalogModelsParams>(generator), Some(of::<CatalogModelsResponse>(generator))),
+        methods::SESSION_COMPACT => {
+            (of::<SessionCompactParams>(generator), Some(of::<SessionCompactResponse>(generator)))
+        }
         methods::SHUTDOWN => (of::<ShutdownParams>(generator), Some(of::<ShutdownResponse>(generator))),
         methods::ATTEMPT_EVENT => (of::<AttemptEventParams>(generator), None),
         methods::HOST_TOOL_EXECUTE => {

@@ -1,0 +1,91 @@
+//! Work on the native side outside an attempt (protocol version 2): the native runtime's model
+//! catalog (`catalog/models`) and compacting a session's bound native thread (`session/compact`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `catalog/models` params: the models a harness's native runtime offers (the host's
+/// `loadModelCatalog`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogModelsParams {
+    /// The harness whose native runtime is asked.
+    pub harness_id: String,
+}
+
+/// `catalog/models` result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogModelsResponse {
+    /// The models, in the native runtime's own order (its default first when it says which).
+    pub models: Vec<NativeModel>,
+    /// Where the list comes from, for a person: `codex model/list`, or why there is none.
+    pub source: String,
+}
+
+/// One model of a native runtime's catalog.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NativeModel {
+    /// The id the native runtime selects it by (what `attempt/run` `modelId` names).
+    pub id: String,
+    /// What a person reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The native runtime's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The native runtime's default model.
+    #[serde(default)]
+    pub is_default: bool,
+    /// Hidden from the native runtime's own picker.
+    #[serde(default)]
+    pub hidden: bool,
+    /// Input kinds it takes (`text`, `image`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input: Vec<String>,
+    /// Reasoning efforts it supports; empty when it has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning_efforts: Vec<String>,
+}
+
+/// `session/compact` params: compact the native thread bound to an OpenClaw session (the host's
+/// `compact(params)`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactParams {
+    /// The harness the session runs on.
+    pub harness_id: String,
+    /// The session whose bound native thread is compacted.
+    pub session_id: String,
+    /// The working directory the native thread runs in (`cwd`, else the workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The model the session runs on, when the host names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// Why the host compacts (`manual`, `overflow`, `budget`), for logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+}
+
+/// `session/compact` result. Not compacting (no bound thread, a backend without a compactor) is
+/// an answer, not an error: `compacted` is false and `reason` says why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionCompactResponse {
+    /// Whether the native compactor ran to its end.
+    pub compacted: bool,
+    /// Why it did not, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The native thread or session that was compacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_session_id: Option<String>,
+    /// The context's size before, in tokens, when the native side reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    /// The context's size after, in tokens, when the native side reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+}
