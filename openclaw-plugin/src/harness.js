@@ -26,6 +26,7 @@ import { applyYield } from "./turn-facts.js";
 import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint } from "./doctor-hint.js";
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
+import { compactSession, createModelCatalog, offersModelCatalog } from "./native-ops.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -162,6 +163,7 @@ export function supportsRoute(id, providerIds, ctx, known, doctor) {
 export function createHarness(runtime, id) {
   const providerIds = runtime.options.config.providerIds[id] ?? [];
   const authMode = runtime.options.config.auth?.[id] ?? DEFAULT_AUTH_MODE;
+  const catalog = offersModelCatalog(id) ? createModelCatalog(runtime, id) : undefined;
   return {
     id,
     label: KNOWN_HARNESSES[id] ?? id,
@@ -182,6 +184,11 @@ export function createHarness(runtime, id) {
         runAttempt(run, harnessId, attemptParams, authMode),
       ),
     reset: (params) => reset(runtime, params),
+    // Native work outside attempts (native-ops.js): the native compactor, the native model list.
+    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { compact: (params) => compactSession(runtime, id, params) }),
+    ...(catalog
+      ? { loadModelCatalog: () => catalog.load(), readModelCatalogReadiness: (params) => catalog.read(params) }
+      : {}),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
     // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
