@@ -8,7 +8,10 @@
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
 use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
-use serde_json::json;
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const FIRST_PROMPT: &str = "Remember the word kumquat.";
 const FIRST_ANSWER: &str = "I will remember kumquat.";
@@ -54,25 +57,28 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     run.wait_until_gone().await;
     let before = mock.model_requests().len();
 
-    eprintln!("exec: {exec:#}");
     // `openclaw sessions compact` (the gateway's `sessions.compact`, what `/compact` runs; the
     // CLI's `--message` refuses slash commands): core calls the harness's compact(), the bridge
     // runs Codex's `thread/compact/start` on the bound thread.
     let gateway = Gateway::start(&run, port).await;
     let key = format!("agent:main:explicit:{session_id}");
     let (status, stdout, stderr) = run.output(&["sessions", "compact", &key, "--json"]).await;
-    eprintln!("compact ({status}):\n{stdout}\n{stderr}");
+    assert!(status.success(), "compact failed:\n{stdout}\n{stderr}");
+    let answer = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON answer");
+    assert_eq!(answer["ok"], true, "{answer:#}");
+    assert_eq!(answer["compacted"], true, "{answer:#}");
+    assert_eq!(answer["result"]["details"]["nativeSessionId"], thread.as_str(), "the bound thread: {answer:#}");
     gateway.stop().await;
     let requests = mock.model_requests();
     let compaction: Vec<_> = requests[before..].iter().collect();
-    eprintln!("{}", describe_requests(&mock.requests()));
     assert_eq!(compaction.len(), 1, "one native compaction request: {}", describe_requests(&requests));
     let body = compaction[0].body.to_string();
     assert!(body.contains(FIRST_PROMPT) && body.contains(FIRST_ANSWER), "it summarizes the thread: {body}");
     run.wait_until_gone().await;
 
-    let transcript = run.transcript(&session_id).await;
-    eprintln!("transcript: {}", serde_json::to_string_pretty(&transcript).unwrap());
+    // Core counts a harness's compaction on the session entry and writes no transcript entry for
+    // it (docs/peers/openclaw.md#compact-and-the-model-catalog); the transcript keeps its rows.
+    assert_eq!(run.messages(&session_id).await.len(), 2, "turn 1's prompt and answer, untouched");
 
     // The next turn resumes the same, compacted thread: the model sees the summary.
     let last = run.next_turn(&session_id, LAST_PROMPT).await;
@@ -83,8 +89,75 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     assert!(input.contains(SUMMARY), "the model sees the compacted history: {input}");
     run.wait_until_gone().await;
 
-    // The model list: OpenClaw asks the harness's loadModelCatalog, which lists Codex's models.
-    let (status, stdout, stderr) = run.output(&["models", "list", "--json"]).await;
-    eprintln!("models list ({status}):\n{stdout}\n{stderr}");
+    // The model list: with `--refresh` OpenClaw asks every harness's loadModelCatalog; the plugin
+    // starts the bridge, whose `catalog/models` lists Codex's own `model/list`.
+    let (status, stdout, stderr) = run.output(&["models", "list", "--all", "--refresh", "--json"]).await;
+    assert!(status.success(), "models list failed:\n{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("clawbridge: bridge") && stderr.contains("started"),
+        "the catalog asked the bridge: {stderr}"
+    );
+    let listed = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON list");
+    let rows = listed["models"].as_array().cloned().unwrap_or_default();
+    let listed_keys: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|row| row["key"].as_str())
+        .filter(|k| k.starts_with("openai/"))
+        .map(str::to_string)
+        .collect();
+    // What Codex itself lists, asked through the bridge directly with the same environment.
+    let native = bridge_catalog(&run).await;
+    assert!(!native.is_empty(), "codex lists models");
+    let native_keys: BTreeSet<String> = native.iter().map(|id| format!("openai/{id}")).collect();
+    assert_eq!(listed_keys, native_keys, "OpenClaw's openai rows are Codex's models: {listed:#}");
+    for row in rows.iter().filter(|row| row["key"].as_str().is_some_and(|k| native_keys.contains(k))) {
+        assert_eq!(row["available"], true, "readiness from the catalog's cache: {row}");
+    }
     run.wait_until_gone().await;
+}
+
+/// The model ids the bridge's `catalog/models` answers for `clawbridge-codex`, run as the plugin
+/// runs it (the same environment), without OpenClaw.
+async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", run.sandbox.home())
+        .env("TMPDIR", run.sandbox.tmp())
+        .envs(clawbridge_fixtures::no_user_config())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (name, value) in run.bridge_env().as_object().expect("an env object") {
+        command.env(name, value.as_str().map_or_else(|| value.to_string(), str::to_string));
+    }
+    let mut child = command.spawn().expect("clawbridge serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1,
+               "host": {"name": "test", "version": "0"}, "capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "catalog/models", "params": {"harnessId": "clawbridge-codex"}}),
+    ];
+    for line in lines {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write");
+    }
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(line) = out.next_line().await.expect("read") {
+            let value: Value = serde_json::from_str(&line).expect("JSON");
+            if value["id"] == 2 {
+                return value;
+            }
+        }
+        panic!("the bridge ended without answering catalog/models");
+    })
+    .await
+    .expect("catalog/models answered");
+    drop(stdin);
+    let _ = child.wait().await;
+    let models = answer["result"]["models"].as_array().unwrap_or_else(|| panic!("no models: {answer}"));
+    models.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()
 }

@@ -139,7 +139,7 @@ export async function compactSession(runtime, id, params) {
   return {
     ok: !failed,
     compacted: answer?.compacted === true,
-    ...(answer?.compacted === true ? { compactionKind: "native-harness" } : {}),
+    ...(answer?.compacted === true ? { compactionKind: /** @type {"native-harness"} */ ("native-harness") } : {}),
     ...(answer?.reason ? { reason: answer.reason } : {}),
     result: {
       summary: "",
