@@ -2,8 +2,9 @@
 //! codex app-server 0.169.0 and the scripted mock model (issue #13, points 5 and 6): OpenClaw's
 //! `/compact` runs Codex's own compactor on the session's bound thread (the mock model gets the
 //! compaction request, the next turn resumes the compacted thread), and OpenClaw's model list shows
-//! the models Codex's `model/list` names. One OpenClaw home and one Codex session serve every
-//! assertion, to keep the CLI start-ups (15-18 s each) few.
+//! the models Codex's `model/list` names, and a server of OpenClaw's `mcp.servers` is one Codex can
+//! call (the mock model calls its tool, its answer comes back in the next request). One OpenClaw
+//! home and one Codex session serve every assertion, to keep the CLI start-ups (15-18 s each) few.
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
@@ -18,6 +19,39 @@ const FIRST_ANSWER: &str = "I will remember kumquat.";
 const SUMMARY: &str = "SUMMARY-OF-THE-KUMQUAT-CONVERSATION";
 const LAST_PROMPT: &str = "Which word did I ask you to remember?";
 const LAST_ANSWER: &str = "You asked me to remember kumquat.";
+/// What the test's MCP server answers a `lookup` call with (followed by the word it was given).
+const PROBE_ANSWER: &str = "PROBE-ANSWER-";
+
+/// A tiny stdio MCP server (newline-delimited JSON-RPC): one read-only tool, `lookup {word}`, which
+/// answers `PROBE-ANSWER-<word>`; every request it gets is appended to the log file in argv[2].
+const MCP_SERVER: &str = r#"
+import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+const log = process.argv[2];
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
+createInterface({ input: process.stdin }).on("line", (line) => {
+  let request;
+  try { request = JSON.parse(line); } catch { return; }
+  appendFileSync(log, JSON.stringify({ method: request.method, params: request.params }) + "\n");
+  if (request.id === undefined) return;
+  switch (request.method) {
+    case "initialize":
+      return send({ id: request.id, result: { protocolVersion: request.params?.protocolVersion ?? "2025-06-18",
+        capabilities: { tools: {} }, serverInfo: { name: "probe", version: "1.0.0" } } });
+    case "tools/list":
+      return send({ id: request.id, result: { tools: [{ name: "lookup", description: "Looks a word up.",
+        inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+        annotations: { readOnlyHint: true } }] } });
+    case "tools/call":
+      return send({ id: request.id, result: { content: [{ type: "text",
+        text: "PROBE-ANSWER-" + (request.params?.arguments?.word ?? "?") }] } });
+    case "ping":
+      return send({ id: request.id, result: {} });
+    default:
+      return send({ id: request.id, error: { code: -32601, message: "no such method" } });
+  }
+});
+"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_models() {
@@ -28,8 +62,12 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
         "rules": [
-            {"when": {"api": "responses", "last_user_text_contains": "remember the word"},
-             "reply": {"text": FIRST_ANSWER}},
+            // Turn 1 calls the MCP server's tool (Codex offers a server's tools as one `namespace`
+            // tool, `mcp__<server>`), then answers quoting what the tool returned.
+            {"when": {"api": "responses", "last_input_is_tool_result": true},
+             "reply": {"text": FIRST_ANSWER, "text_quoting_tool_result": true}},
+            {"when": {"api": "responses", "last_user_text_contains": "remember the word", "tool_offered": "mcp__probe"},
+             "reply": {"tool_call": {"name": "lookup", "namespace": "mcp__probe", "arguments": {"word": "kumquat"}}}},
             {"when": {"api": "responses", "last_user_text_contains": "which word"},
              "reply": {"text": LAST_ANSWER}}
         ],
@@ -45,17 +83,41 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
         Harness::Codex(codex),
         &mock,
     );
+    let server = sandbox.root().join("probe-mcp.mjs");
+    let server_log = sandbox.root().join("probe-mcp.log");
+    std::fs::write(&server, MCP_SERVER).unwrap();
+    let mut config = run.config();
+    // The user's MCP server, as OpenClaw's config declares it; its tools need no approval.
+    config["mcp"] = json!({"servers": {"probe": {
+        "command": node, "args": [server, server_log],
+        "codex": {"defaultToolsApprovalMode": "approve"}
+    }}});
     let port = free_port();
-    run.write_config(&with_gateway(run.config(), port));
+    run.write_config(&with_gateway(config, port));
     let _temp_root = TempRootGuard::snapshot();
 
-    // Turn 1 binds the session to a Codex thread.
+    // Turn 1 binds the session to a Codex thread, and calls the MCP server's tool.
     let exec = run.exec(FIRST_PROMPT, &[]).await;
     assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
+    let calls = std::fs::read_to_string(&server_log).unwrap_or_default();
+    assert!(
+        calls.lines().any(|l| l.contains("\"tools/call\"") && l.contains("kumquat")),
+        "the MCP server ran the tool: {calls}\n{}",
+        describe_requests(&mock.requests())
+    );
+    let requests = mock.model_requests();
+    let tool_result = format!("{PROBE_ANSWER}kumquat");
+    assert!(
+        requests.iter().any(|r| r.body["input"].to_string().contains(&tool_result)),
+        "the tool's answer came back to the model: {}",
+        describe_requests(&requests)
+    );
+    assert!(exec["final"].as_str().unwrap_or("").contains(&tool_result), "{exec:#}");
     let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
     let thread = run.bound_native_session();
     run.wait_until_gone().await;
     let before = mock.model_requests().len();
+    let rows_before = run.messages(&session_id).await.len();
 
     // `openclaw sessions compact` (the gateway's `sessions.compact`, what `/compact` runs; the
     // CLI's `--message` refuses slash commands): core calls the harness's compact(), the bridge
@@ -78,7 +140,7 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
 
     // Core counts a harness's compaction on the session entry and writes no transcript entry for
     // it (docs/peers/openclaw.md#compact-and-the-model-catalog); the transcript keeps its rows.
-    assert_eq!(run.messages(&session_id).await.len(), 2, "turn 1's prompt and answer, untouched");
+    assert_eq!(run.messages(&session_id).await.len(), rows_before, "turn 1's rows, untouched");
 
     // The next turn resumes the same, compacted thread: the model sees the summary.
     let last = run.next_turn(&session_id, LAST_PROMPT).await;

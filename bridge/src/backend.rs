@@ -182,6 +182,18 @@ pub struct OpenSettings {
     /// environment. The bridge is shared between attempts, so a process started under other
     /// variables must not serve this attempt (backends that keep processes warm key them by it).
     pub process_env: Vec<(String, String)>,
+    /// The user's MCP servers for the native runtime, as Codex's `mcp_servers` table (server name
+    /// → `{command, args, env, cwd}` or `{url, http_headers}`); empty: none. A backend that applies
+    /// them includes [`mcp_servers_material`](Self::mcp_servers_material) in its fingerprints.
+    pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+impl OpenSettings {
+    /// The MCP servers as hash material (canonical JSON: keys sorted), `None` when there are none.
+    /// It holds their env and headers, so it only goes into a keyed (secret) fingerprint.
+    pub fn mcp_servers_material(&self) -> Option<String> {
+        (!self.mcp_servers.is_empty()).then(|| serde_json::to_string(&self.mcp_servers).unwrap_or_default())
+    }
 }
 
 impl OpenSettings {
@@ -234,6 +246,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("route_auth", &self.route_auth)
             .field("native_tools", &self.native_tools)
             .field("process_env", &self.process_env.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }

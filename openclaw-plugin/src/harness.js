@@ -27,6 +27,7 @@ import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint }
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
 import { compactSession, createModelCatalog, offersModelCatalog } from "./native-ops.js";
+import { attemptMcpServers } from "./mcp-servers.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -277,6 +278,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn, (reason) => onAbort(reason));
       const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
       const run = runParams(harnessId, attemptId, { ...params, ...turn }, hostTools, images);
+      const mcpServers = await attemptMcpServers(runtime, harnessId, params);
+      if (mcpServers) run.mcpServers = mcpServers;
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};

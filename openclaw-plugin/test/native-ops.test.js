@@ -123,3 +123,57 @@ test("the model catalog is cached, bounded, and read without I/O", async () => {
   assert.equal(offersModelCatalog("clawbridge-claude"), false);
   assert.deepEqual(catalogEntries("clawbridge-claude", { models: [{ id: "x" }] }), []);
 });
+
+test("the user's mcp.servers become Codex mcp_servers entries for the attempt, session overrides applied", async () => {
+  const { attemptMcpServers, projectServer } = await import("../src/mcp-servers.js");
+  const config = {
+    mcp: {
+      servers: {
+        probe: { command: "node", args: ["probe.mjs"], env: { TOKEN: "t", N: 1 }, codex: { defaultToolsApprovalMode: "approve" } },
+        web: { url: "https://mcp.example/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}", "X-Team": "${TEAM}", "X-Static": "a" }, requestTimeoutMs: 5000 },
+        off: { command: "off", enabled: false },
+        forced: { command: "forced", enabled: false },
+        denied: { command: "denied" },
+        nothing: { transport: "stdio" },
+      },
+    },
+  };
+  const bundleCalls = [];
+  const runtime = {
+    logger: { warn() {} },
+    options: {
+      sdk: {
+        loadCodexBundleMcpThreadConfig: async (p) => {
+          bundleCalls.push(p);
+          return { configPatch: { mcp_servers: { bundled: { command: "bundled" } } }, diagnostics: [] };
+        },
+      },
+    },
+  };
+  const params = {
+    workspaceDir: "/w",
+    agentId: "main",
+    config,
+    toolOverrides: { mcpServers: { forced: true, denied: false } },
+  };
+  const servers = await attemptMcpServers(runtime, "clawbridge-codex", params);
+  assert.deepEqual(Object.keys(servers).sort(), ["bundled", "forced", "probe", "web"]);
+  assert.deepEqual(servers.probe, { command: "node", args: ["probe.mjs"], env: { TOKEN: "t" }, default_tools_approval_mode: "approve" });
+  assert.deepEqual(servers.web, {
+    url: "https://mcp.example/mcp",
+    tool_timeout_sec: 5,
+    bearer_token_env_var: "WEB_TOKEN",
+    http_headers: { "X-Static": "a" },
+    env_http_headers: { "X-Team": "TEAM" },
+  });
+  assert.equal(bundleCalls[0].cfg, config);
+  assert.equal(bundleCalls[0].workspaceDir, "/w");
+  assert.equal(projectServer({ transport: "stdio" }), undefined);
+  assert.equal(await attemptMcpServers(runtime, "clawbridge-claude", params), undefined, "only Codex takes them today");
+  const noSdk = { logger: { warn() {} }, options: {} };
+  assert.deepEqual(Object.keys(await attemptMcpServers(noSdk, "clawbridge-codex", params)).sort(), ["forced", "probe", "web"]);
+  const failing = { logger: { warn() {} }, options: { sdk: { loadCodexBundleMcpThreadConfig: async () => { throw new Error("x"); } } } };
+  const kept = await attemptMcpServers(failing, "clawbridge-codex", params);
+  assert.deepEqual(Object.keys(kept).sort(), ["forced", "probe", "web"], "a failed bundle projection never throws");
+  assert.equal(await attemptMcpServers(noSdk, "clawbridge-codex", { config: {} }), undefined, "none configured");
+});

@@ -124,6 +124,7 @@ pub fn open_settings(
         native_tools: NativeToolPolicy::from_host(params.disable_tools, params.tools_allow.as_deref())
             .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
         process_env: params.process_env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+        mcp_servers: params.mcp_servers.clone(),
     }
 }
 

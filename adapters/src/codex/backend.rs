@@ -249,6 +249,10 @@ impl CodexBackend {
             model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
             developer_instructions: settings.system_prompt.clone(),
             sandbox: tools.sandbox.clone(),
+            config: (!settings.mcp_servers.is_empty() && !replay).then(|| {
+                let servers = settings.mcp_servers.iter().map(|(name, server)| (name.clone(), server.clone()));
+                serde_json::Map::from_iter([("mcp_servers".to_string(), serde_json::Value::Object(servers.collect()))])
+            }),
             ..ThreadOptions::default()
         }
     }
@@ -412,6 +416,11 @@ impl Backend for CodexBackend {
                 fingerprints = fingerprints.with("launcher", launched.launcher.display());
             }
         }
+        // The user's MCP servers are part of the thread's tools; their env and headers may hold
+        // credentials, so only a keyed hash of them is kept.
+        if let Some(material) = settings.mcp_servers_material() {
+            fingerprints = fingerprints.with_secret("mcp", material);
+        }
         // Host auth names the endpoint and credential the thread talks to; the native login does not.
         match &settings.route_auth {
             Some(auth) => fingerprints.with_secret("auth", auth.fingerprint_material()),
@@ -525,6 +534,32 @@ mod tests {
     use clawbridge_bridge::supervisor::Containment;
 
     use super::*;
+
+    #[test]
+    fn the_users_mcp_servers_go_into_the_thread_config_and_only_their_keyed_hash_into_the_binding() {
+        let backend = CodexBackend::native();
+        let mut settings = OpenSettings { cwd: Some(PathBuf::from("/w")), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let without = backend.fingerprints(&settings);
+        assert_eq!(backend.thread_options(&settings, &tools).config, None, "no servers, no config override");
+        let server = serde_json::json!({"command": "node", "args": ["probe.mjs"], "env": {"TOKEN": "s3cret"}});
+        settings.mcp_servers.insert("probe".into(), server.clone());
+        let config = backend.thread_options(&settings, &tools).config.expect("a config override");
+        assert_eq!(serde_json::Value::Object(config), serde_json::json!({"mcp_servers": {"probe": server}}));
+        let key = clawbridge_bridge::binding::FingerprintKey::process();
+        let with = backend.fingerprints(&settings).keyed(key);
+        let bound_without = clawbridge_bridge::binding::Binding::new("th-1", &without.keyed(key));
+        assert!(bound_without.check(&with).is_err(), "a thread bound without the servers is not resumed with them");
+        let bound_with = clawbridge_bridge::binding::Binding::new("th-1", &with);
+        assert!(bound_with.check(&with).is_ok());
+        settings.mcp_servers.insert("probe".into(), serde_json::json!({"command": "node", "env": {"TOKEN": "other"}}));
+        assert!(
+            bound_with.check(&backend.fingerprints(&settings).keyed(key)).is_err(),
+            "another secret, another binding"
+        );
+        let stored = serde_json::to_string(&bound_with).unwrap();
+        assert!(!stored.contains("s3cret") && !stored.contains("probe.mjs"), "no raw server config: {stored}");
+    }
 
     #[test]
     fn under_a_launcher_codex_is_named_for_the_far_side_and_its_secrets_go_on_stdin() {

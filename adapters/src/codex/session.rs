@@ -136,6 +136,9 @@ pub struct ThreadOptions {
     pub sandbox: Option<SandboxMode>,
     /// Extra instructions for the model.
     pub developer_instructions: Option<String>,
+    /// Config overrides for the thread (`config` of `thread/start` / `thread/resume`): the user's
+    /// MCP servers as `{"mcp_servers": {...}}`.
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 /// A thread ready for turns.
@@ -505,6 +508,7 @@ impl CodexSession {
             sandbox: options.sandbox.clone(),
             developer_instructions: options.developer_instructions.clone(),
             dynamic_tools: self.dynamic_tools(),
+            config: options.config.clone(),
             ..ThreadStartParams::default()
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
@@ -534,6 +538,7 @@ impl CodexSession {
             approval_policy: options.approval_policy.clone(),
             sandbox: options.sandbox.clone(),
             developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
             // History is in the native thread; we only need it live.
             exclude_turns: Some(true),
             ..ThreadResumeParams::new(thread_id)
@@ -569,6 +574,7 @@ impl CodexSession {
             options.approval_policy,
             options.sandbox,
             options.developer_instructions,
+            options.config,
         ]))
         .ok()?;
         Some(seat.settings_key(&text))
@@ -759,6 +765,7 @@ impl CodexSession {
             approval_policy: options.approval_policy.clone(),
             sandbox: options.sandbox.clone(),
             developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
             exclude_turns: Some(true),
             ..ThreadResumeParams::new(thread_id)
         };

@@ -93,6 +93,17 @@ pub struct AttemptRunParams {
     /// Absent means `durable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<SessionPersistence>,
+    /// (protocol version 2) The user's MCP servers from OpenClaw's config (`mcp.servers`, with the
+    /// bundle's), as the SDK's `loadCodexBundleMcpThreadConfig` projects them: Codex's
+    /// `mcp_servers` table, server name → `{command, args, env, cwd}` or `{url, http_headers}`.
+    /// Applied to the native runtime (Codex thread config; Claude Code `--mcp-config`); their
+    /// hash is part of the session binding's fingerprint. At most 64 servers.
+    #[serde(
+        default,
+        skip_serializing_if = "std::collections::BTreeMap::is_empty",
+        deserialize_with = "super::native::mcp_servers"
+    )]
+    pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 // Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
@@ -145,6 +156,7 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("process_env", &self.process_env.keys().collect::<Vec<_>>())
             .field("auth", &self.auth)
             .field("session_persistence", &self.session_persistence)
+            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }

@@ -89,3 +89,35 @@ pub struct SessionCompactResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_after: Option<u64>,
 }
+
+/// The most MCP servers an attempt names ([`super::AttemptRunParams::mcp_servers`]).
+pub const MAX_MCP_SERVERS: usize = 64;
+
+/// Reads `mcpServers`: an object of at most [`MAX_MCP_SERVERS`] members, each an object.
+pub(super) fn mcp_servers<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<std::collections::BTreeMap<String, serde_json::Value>, D::Error> {
+    struct Servers;
+    impl<'de> serde::de::Visitor<'de> for Servers {
+        type Value = std::collections::BTreeMap<String, serde_json::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "an object of at most {MAX_MCP_SERVERS} server objects")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+            let mut out = std::collections::BTreeMap::new();
+            while let Some((name, server)) = access.next_entry::<String, serde_json::Value>()? {
+                if out.len() == MAX_MCP_SERVERS {
+                    return Err(serde::de::Error::custom(format!(
+                        "`mcpServers` has more than {MAX_MCP_SERVERS} servers"
+                    )));
+                }
+                if !server.is_object() {
+                    return Err(serde::de::Error::custom(format!("`mcpServers.{name}` is not an object")));
+                }
+                out.insert(name, server);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(Servers)
+}
