@@ -130,6 +130,18 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     assert_eq!(answer["ok"], true, "{answer:#}");
     assert_eq!(answer["compacted"], true, "{answer:#}");
     assert_eq!(answer["result"]["details"]["nativeSessionId"], thread.as_str(), "the bound thread: {answer:#}");
+    // The gateway's tool inventory asks the harness's loadMcpToolCatalog: the bridge resumes the
+    // bound thread with the user's servers and lists Codex's `mcpServerStatus/list`.
+    let (status, stdout, stderr) = run
+        .output(&["gateway", "call", "tools.effective", "--params", &json!({"sessionKey": key}).to_string(), "--json"])
+        .await;
+    assert!(status.success(), "tools.effective failed:\n{stdout}\n{stderr}");
+    let listed = format!("clawbridge-codex MCP tool catalog of {session_id}: 1 tools");
+    assert!(
+        gateway.output().contains(&listed),
+        "core asked the native MCP catalog and got the tool:\n{}",
+        gateway.output()
+    );
     gateway.stop().await;
     let requests = mock.model_requests();
     let compaction: Vec<_> = requests[before..].iter().collect();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use crate::backend::{BackendError, OpenSettings};
-pub use clawbridge_protocol::host::NativeModel;
+pub use clawbridge_protocol::host::{NativeMcpServer, NativeMcpTool, NativeModel};
 
 /// How long a native compaction may take before the bridge gives up on it.
 pub const COMPACT_LIMIT: Duration = Duration::from_secs(180);
@@ -34,4 +34,12 @@ pub trait NativeOps: Send + Sync {
     /// Compacts the native session `native_id` with the runtime's own compactor, opened under
     /// `settings`.
     fn compact(&self, settings: OpenSettings, native_id: String) -> BoxFuture<'_, Result<Compacted, BackendError>>;
+
+    /// The MCP servers and tools the native session `native_id` has, opened under `settings`
+    /// (whose `mcp_servers` are the user's servers).
+    fn list_mcp_tools(
+        &self,
+        settings: OpenSettings,
+        native_id: String,
+    ) -> BoxFuture<'_, Result<Vec<NativeMcpServer>, BackendError>>;
 }

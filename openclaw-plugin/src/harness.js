@@ -26,8 +26,8 @@ import { applyYield } from "./turn-facts.js";
 import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint } from "./doctor-hint.js";
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
-import { compactSession, createModelCatalog, offersModelCatalog } from "./native-ops.js";
-import { attemptMcpServers } from "./mcp-servers.js";
+import { compactSession, createMcpToolCatalog, createModelCatalog, offersModelCatalog } from "./native-ops.js";
+import { appliesMcpServers, attemptMcpServers } from "./mcp-servers.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -190,6 +190,8 @@ export function createHarness(runtime, id) {
     ...(catalog
       ? { loadModelCatalog: () => catalog.load(), readModelCatalogReadiness: (params) => catalog.read(params) }
       : {}),
+    // The MCP tools of the session's native thread, where the native runtime runs the user's servers.
+    ...(appliesMcpServers(id) ? { loadMcpToolCatalog: createMcpToolCatalog(runtime, id, attemptMcpServers) } : {}),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
     // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.

@@ -10,6 +10,11 @@
 /** Harnesses whose native runtime takes Codex's `mcp_servers` table. */
 const CODEX_SHAPED = new Set(["clawbridge-codex"]);
 
+/** Whether harness `id`'s native runtime takes the user's MCP servers. */
+export function appliesMcpServers(id) {
+  return CODEX_SHAPED.has(id);
+}
+
 /**
  * The `mcpServers` of an attempt of harness `id`, or `undefined` when there are none or the harness
  * does not apply them. Never throws: a bundle projection that fails is logged and left out.

@@ -150,3 +150,100 @@ export async function compactSession(runtime, id, params) {
     },
   };
 }
+
+/** How long a session's MCP tool catalog is reused. */
+export const MCP_CATALOG_TTL_MS = 30_000;
+
+/**
+ * `loadMcpToolCatalog(params)` of harness `id`: `catalog/mcpTools` on the session's bound native
+ * thread, as an OpenClaw `McpToolCatalog`, cached per session for `MCP_CATALOG_TTL_MS`.
+ * `undefined` (core then says the servers are not connected) when the session has no native
+ * thread, the native side listed nothing, or the request failed; never throws.
+ */
+export function createMcpToolCatalog(runtime, id, projectServers, options = {}) {
+  const ttlMs = options.ttlMs ?? MCP_CATALOG_TTL_MS;
+  const timeoutMs = options.timeoutMs ?? CATALOG_TIMEOUT_MS + 20_000;
+  const now = options.now ?? Date.now;
+  const cache = new Map();
+  return async function loadMcpToolCatalog(params) {
+    const sessionId = params?.sessionId;
+    if (typeof sessionId !== "string" || !sessionId) return undefined;
+    const hit = cache.get(sessionId);
+    if (hit && now() - hit.at < ttlMs) return hit.catalog;
+    const { supervisor, logger } = runtime;
+    try {
+      const conn = await supervisor.connection();
+      const request = { harnessId: id, sessionId };
+      if (typeof params.workspaceDir === "string" && params.workspaceDir) request.cwd = params.workspaceDir;
+      const servers = await projectServers(runtime, id, {
+        workspaceDir: params.workspaceDir,
+        agentId: params.agentId,
+        config: params.config,
+        toolOverrides: params.toolOverrides,
+      });
+      if (servers) request.mcpServers = servers;
+      supervisor.hold();
+      let answer;
+      try {
+        answer = await conn.client.request("catalog/mcpTools", request, { timeoutMs });
+      } finally {
+        supervisor.release();
+      }
+      const catalog = mcpToolCatalog(answer, params.mcpServerNames, now());
+      // Said at info: an operator reading why a session's tools show as not connected needs it.
+      logger.info?.(
+        `clawbridge: ${id} MCP tool catalog of ${sessionId}: ${catalog ? `${catalog.tools.length} tools` : `none (${answer?.reason ?? "no servers"})`}`,
+      );
+      cache.set(sessionId, { at: now(), catalog });
+      return catalog;
+    } catch (error) {
+      logger.warn?.(`clawbridge: ${id} MCP tool catalog unavailable: ${error?.message ?? error}`);
+      return undefined;
+    }
+  };
+}
+
+/** A server name as OpenClaw's tool names may carry it. */
+function safeServerName(name) {
+  return name.replace(/[^A-Za-z0-9_-]/g, "_");
+}
+
+/**
+ * A `catalog/mcpTools` answer as an OpenClaw `McpToolCatalog`, keeping the servers named in
+ * `serverNames` (all when none is named); `undefined` without servers.
+ */
+export function mcpToolCatalog(answer, serverNames, generatedAt) {
+  const wanted = Array.isArray(serverNames) && serverNames.length > 0 ? new Set(serverNames) : undefined;
+  const listed = (Array.isArray(answer?.servers) ? answer.servers : []).filter(
+    (server) => typeof server?.name === "string" && server.name && (!wanted || wanted.has(server.name)),
+  );
+  if (!answer?.nativeSessionId || listed.length === 0) return undefined;
+  const servers = {};
+  const tools = [];
+  const diagnostics = [];
+  for (const server of listed) {
+    const safe = safeServerName(server.name);
+    const serverTools = (Array.isArray(server.tools) ? server.tools : []).filter((t) => typeof t?.name === "string" && t.name);
+    servers[server.name] = {
+      serverName: server.name,
+      safeServerName: safe,
+      launchSummary: `native MCP client (${server.status ?? "status unknown"})`,
+      toolCount: serverTools.length,
+    };
+    if (server.error) {
+      diagnostics.push({ serverName: server.name, safeServerName: safe, launchSummary: servers[server.name].launchSummary, message: server.error });
+    }
+    for (const tool of serverTools) {
+      tools.push({
+        serverName: server.name,
+        safeServerName: safe,
+        toolName: tool.name,
+        ...(tool.title ? { title: tool.title } : {}),
+        ...(tool.description ? { description: tool.description } : {}),
+        inputSchema: tool.inputSchema && typeof tool.inputSchema === "object" ? tool.inputSchema : { type: "object", properties: {} },
+        fallbackDescription: `${tool.name} (MCP server ${server.name})`,
+      });
+    }
+  }
+  return { version: 1, generatedAt, servers, tools, ...(diagnostics.length > 0 ? { diagnostics } : {}) };
+}

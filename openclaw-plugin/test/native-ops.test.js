@@ -177,3 +177,51 @@ test("the user's mcp.servers become Codex mcp_servers entries for the attempt, s
   assert.deepEqual(Object.keys(kept).sort(), ["forced", "probe", "web"], "a failed bundle projection never throws");
   assert.equal(await attemptMcpServers(noSdk, "clawbridge-codex", { config: {} }), undefined, "none configured");
 });
+
+test("loadMcpToolCatalog asks catalog/mcpTools for the session and maps the native servers to an McpToolCatalog", async () => {
+  const { createMcpToolCatalog, mcpToolCatalog } = await import("../src/native-ops.js");
+  let clock = 5_000;
+  let reply = {
+    nativeSessionId: "thr-1",
+    servers: [
+      { name: "probe", status: "connected", tools: [{ name: "lookup", description: "Looks up.", inputSchema: { type: "object" } }] },
+      { name: "broken.one", status: "failed", error: "spawn failed", tools: [] },
+      { name: "other", tools: [{ name: "x" }] },
+    ],
+  };
+  const runtime = fakeRuntime(() => reply);
+  const project = async (_runtime, _id, p) => ({ probe: { command: "node" }, seen: { cwd: p.workspaceDir } });
+  const load = createMcpToolCatalog(runtime, "clawbridge-codex", project, { now: () => clock, ttlMs: 100 });
+  const catalog = await load({ sessionId: "s-1", workspaceDir: "/w", config: {}, mcpServerNames: ["probe", "broken.one"] });
+  assert.equal(runtime.requests[0].method, "catalog/mcpTools");
+  assert.deepEqual(runtime.requests[0].params, {
+    harnessId: "clawbridge-codex",
+    sessionId: "s-1",
+    cwd: "/w",
+    mcpServers: { probe: { command: "node" }, seen: { cwd: "/w" } },
+  });
+  assert.deepEqual(Object.keys(catalog.servers), ["probe", "broken.one"], "only the servers core asked about");
+  assert.equal(catalog.servers["broken.one"].safeServerName, "broken_one");
+  assert.equal(catalog.servers.probe.toolCount, 1);
+  assert.deepEqual(catalog.tools, [
+    {
+      serverName: "probe",
+      safeServerName: "probe",
+      toolName: "lookup",
+      description: "Looks up.",
+      inputSchema: { type: "object" },
+      fallbackDescription: "lookup (MCP server probe)",
+    },
+  ]);
+  assert.equal(catalog.diagnostics[0].message, "spawn failed");
+  assert.equal(catalog.generatedAt, 5_000);
+  await load({ sessionId: "s-1", workspaceDir: "/w" });
+  assert.equal(runtime.requests.length, 1, "cached per session");
+  clock += 200;
+  reply = { servers: [], reason: "session s-1 has no native session bound" };
+  assert.equal(await load({ sessionId: "s-1", workspaceDir: "/w" }), undefined, "no binding, no catalog");
+  assert.equal(await load({}), undefined);
+  assert.equal(mcpToolCatalog({ servers: [{ name: "p", tools: [] }] }, [], 1), undefined, "no native session, no catalog");
+  const failing = createMcpToolCatalog(fakeRuntime(() => { throw new Error("gone"); }), "clawbridge-codex", project);
+  assert.equal(await failing({ sessionId: "s-2" }), undefined, "never throws");
+});

@@ -191,6 +191,7 @@ impl Server {
             methods::SESSION_RESET,
             methods::CATALOG_MODELS,
             methods::SESSION_COMPACT,
+            methods::CATALOG_MCP_TOOLS,
             methods::SHUTDOWN,
         ];
         if !known.contains(&method.as_str()) {
@@ -254,6 +255,7 @@ impl Server {
             }
             methods::CATALOG_MODELS => return self.catalog_models(decode(params)?).map(Admitted::Later),
             methods::SESSION_COMPACT => return self.compact_session(decode(params)?).map(Admitted::Later),
+            methods::CATALOG_MCP_TOOLS => return self.catalog_mcp_tools(decode(params)?).map(Admitted::Later),
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
                 tracing::info!(reason = ?params.reason, "shutdown requested");

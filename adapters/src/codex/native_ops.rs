@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clawbridge_bridge::attempt::SessionHooks;
 use clawbridge_bridge::attempt::hooks::{ApprovalDecision, FixedApprover, NoHostTools, NoObserver};
 use clawbridge_bridge::backend::{BackendError, OpenSettings};
-use clawbridge_bridge::native_ops::{COMPACT_LIMIT, Compacted, NativeModel, NativeOps};
+use clawbridge_bridge::native_ops::{COMPACT_LIMIT, Compacted, NativeMcpServer, NativeModel, NativeOps};
 use futures::future::BoxFuture;
 
 use super::backend::{CodexBackend, start_error};
@@ -52,6 +52,21 @@ impl NativeOps for CodexBackend {
             session.shutdown().await;
             let report = report.map_err(|error| BackendError::Conversation { source: Box::new(error) })?;
             Ok(Compacted { tokens_before: report.tokens_before, tokens_after: report.tokens_after })
+        })
+    }
+
+    fn list_mcp_tools(
+        &self,
+        settings: OpenSettings,
+        native_id: String,
+    ) -> BoxFuture<'_, Result<Vec<NativeMcpServer>, BackendError>> {
+        Box::pin(async move {
+            let tools = tool_policy::apply(&settings.native_tools)?;
+            let options = self.thread_options(&settings, &tools);
+            let mut session = self.own_server(&settings).await?;
+            let listed = session.list_mcp_tools(&native_id, &options).await;
+            session.shutdown().await;
+            listed.map_err(|error| BackendError::Conversation { source: Box::new(error) })
         })
     }
 }

@@ -816,6 +816,100 @@ impl CodexSession {
     }
 }
 
+impl CodexSession {
+    /// Resumes `thread_id` under `options` (its `config` carries the user's MCP servers) and lists
+    /// the MCP servers of that thread's connections with their tools (`mcpServerStatus/list`, every
+    /// page, at most [`MAX_MODEL_PAGES`]).
+    pub async fn list_mcp_tools(
+        &mut self,
+        thread_id: &str,
+        options: &ThreadOptions,
+    ) -> Result<Vec<clawbridge_protocol::host::NativeMcpServer>, CodexError> {
+        let params = ThreadResumeParams {
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
+            exclude_turns: Some(true),
+            ..ThreadResumeParams::new(thread_id)
+        };
+        let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
+        self.claim_thread(thread_id);
+        let mut servers = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_MODEL_PAGES {
+            let params = serde_json::json!({"threadId": thread_id, "detail": "toolsAndAuthOnly", "cursor": cursor});
+            let page: McpStatusPage = self.request_outside_turn(methods::MCP_SERVER_STATUS_LIST, &params).await?;
+            servers.extend(page.data.into_iter().filter(|s| !s.name.is_empty()).map(ListedMcpServer::into_native));
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(servers)
+    }
+}
+
+/// One `mcpServerStatus/list` page.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpStatusPage {
+    #[serde(default)]
+    data: Vec<ListedMcpServer>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// One server of `mcpServerStatus/list`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedMcpServer {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    runtime_status: Option<String>,
+    #[serde(default)]
+    tools_error: Option<String>,
+    #[serde(default)]
+    tools: std::collections::BTreeMap<String, ListedMcpTool>,
+}
+
+/// One tool of a listed server.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedMcpTool {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    input_schema: Value,
+}
+
+impl ListedMcpServer {
+    fn into_native(self) -> clawbridge_protocol::host::NativeMcpServer {
+        clawbridge_protocol::host::NativeMcpServer {
+            name: self.name,
+            status: self.runtime_status,
+            error: self.tools_error,
+            tools: self
+                .tools
+                .into_iter()
+                .map(|(key, tool)| clawbridge_protocol::host::NativeMcpTool {
+                    name: if tool.name.is_empty() { key } else { tool.name },
+                    title: tool.title,
+                    description: tool.description,
+                    input_schema: tool.input_schema,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// One `model/list` page, as much of it as the catalog uses.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -49,7 +49,8 @@ pub use initialize::{
     negotiate,
 };
 pub use native::{
-    CatalogModelsParams, CatalogModelsResponse, NativeModel, SessionCompactParams, SessionCompactResponse,
+    CatalogMcpToolsParams, CatalogMcpToolsResponse, CatalogModelsParams, CatalogModelsResponse, NativeMcpServer,
+    NativeMcpTool, NativeModel, SessionCompactParams, SessionCompactResponse,
 };
 pub use schema::{METHODS, MethodInfo, MethodKind, Sender, schema};
 pub use session::{ResetReason, SessionResetParams, SessionResetResponse, ShutdownParams, ShutdownResponse};
@@ -92,6 +93,8 @@ pub mod methods {
     pub const CATALOG_MODELS: &str = "catalog/models";
     /// Host → bridge: compact a session's bound native thread (protocol version 2).
     pub const SESSION_COMPACT: &str = "session/compact";
+    /// Host → bridge: the MCP tools of a session's native thread (protocol version 2).
+    pub const CATALOG_MCP_TOOLS: &str = "catalog/mcpTools";
     /// Host → bridge request: cancel everything, stop every native process.
     pub const SHUTDOWN: &str = "shutdown";
     /// Bridge → host notification: one event of a running attempt.

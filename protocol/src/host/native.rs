@@ -1,5 +1,6 @@
 //! Work on the native side outside an attempt (protocol version 2): the native runtime's model
-//! catalog (`catalog/models`) and compacting a session's bound native thread (`session/compact`).
+//! catalog (`catalog/models`), the MCP tools of a session's native thread (`catalog/mcpTools`) and
+//! compacting a session's bound native thread (`session/compact`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -120,4 +121,70 @@ pub(super) fn mcp_servers<'de, D: serde::Deserializer<'de>>(
         }
     }
     deserializer.deserialize_map(Servers)
+}
+
+/// `catalog/mcpTools` params: the MCP tools the native runtime of a session's bound native thread
+/// offers (the host's `loadMcpToolCatalog`), with the user's MCP servers as an attempt sends them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogMcpToolsParams {
+    /// The harness the session runs on.
+    pub harness_id: String,
+    /// The session whose bound native thread is asked.
+    pub session_id: String,
+    /// The working directory the native thread runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The user's MCP servers, as `attempt/run` `mcpServers`.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty", deserialize_with = "mcp_servers")]
+    pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+/// `catalog/mcpTools` result. No bound native thread, a busy session or a harness without a
+/// native MCP client is an answer with no servers and a `reason`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogMcpToolsResponse {
+    /// The native thread whose MCP connections were listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_session_id: Option<String>,
+    /// Each MCP server the native runtime knows, in its order.
+    pub servers: Vec<NativeMcpServer>,
+    /// Why nothing was listed, when nothing was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One MCP server as the native runtime reports it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NativeMcpServer {
+    /// The server's name (the key of `mcpServers`).
+    pub name: String,
+    /// The native runtime's connection state (`connected`, `failed`, …), when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why its tools could not be listed, when they could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Its tools.
+    #[serde(default)]
+    pub tools: Vec<NativeMcpTool>,
+}
+
+/// One tool of an MCP server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NativeMcpTool {
+    /// The tool's name on its server.
+    pub name: String,
+    /// Its title, when the server gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its input schema, as the server gave it.
+    #[serde(default)]
+    pub input_schema: serde_json::Value,
 }

@@ -54,6 +54,7 @@ pub const METHODS: &[MethodInfo] = &[
     request(methods::SESSION_RESET, Sender::Host, "Drop a session's native thread binding."),
     request(methods::CATALOG_MODELS, Sender::Host, "The native runtime's model catalog."),
     request(methods::SESSION_COMPACT, Sender::Host, "Compact a session's bound native thread."),
+    request(methods::CATALOG_MCP_TOOLS, Sender::Host, "The MCP tools of a session's native thread."),
     request(methods::SHUTDOWN, Sender::Host, "Cancel all attempts and stop every native process."),
     MethodInfo {
         name: methods::ATTEMPT_EVENT,
@@ -82,6 +83,9 @@ fn method_schemas(generator: &mut SchemaGenerator, name: &str) -> (Value, Option
         methods::ATTEMPT_STEER => (of::<AttemptSteerParams>(generator), Some(of::<AttemptSteerResponse>(generator))),
         methods::SESSION_RESET => (of::<SessionResetParams>(generator), Some(of::<SessionResetResponse>(generator))),
         methods::CATALOG_MODELS => (of::<CatalogModelsParams>(generator), Some(of::<CatalogModelsResponse>(generator))),
+        methods::CATALOG_MCP_TOOLS => {
+            (of::<CatalogMcpToolsParams>(generator), Some(of::<CatalogMcpToolsResponse>(generator)))
+        }
         methods::SESSION_COMPACT => {
             (of::<SessionCompactParams>(generator), Some(of::<SessionCompactResponse>(generator)))
         }

@@ -1,4 +1,4 @@
-//! `catalog/models` and `session/compact` (protocol version 2): native work outside attempts,
+//! `catalog/models`, `catalog/mcpTools` and `session/compact` (protocol version 2): native work outside attempts,
 //! through the backend's [`NativeOps`](clawbridge_bridge::native_ops::NativeOps).
 
 use std::sync::Arc;
@@ -8,7 +8,8 @@ use clawbridge_bridge::native_ops::CATALOG_LIMIT;
 use clawbridge_bridge::supervisor::error_chain;
 use clawbridge_protocol::host::errors;
 use clawbridge_protocol::host::{
-    CatalogModelsParams, CatalogModelsResponse, SessionCompactParams, SessionCompactResponse,
+    CatalogMcpToolsParams, CatalogMcpToolsResponse, CatalogModelsParams, CatalogModelsResponse, SessionCompactParams,
+    SessionCompactResponse,
 };
 use clawbridge_protocol::jsonrpc::codes;
 use futures::future::BoxFuture;
@@ -138,6 +139,52 @@ impl Server {
                         ..Default::default()
                     })
                 }
+            }
+        }))
+    }
+
+    /// `catalog/mcpTools`: the MCP servers and tools of the session's bound native thread, listed
+    /// by a native process of its own within [`CATALOG_LIMIT`]. Never waits for an attempt: a busy
+    /// session answers at once with no servers.
+    pub(super) fn catalog_mcp_tools(
+        self: &Arc<Self>,
+        params: CatalogMcpToolsParams,
+    ) -> Result<BoxFuture<'static, Result<Value, HandlerError>>, HandlerError> {
+        let harness = self.available_harness(&params.harness_id)?;
+        let nothing = |reason: String| {
+            let answer = encode(CatalogMcpToolsResponse { reason: Some(reason), ..Default::default() });
+            Ok(Box::pin(std::future::ready(answer)) as BoxFuture<'static, _>)
+        };
+        if harness.backend.native_ops().is_none() {
+            return nothing(format!("{} has no native MCP client", harness.info.id));
+        }
+        let Some(native_id) = self.bindings.native_id(&params.session_id) else {
+            return nothing(format!("session {} has no native session bound", params.session_id));
+        };
+        if let Some((running, _)) = self.lock().attempts.iter().find(|(_, r)| r.session_id == params.session_id) {
+            return nothing(format!("session {} runs {running}", params.session_id));
+        }
+        let server = self.clone();
+        Ok(Box::pin(async move {
+            let Some(ops) = harness.backend.native_ops() else {
+                return encode(CatalogMcpToolsResponse::default());
+            };
+            let mut settings = plain_settings(&harness, &server, params.cwd.as_deref(), None);
+            settings.mcp_servers = params.mcp_servers;
+            match tokio::time::timeout(CATALOG_LIMIT, ops.list_mcp_tools(settings, native_id.clone())).await {
+                Ok(Ok(servers)) => {
+                    encode(CatalogMcpToolsResponse { native_session_id: Some(native_id), servers, reason: None })
+                }
+                Ok(Err(error)) => encode(CatalogMcpToolsResponse {
+                    native_session_id: Some(native_id),
+                    servers: Vec::new(),
+                    reason: Some(error_chain(&error)),
+                }),
+                Err(_) => encode(CatalogMcpToolsResponse {
+                    native_session_id: Some(native_id),
+                    servers: Vec::new(),
+                    reason: Some(format!("the MCP servers were not listed within {CATALOG_LIMIT:?}")),
+                }),
             }
         }))
     }
