@@ -318,6 +318,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       lastToolError: attempt.lastToolError,
       reasoningText: facts.reasoningText,
       planText: facts.planText,
+      compactions: facts.compactions,
       toolArguments: facts.toolArguments,
       hostToolRuns: facts.hostToolRuns.runs,
       sdk: runtime.options.sdk,
@@ -504,8 +505,20 @@ function onBridgeEvent(attempt, note) {
   if (event && typeof event.type === "string") {
     observeEvent(attempt.facts, event, attempt.logger);
     if (event.type === "modelRetry") noteModelRetry(attempt, event);
+    if (event.type === "contextCompacted") noteAutoCompaction(attempt);
   }
   attempt.progress.onEvent(note);
+}
+
+/** The native runtime compacted by itself: the run's `onAutoCompactionSucceeded` gets the count so far. */
+function noteAutoCompaction(attempt) {
+  attempt.logger.info?.(`clawbridge: attempt ${attempt.attemptId}: the native runtime compacted its context`);
+  try {
+    const out = attempt.params.onAutoCompactionSucceeded?.(attempt.facts.compactions);
+    if (out && typeof out.catch === "function") out.catch(() => {});
+  } catch (error) {
+    attempt.logger.debug?.(`clawbridge: onAutoCompactionSucceeded failed: ${error?.message ?? error}`);
+  }
 }
 
 /** The native runtime retries a failed model request itself; the host sees why the turn waits. */

@@ -225,3 +225,16 @@ test("loadMcpToolCatalog asks catalog/mcpTools for the session and maps the nati
   const failing = createMcpToolCatalog(fakeRuntime(() => { throw new Error("gone"); }), "clawbridge-codex", project);
   assert.equal(await failing({ sessionId: "s-2" }), undefined, "never throws");
 });
+
+test("the native runtime's own compactions are counted into compactionCount", async () => {
+  const { AttemptFacts, observeEvent } = await import("../src/facts.js");
+  const { toAttemptResult } = await import("../src/result.js");
+  const facts = new AttemptFacts(undefined);
+  observeEvent(facts, { type: "contextCompacted", itemId: "cc-1" });
+  observeEvent(facts, { type: "contextCompacted", itemId: "cc-2" });
+  assert.equal(facts.compactions, 2);
+  const response = { terminal: { kind: "ok" }, assistantTexts: ["hi"], replay: {}, itemLifecycle: {} };
+  const result = toAttemptResult(response, { params: { sessionId: "s" }, compactions: facts.compactions });
+  assert.equal(result.compactionCount, 2);
+  assert.equal(toAttemptResult(response, { params: { sessionId: "s" }, compactions: 0 }).compactionCount, undefined);
+});
