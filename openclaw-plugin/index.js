@@ -68,6 +68,8 @@ export default createPlugin({
     extractMessagingToolSourceReplyPayload: harnessRuntime.extractMessagingToolSourceReplyPayload,
     isDeliveredMessageToolOnlySourceReplyResult: harnessRuntime.isDeliveredMessageToolOnlySourceReplyResult,
     isDeliveredMessagingToolSendToCurrentSource: harnessRuntime.isDeliveredMessagingToolSendToCurrentSource,
+    // Optional (mcp-servers.js): without it the user's MCP servers do not reach the native runtime.
+    loadCodexBundleMcpThreadConfig: harnessRuntime.loadCodexBundleMcpThreadConfig,
   },
   loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
   setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,

@@ -190,6 +190,18 @@ pub struct OpenSettings {
     /// fork of that session, which is left as it was. Only for a backend that
     /// [`Supports::ephemeral`].
     pub ephemeral: bool,
+    /// The user's MCP servers for the native runtime, as Codex's `mcp_servers` table (server name
+    /// → `{command, args, env, cwd}` or `{url, http_headers}`); empty: none. A backend that applies
+    /// them includes [`mcp_servers_material`](Self::mcp_servers_material) in its fingerprints.
+    pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+impl OpenSettings {
+    /// The MCP servers as hash material (canonical JSON: keys sorted), `None` when there are none.
+    /// It holds their env and headers, so it only goes into a keyed (secret) fingerprint.
+    pub fn mcp_servers_material(&self) -> Option<String> {
+        (!self.mcp_servers.is_empty()).then(|| serde_json::to_string(&self.mcp_servers).unwrap_or_default())
+    }
 }
 
 impl OpenSettings {
@@ -242,6 +254,7 @@ impl std::fmt::Debug for OpenSettings {
             .field("route_auth", &self.route_auth)
             .field("native_tools", &self.native_tools)
             .field("process_env", &self.process_env.iter().map(|(name, _)| name).collect::<Vec<_>>())
+            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -353,6 +366,12 @@ pub trait Backend: Send + Sync + 'static {
     /// The checks `clawbridge doctor` makes of this backend beyond the shared ones (handshake,
     /// auth, endpoint, sandbox). The default offers none, and the doctor says so.
     fn diagnostics(&self) -> Option<&dyn crate::diagnose::Diagnostics> {
+        None
+    }
+
+    /// The backend's native work outside attempts (model catalog, compaction); the default offers
+    /// none, and `serve` answers that the native side cannot.
+    fn native_ops(&self) -> Option<&dyn crate::native_ops::NativeOps> {
         None
     }
 }

@@ -12,6 +12,7 @@ pub mod events;
 pub mod exit;
 pub mod input;
 pub mod mcp;
+pub mod native_ops;
 pub mod native_tools;
 pub mod pool;
 pub mod probe;

@@ -34,6 +34,8 @@ export class AttemptFacts {
     this.toolArgumentsBytes = 0;
     this.hostToolRuns = new HostToolRuns({ isMessagingTool: sdk?.isMessagingTool });
     this.usage = new OutputTokenReporter(host);
+    /** How many times the native runtime compacted the context by itself during the attempt. */
+    this.compactions = 0;
   }
 }
 
@@ -57,6 +59,9 @@ export function observeEvent(facts, event, logger) {
     }
     case "toolStarted":
       if (typeof event.callId === "string") keepToolArguments(facts, event.callId, event.arguments);
+      break;
+    case "contextCompacted":
+      facts.compactions += 1;
       break;
     case "usage":
       facts.usage.observe(event, (error) => logger?.debug?.(`clawbridge: reportOutputTokens refused: ${error instanceof Error ? error.message : error}`));

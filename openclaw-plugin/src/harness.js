@@ -28,6 +28,8 @@ import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
 import { CONTEXT_ENGINE_HOST_CAPABILITIES, assembledContext } from "./context-engine.js";
 import { runIsolatedCompletion, runSideQuestion } from "./side-work.js";
+import { compactSession, createMcpToolCatalog, createModelCatalog, offersModelCatalog } from "./native-ops.js";
+import { appliesMcpServers, attemptMcpServers } from "./mcp-servers.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -174,6 +176,7 @@ export function supportsRoute(id, providerIds, ctx, known, doctor) {
 export function createHarness(runtime, id) {
   const providerIds = runtime.options.config.providerIds[id] ?? [];
   const authMode = runtime.options.config.auth?.[id] ?? DEFAULT_AUTH_MODE;
+  const catalog = offersModelCatalog(id) ? createModelCatalog(runtime, id) : undefined;
   return {
     id,
     label: KNOWN_HARNESSES[id] ?? id,
@@ -206,6 +209,13 @@ export function createHarness(runtime, id) {
           runSideQuestion: (params) => runSideQuestion(runtime, id, params, authMode),
         }
       : {}),
+    // Native work outside attempts (native-ops.js): the native compactor, the native model list.
+    ...(REPLAY_ONLY_HARNESSES.has(id) ? {} : { compact: (params) => compactSession(runtime, id, params) }),
+    ...(catalog
+      ? { loadModelCatalog: () => catalog.load(), readModelCatalogReadiness: (params) => catalog.read(params) }
+      : {}),
+    // The MCP tools of the session's native thread, where the native runtime runs the user's servers.
+    ...(appliesMcpServers(id) ? { loadMcpToolCatalog: createMcpToolCatalog(runtime, id, attemptMcpServers) } : {}),
     // No `dispose`: OpenClaw 2026.9.6 calls a harness's dispose through the plugin instance that
     // registered it, which a one-shot CLI has already retired by then, so every run logged
     // "dispose hook failed … Plugin clawbridge was reloaded or disabled" and nothing was stopped.
@@ -298,6 +308,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // The context engine's assembled context, once per epoch (context-engine.js).
       const context = SIDE_WORK_HARNESSES.has(harnessId) ? await assembledContext(runtime.options.sdk, harnessId, params, logger) : undefined;
       if (context) run.context = context;
+      const mcpServers = await attemptMcpServers(runtime, harnessId, params);
+      if (mcpServers) run.mcpServers = mcpServers;
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
@@ -334,6 +346,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       lastToolError: attempt.lastToolError,
       reasoningText: facts.reasoningText,
       planText: facts.planText,
+      compactions: facts.compactions,
       toolArguments: facts.toolArguments,
       hostToolRuns: facts.hostToolRuns.runs,
       sdk: runtime.options.sdk,
@@ -625,8 +638,20 @@ function onBridgeEvent(attempt, note) {
   if (event && typeof event.type === "string") {
     observeEvent(attempt.facts, event, attempt.logger);
     if (event.type === "modelRetry") noteModelRetry(attempt, event);
+    if (event.type === "contextCompacted") noteAutoCompaction(attempt);
   }
   attempt.progress.onEvent(note);
+}
+
+/** The native runtime compacted by itself: the run's `onAutoCompactionSucceeded` gets the count so far. */
+function noteAutoCompaction(attempt) {
+  attempt.logger.info?.(`clawbridge: attempt ${attempt.attemptId}: the native runtime compacted its context`);
+  try {
+    const out = attempt.params.onAutoCompactionSucceeded?.(attempt.facts.compactions);
+    if (out && typeof out.catch === "function") out.catch(() => {});
+  } catch (error) {
+    attempt.logger.debug?.(`clawbridge: onAutoCompactionSucceeded failed: ${error?.message ?? error}`);
+  }
 }
 
 /** The native runtime retries a failed model request itself; the host sees why the turn waits. */

@@ -28,6 +28,7 @@ const MAX_CLASSIFICATION_TEXT = 4096;
  *   lastToolError?: any,
  *   reasoningText?: string,
  *   planText?: string,
+ *   compactions?: number,
  *   toolArguments?: Map<string, unknown>,
  *   hostToolRuns?: HostToolRun[],
  *   sdk?: DeliveryHelpers & {
@@ -87,6 +88,8 @@ export function toAttemptResult(response, ctx) {
   if (artifact && typeof artifact.id === "string" && artifact.id && typeof artifact.fingerprint === "string" && artifact.fingerprint) {
     result.runtimeArtifact = { id: artifact.id, fingerprint: artifact.fingerprint };
   }
+  // The native runtime's own compactions during the turn: core adds them to the session's count.
+  if (typeof ctx.compactions === "number" && ctx.compactions > 0) result.compactionCount = ctx.compactions;
   const classify = sdk.classifyAgentHarnessTerminalOutcome ?? classifyTerminalOutcome;
   const classification = classify({
     assistantTexts,

@@ -112,6 +112,12 @@ pub enum Event {
         /// The model id as the native runtime reports it.
         model: String,
     },
+    /// The native runtime compacted the thread's context by itself during the turn (Codex's
+    /// `contextCompaction` item); the host counts it as an auto-compaction (`compactionCount`).
+    ContextCompacted {
+        /// The native item of the compaction.
+        item_id: String,
+    },
     /// An event type this build does not know (sent by a newer bridge); readers skip it.
     // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
     #[serde(other)]

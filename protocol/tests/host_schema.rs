@@ -93,6 +93,9 @@ fn check_params(method: &str, params: &Value) -> Result<String, String> {
         methods::SESSION_RESET => round_trip::<host::SessionResetParams>(params),
         methods::SESSION_DELETE => round_trip::<host::SessionDeleteParams>(params),
         methods::SESSION_CONTEXT_RESET => round_trip::<host::SessionContextResetParams>(params),
+        methods::CATALOG_MODELS => round_trip::<host::CatalogModelsParams>(params),
+        methods::SESSION_COMPACT => round_trip::<host::SessionCompactParams>(params),
+        methods::CATALOG_MCP_TOOLS => round_trip::<host::CatalogMcpToolsParams>(params),
         methods::SHUTDOWN => round_trip::<host::ShutdownParams>(params),
         methods::ATTEMPT_EVENT => {
             let encoded = round_trip::<host::AttemptEventParams>(params)?;
@@ -122,6 +125,9 @@ fn check_result(method: &str, result: &Value) -> Result<String, String> {
         methods::SESSION_RESET => round_trip::<host::SessionResetResponse>(result),
         methods::SESSION_DELETE => round_trip::<host::SessionDeleteResponse>(result),
         methods::SESSION_CONTEXT_RESET => round_trip::<host::SessionContextResetResponse>(result),
+        methods::CATALOG_MODELS => round_trip::<host::CatalogModelsResponse>(result),
+        methods::SESSION_COMPACT => round_trip::<host::SessionCompactResponse>(result),
+        methods::CATALOG_MCP_TOOLS => round_trip::<host::CatalogMcpToolsResponse>(result),
         methods::SHUTDOWN => round_trip::<host::ShutdownResponse>(result),
         methods::HOST_TOOL_EXECUTE => round_trip::<host::HostToolExecuteResponse>(result),
         methods::HOST_APPROVAL_DECIDE => {

@@ -128,6 +128,7 @@ pub fn open_settings(
             .intersect(NativeToolPolicy::from_host(false, params.tool_execution_allow.as_deref())),
         process_env: params.process_env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
         ephemeral: isolated,
+        mcp_servers: params.mcp_servers.clone(),
     }
 }
 

@@ -90,6 +90,12 @@ impl Bindings {
         }
     }
 
+    /// The native session `session_id` is bound to, whatever settings it was bound under (for work
+    /// on that very native session, such as compacting it; a resume checks the settings).
+    pub fn native_id(&self, session_id: &str) -> Option<String> {
+        self.load(session_id).map(|binding| binding.native_session_id)
+    }
+
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
         let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));

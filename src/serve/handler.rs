@@ -24,6 +24,8 @@ use serde_json::value::RawValue;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+mod native;
+
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
 use super::harness::Catalog;
@@ -232,6 +234,9 @@ impl Server {
             methods::SESSION_RESET,
             methods::SESSION_DELETE,
             methods::SESSION_CONTEXT_RESET,
+            methods::CATALOG_MODELS,
+            methods::SESSION_COMPACT,
+            methods::CATALOG_MCP_TOOLS,
             methods::SHUTDOWN,
         ];
         if !known.contains(&method.as_str()) {
@@ -303,6 +308,9 @@ impl Server {
                 sessions.extend(params.previous_session_id.filter(|p| !p.is_empty() && *p != sessions[0]));
                 return self.change_bindings(BindingChange::ContextReset { sessions });
             }
+            methods::CATALOG_MODELS => return self.catalog_models(decode(params)?).map(Admitted::Later),
+            methods::SESSION_COMPACT => return self.compact_session(decode(params)?).map(Admitted::Later),
+            methods::CATALOG_MCP_TOOLS => return self.catalog_mcp_tools(decode(params)?).map(Admitted::Later),
             methods::SHUTDOWN => {
                 let params: ShutdownParams = decode(params)?;
                 tracing::info!(reason = ?params.reason, "shutdown requested");

@@ -247,7 +247,7 @@ impl CodexBackend {
     }
 
     /// The thread settings under `settings` (a replay asks for nothing it did not record).
-    fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
+    pub(super) fn thread_options(&self, settings: &OpenSettings, tools: &CodexToolPolicy) -> ThreadOptions {
         let replay = matches!(self.flavour, Flavour::Replay { .. });
         ThreadOptions {
             cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
@@ -255,6 +255,11 @@ impl CodexBackend {
             developer_instructions: settings.system_prompt.clone(),
             sandbox: tools.sandbox.clone(),
             ephemeral: settings.ephemeral,
+            // Side work (an ephemeral thread) runs with no tools, the user's MCP servers included.
+            config: (!settings.mcp_servers.is_empty() && !replay && !settings.ephemeral).then(|| {
+                let servers = settings.mcp_servers.iter().map(|(name, server)| (name.clone(), server.clone()));
+                serde_json::Map::from_iter([("mcp_servers".to_string(), serde_json::Value::Object(servers.collect()))])
+            }),
             ..ThreadOptions::default()
         }
     }
@@ -304,7 +309,7 @@ impl CodexBackend {
     }
 }
 
-fn start_error(error: CodexError) -> BackendError {
+pub(super) fn start_error(error: CodexError) -> BackendError {
     let retryable = error.is_retryable();
     BackendError::Start { source: Box::new(error), retryable }
 }
@@ -425,6 +430,11 @@ impl Backend for CodexBackend {
                 fingerprints = fingerprints.with("launcher", launched.launcher.display());
             }
         }
+        // The user's MCP servers are part of the thread's tools; their env and headers may hold
+        // credentials, so only a keyed hash of them is kept.
+        if let Some(material) = settings.mcp_servers_material() {
+            fingerprints = fingerprints.with_secret("mcp", material);
+        }
         // Host auth names the endpoint and credential the thread talks to; the native login does not.
         match &settings.route_auth {
             Some(auth) => fingerprints.with_secret("auth", auth.fingerprint_material()),
@@ -465,6 +475,11 @@ impl Backend for CodexBackend {
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         // The demo's recording answers only the requests it recorded: nothing to diagnose.
         matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::diagnose::Diagnostics)
+    }
+
+    fn native_ops(&self) -> Option<&dyn clawbridge_bridge::native_ops::NativeOps> {
+        // A replay answers only what it recorded: no catalog, no compactor.
+        matches!(self.flavour, Flavour::Native).then_some(self as &dyn clawbridge_bridge::native_ops::NativeOps)
     }
 
     fn open(&self, settings: OpenSettings, hooks: SessionHooks) -> OpenFuture<'_> {
@@ -563,6 +578,32 @@ mod tests {
     use clawbridge_bridge::supervisor::Containment;
 
     use super::*;
+
+    #[test]
+    fn the_users_mcp_servers_go_into_the_thread_config_and_only_their_keyed_hash_into_the_binding() {
+        let backend = CodexBackend::native();
+        let mut settings = OpenSettings { cwd: Some(PathBuf::from("/w")), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let without = backend.fingerprints(&settings);
+        assert_eq!(backend.thread_options(&settings, &tools).config, None, "no servers, no config override");
+        let server = serde_json::json!({"command": "node", "args": ["probe.mjs"], "env": {"TOKEN": "s3cret"}});
+        settings.mcp_servers.insert("probe".into(), server.clone());
+        let config = backend.thread_options(&settings, &tools).config.expect("a config override");
+        assert_eq!(serde_json::Value::Object(config), serde_json::json!({"mcp_servers": {"probe": server}}));
+        let key = clawbridge_bridge::binding::FingerprintKey::process();
+        let with = backend.fingerprints(&settings).keyed(key);
+        let bound_without = clawbridge_bridge::binding::Binding::new("th-1", &without.keyed(key));
+        assert!(bound_without.check(&with).is_err(), "a thread bound without the servers is not resumed with them");
+        let bound_with = clawbridge_bridge::binding::Binding::new("th-1", &with);
+        assert!(bound_with.check(&with).is_ok());
+        settings.mcp_servers.insert("probe".into(), serde_json::json!({"command": "node", "env": {"TOKEN": "other"}}));
+        assert!(
+            bound_with.check(&backend.fingerprints(&settings).keyed(key)).is_err(),
+            "another secret, another binding"
+        );
+        let stored = serde_json::to_string(&bound_with).unwrap();
+        assert!(!stored.contains("s3cret") && !stored.contains("probe.mjs"), "no raw server config: {stored}");
+    }
 
     #[test]
     fn under_a_launcher_codex_is_named_for_the_far_side_and_its_secrets_go_on_stdin() {

@@ -388,6 +388,12 @@ impl TurnMapper {
     }
 
     fn on_item_completed(&mut self, item: &ThreadItem, out: &mut Vec<Event>) {
+        // Codex compacted the thread by itself (its auto-compaction, mid-turn or before it).
+        if item.item_type() == Some("contextCompaction") {
+            let item_id = item.id().unwrap_or_default().to_string();
+            self.push(out, Event::ContextCompacted { item_id });
+            return;
+        }
         match item {
             ThreadItem::AgentMessage(message) => {
                 if self.final_messages.insert(message.id.clone()) {

@@ -8,6 +8,7 @@
 //! - [`retry`]: retrying requests the server refuses as overloaded.
 //! - [`auth`]: the host's prepared route auth as Codex model-provider overrides.
 //! - [`provider_env`]: the one credential variable a session passes (the selected provider's `env_key`).
+//! - `native_ops`: the model catalog (`model/list`) and `thread/compact/start`, outside attempts.
 //! - [`tool_policy`]: the host's native tool policy as `-c` overrides and a sandbox.
 
 pub mod auth;
@@ -17,6 +18,7 @@ pub mod diagnose;
 pub mod handler;
 pub mod input;
 pub mod mapping;
+mod native_ops;
 pub mod provider_env;
 pub mod retry;
 pub mod session;

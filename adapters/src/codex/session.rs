@@ -99,6 +99,9 @@ pub enum CodexError {
     /// such socket, the launcher failed); the error names the launcher and the socket.
     #[error(transparent)]
     Pipe(#[from] clawbridge_bridge::connection::PipeError),
+    /// A compaction did not end within its limit, or the server ended it without compacting.
+    #[error("the codex compaction did not complete: {0}")]
+    Compaction(String),
 }
 
 impl CodexError {
@@ -136,6 +139,9 @@ pub struct ThreadOptions {
     /// Side work: the thread is not persisted (`ephemeral: true`), and not remembered as a
     /// loaded thread a later session could take.
     pub ephemeral: bool,
+    /// Config overrides for the thread (`config` of `thread/start` / `thread/resume`): the user's
+    /// MCP servers as `{"mcp_servers": {...}}`.
+    pub config: Option<serde_json::Map<String, Value>>,
 }
 
 /// A thread ready for turns.
@@ -512,6 +518,7 @@ impl CodexSession {
             developer_instructions: options.developer_instructions.clone(),
             dynamic_tools: self.dynamic_tools(),
             ephemeral: options.ephemeral.then_some(true),
+            config: options.config.clone(),
             ..ThreadStartParams::default()
         };
         let response: ThreadStartResponse = self.request_outside_turn(methods::THREAD_START, &params).await?;
@@ -584,6 +591,7 @@ impl CodexSession {
             approval_policy: options.approval_policy.clone(),
             sandbox: options.sandbox.clone(),
             developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
             // History is in the native thread; we only need it live.
             exclude_turns: Some(true),
             ..ThreadResumeParams::new(thread_id)
@@ -619,6 +627,7 @@ impl CodexSession {
             options.approval_policy,
             options.sandbox,
             options.developer_instructions,
+            options.config,
         ]))
         .ok()?;
         Some(seat.settings_key(&text))
@@ -760,6 +769,253 @@ impl CodexSession {
     fn claim_thread(&self, thread_id: &str) {
         if let ServerLink::Shared(seat) = &self.link {
             seat.claim_thread(thread_id);
+        }
+    }
+}
+
+/// The most `model/list` pages read (100 models each): a catalog is short, a looping cursor is not.
+const MAX_MODEL_PAGES: usize = 10;
+
+/// What a finished `thread/compact/start` reported.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompactReport {
+    /// The context's input tokens of the last model call before the compaction, when known.
+    pub tokens_before: Option<u64>,
+    /// The context's input tokens after it, when Codex reported them.
+    pub tokens_after: Option<u64>,
+}
+
+impl CodexSession {
+    /// `model/list`, every page (at most [`MAX_MODEL_PAGES`]): the models this server offers, in
+    /// its order.
+    pub async fn list_models(&mut self) -> Result<Vec<clawbridge_protocol::host::NativeModel>, CodexError> {
+        let mut models = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_MODEL_PAGES {
+            let params = serde_json::json!({"limit": 100, "cursor": cursor, "includeHidden": false});
+            let page: ModelListPage = self.request_outside_turn(methods::MODEL_LIST, &params).await?;
+            models.extend(page.data.into_iter().filter(|m| !m.id.is_empty()).map(ListedModel::into_native));
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(models)
+    }
+
+    /// Resumes `thread_id` (never starting another: compacting a new thread compacts nothing),
+    /// runs `thread/compact/start` on it and waits, at most `limit`, for the compaction turn to
+    /// complete (docs/peers/codex.md#compaction).
+    pub async fn compact_thread(
+        &mut self,
+        thread_id: &str,
+        options: &ThreadOptions,
+        limit: Duration,
+    ) -> Result<CompactReport, CodexError> {
+        let params = ThreadResumeParams {
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
+            exclude_turns: Some(true),
+            ..ThreadResumeParams::new(thread_id)
+        };
+        let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
+        self.claim_thread(thread_id);
+        let _: Value = self
+            .request_outside_turn(methods::THREAD_COMPACT_START, &serde_json::json!({"threadId": thread_id}))
+            .await?;
+        let deadline = Instant::now() + limit;
+        let mut report = CompactReport::default();
+        let mut compacted = false;
+        loop {
+            let event = tokio::time::timeout_at(deadline, self.events.recv())
+                .await
+                .map_err(|_| CodexError::Compaction(format!("no turn/completed within {limit:?}")))?;
+            let note = match event {
+                Some(PeerEvent::Notification(note)) => note,
+                Some(PeerEvent::Closed(_)) | None => {
+                    return Err(CodexError::Compaction("the codex app-server went away".into()));
+                }
+                Some(_) => continue,
+            };
+            match ServerNotification::from_raw(&note.method, note.params.as_deref()) {
+                ServerNotification::ThreadCompacted(n) if n.thread_id == thread_id => compacted = true,
+                ServerNotification::ItemCompleted(n) if n.thread_id == thread_id => {
+                    compacted |= n.item.item_type() == Some("contextCompaction");
+                }
+                ServerNotification::ThreadTokenUsageUpdated(n) if n.thread_id == thread_id => {
+                    let input = n.token_usage.last.input_tokens;
+                    if compacted {
+                        report.tokens_after = Some(input);
+                    } else {
+                        report.tokens_before = Some(input);
+                    }
+                }
+                ServerNotification::TurnCompleted(n) if n.thread_id == thread_id => {
+                    return if compacted {
+                        Ok(report)
+                    } else {
+                        let why =
+                            n.turn.error.map_or_else(|| "the turn ended without a compaction".into(), |e| e.message);
+                        Err(CodexError::Compaction(why))
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl CodexSession {
+    /// Resumes `thread_id` under `options` (its `config` carries the user's MCP servers) and lists
+    /// the MCP servers of that thread's connections with their tools (`mcpServerStatus/list`, every
+    /// page, at most [`MAX_MODEL_PAGES`]).
+    pub async fn list_mcp_tools(
+        &mut self,
+        thread_id: &str,
+        options: &ThreadOptions,
+    ) -> Result<Vec<clawbridge_protocol::host::NativeMcpServer>, CodexError> {
+        let params = ThreadResumeParams {
+            cwd: options.cwd.clone(),
+            model: options.model.clone(),
+            approval_policy: options.approval_policy.clone(),
+            sandbox: options.sandbox.clone(),
+            developer_instructions: options.developer_instructions.clone(),
+            config: options.config.clone(),
+            exclude_turns: Some(true),
+            ..ThreadResumeParams::new(thread_id)
+        };
+        let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
+        self.claim_thread(thread_id);
+        let mut servers = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_MODEL_PAGES {
+            let params = serde_json::json!({"threadId": thread_id, "detail": "toolsAndAuthOnly", "cursor": cursor});
+            let page: McpStatusPage = self.request_outside_turn(methods::MCP_SERVER_STATUS_LIST, &params).await?;
+            servers.extend(page.data.into_iter().filter(|s| !s.name.is_empty()).map(ListedMcpServer::into_native));
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if cursor.is_none() {
+                break;
+            }
+        }
+        Ok(servers)
+    }
+}
+
+/// One `mcpServerStatus/list` page.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct McpStatusPage {
+    #[serde(default)]
+    data: Vec<ListedMcpServer>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// One server of `mcpServerStatus/list`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedMcpServer {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    runtime_status: Option<String>,
+    #[serde(default)]
+    tools_error: Option<String>,
+    #[serde(default)]
+    tools: std::collections::BTreeMap<String, ListedMcpTool>,
+}
+
+/// One tool of a listed server.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedMcpTool {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    input_schema: Value,
+}
+
+impl ListedMcpServer {
+    fn into_native(self) -> clawbridge_protocol::host::NativeMcpServer {
+        clawbridge_protocol::host::NativeMcpServer {
+            name: self.name,
+            status: self.runtime_status,
+            error: self.tools_error,
+            tools: self
+                .tools
+                .into_iter()
+                .map(|(key, tool)| clawbridge_protocol::host::NativeMcpTool {
+                    name: if tool.name.is_empty() { key } else { tool.name },
+                    title: tool.title,
+                    description: tool.description,
+                    input_schema: tool.input_schema,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One `model/list` page, as much of it as the catalog uses.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ModelListPage {
+    #[serde(default)]
+    data: Vec<ListedModel>,
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+/// One model of `model/list`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedModel {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    display_name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    hidden: bool,
+    #[serde(default)]
+    is_default: bool,
+    #[serde(default)]
+    input_modalities: Vec<String>,
+    #[serde(default)]
+    supported_reasoning_efforts: Vec<ListedEffort>,
+}
+
+/// One `supportedReasoningEfforts` entry.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedEffort {
+    #[serde(default)]
+    reasoning_effort: String,
+}
+
+impl ListedModel {
+    fn into_native(self) -> clawbridge_protocol::host::NativeModel {
+        clawbridge_protocol::host::NativeModel {
+            id: self.id,
+            display_name: self.display_name.filter(|n| !n.is_empty()),
+            description: self.description.filter(|d| !d.is_empty()),
+            is_default: self.is_default,
+            hidden: self.hidden,
+            input: self.input_modalities,
+            reasoning_efforts: self
+                .supported_reasoning_efforts
+                .into_iter()
+                .map(|e| e.reasoning_effort)
+                .filter(|e| !e.is_empty())
+                .collect(),
         }
     }
 }

@@ -809,3 +809,18 @@ fn a_dynamic_tool_s_images_stay_in_its_output() {
         "only inline images: a remote URL is no image bytes"
     );
 }
+
+#[test]
+fn codex_s_own_compaction_in_a_turn_is_one_context_compacted_event() {
+    let (_, events) = run(&[
+        turn_started(),
+        item_started(json!({"type": "contextCompaction", "id": "cc-1"})),
+        item_completed(json!({"type": "contextCompaction", "id": "cc-1"})),
+        note("thread/compacted", json!({"threadId": TH, "turnId": TU})),
+        item_completed(json!({"type": "agentMessage", "id": "msg_1", "text": "Done"})),
+        turn_completed("completed", json!([])),
+    ]);
+    let compacted: Vec<_> = events.iter().filter(|e| matches!(e, Event::ContextCompacted { .. })).collect();
+    assert_eq!(compacted, [&Event::ContextCompacted { item_id: "cc-1".into() }], "{events:?}");
+    assert!(events.contains(&Event::AssistantFinal { item_id: "msg_1".into(), text: "Done".into() }));
+}

@@ -84,6 +84,7 @@ impl AttemptRecorder {
             | Event::BudgetPaused { .. }
             | Event::BudgetResumed { .. }
             | Event::ModelInUse { .. }
+            | Event::ContextCompacted { .. }
             | Event::Unknown => {}
         }
         None

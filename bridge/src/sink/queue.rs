@@ -251,7 +251,9 @@ pub fn event_bytes(event: &Event) -> usize {
         Event::ToolFinished(finish) => {
             call_bytes(&finish.call) + outcome_bytes(&finish.outcome) + finish.output.as_ref().map_or(0, output_bytes)
         }
-        Event::ModelRetry { message, .. } | Event::ModelInUse { model: message } => message.len(),
+        Event::ModelRetry { message, .. }
+        | Event::ModelInUse { model: message }
+        | Event::ContextCompacted { item_id: message } => message.len(),
         Event::TurnTerminal(terminal) => terminal.message.as_ref().map_or(0, String::len),
         Event::Usage(_)
         | Event::ModelCallStarted {}

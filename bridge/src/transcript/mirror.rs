@@ -188,6 +188,8 @@ impl TranscriptMirror {
             | Event::ModelCallStarted {}
             | Event::BudgetPaused { .. }
             | Event::BudgetResumed { .. }
+            // A compaction has no v4 message shape; the host counts it from the event.
+            | Event::ContextCompacted { .. }
             | Event::Unknown => {}
         }
         Vec::new()

@@ -164,6 +164,17 @@ pub mod methods {
     pub const CONFIG_READ: &str = "config/read";
     /// Request (`{}`): the signed-in account, `{account, requiresOpenaiAuth}`. Used by `clawbridge doctor`.
     pub const ACCOUNT_READ: &str = "account/read";
+    /// Request (`{limit, cursor, includeHidden}`): the models this server offers, `{data: [{id,
+    /// model, displayName, description, hidden, isDefault, inputModalities,
+    /// supportedReasoningEfforts}], nextCursor}`. Used for the host's model catalog.
+    pub const MODEL_LIST: &str = "model/list";
+    /// Request (`{threadId}`) → `{}`: compacts a loaded thread's history in a turn of its own, which
+    /// streams a `contextCompaction` item, `thread/compacted` and `turn/completed`.
+    pub const THREAD_COMPACT_START: &str = "thread/compact/start";
+    /// Request (`{threadId?, detail?, cursor?, limit?, serverName?}`) → `{data: [{name,
+    /// runtimeStatus, tools: {<name>: {name, title, description, inputSchema}}, toolsError, …}],
+    /// nextCursor}`: the MCP servers (of a thread's connections, with `threadId`) and their tools.
+    pub const MCP_SERVER_STATUS_LIST: &str = "mcpServerStatus/list";
     /// Notification: a problem with the configuration or the machine (a missing sandbox helper),
     /// [`super::notifications::ConfigWarningNotification`].
     pub const CONFIG_WARNING: &str = "configWarning";

@@ -118,6 +118,17 @@ pub struct AttemptRunParams {
     /// when it changes. Without an epoch (`per_turn`) it is put before every turn's prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<AssembledContext>,
+    /// (protocol version 2) The user's MCP servers from OpenClaw's config (`mcp.servers`, with the
+    /// bundle's), as the SDK's `loadCodexBundleMcpThreadConfig` projects them: Codex's
+    /// `mcp_servers` table, server name → `{command, args, env, cwd}` or `{url, http_headers}`.
+    /// Applied to the native runtime (Codex thread config; Claude Code `--mcp-config`); their
+    /// hash is part of the session binding's fingerprint. At most 64 servers.
+    #[serde(
+        default,
+        skip_serializing_if = "std::collections::BTreeMap::is_empty",
+        deserialize_with = "super::native::mcp_servers"
+    )]
+    pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// `isolation` of a side-work run: where its ephemeral native session starts from.
@@ -199,6 +210,7 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("expected_runtime_artifact", &self.expected_runtime_artifact)
             .field("isolation", &self.isolation)
             .field("context_bytes", &self.context.as_ref().map(|c| c.text.len()))
+            .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }

@@ -23,6 +23,7 @@ pub mod harness;
 pub mod host_requests;
 pub mod initialize;
 pub mod limits;
+pub mod native;
 mod schema;
 pub mod session;
 pub mod transcript;
@@ -47,6 +48,10 @@ pub use host_requests::{
 pub use initialize::{
     BackendInfo, BridgeCapabilities, HostCapabilities, InitializeParams, InitializeResponse, PeerInfo, VersionRange,
     negotiate,
+};
+pub use native::{
+    CatalogMcpToolsParams, CatalogMcpToolsResponse, CatalogModelsParams, CatalogModelsResponse, NativeMcpServer,
+    NativeMcpTool, NativeModel, SessionCompactParams, SessionCompactResponse,
 };
 pub use schema::{METHODS, MethodInfo, MethodKind, Sender, schema};
 pub use session::{
@@ -97,6 +102,12 @@ pub mod methods {
     /// Host → bridge request: invalidate a session's native context after a history cut
     /// (protocol version 2).
     pub const SESSION_CONTEXT_RESET: &str = "session/contextReset";
+    /// Host → bridge: the native runtime's model catalog (protocol version 2).
+    pub const CATALOG_MODELS: &str = "catalog/models";
+    /// Host → bridge: compact a session's bound native thread (protocol version 2).
+    pub const SESSION_COMPACT: &str = "session/compact";
+    /// Host → bridge: the MCP tools of a session's native thread (protocol version 2).
+    pub const CATALOG_MCP_TOOLS: &str = "catalog/mcpTools";
     /// Host → bridge request: cancel everything, stop every native process.
     pub const SHUTDOWN: &str = "shutdown";
     /// Bridge → host notification: one event of a running attempt.

@@ -54,6 +54,9 @@ pub const METHODS: &[MethodInfo] = &[
     request(methods::SESSION_RESET, Sender::Host, "Drop or keep a session's native thread binding, by reason."),
     request(methods::SESSION_DELETE, Sender::Host, "Forget a deleted session's native thread binding."),
     request(methods::SESSION_CONTEXT_RESET, Sender::Host, "Invalidate a session's native thread after a history cut."),
+    request(methods::CATALOG_MODELS, Sender::Host, "The native runtime's model catalog."),
+    request(methods::SESSION_COMPACT, Sender::Host, "Compact a session's bound native thread."),
+    request(methods::CATALOG_MCP_TOOLS, Sender::Host, "The MCP tools of a session's native thread."),
     request(methods::SHUTDOWN, Sender::Host, "Cancel all attempts and stop every native process."),
     MethodInfo {
         name: methods::ATTEMPT_EVENT,
@@ -84,6 +87,13 @@ fn method_schemas(generator: &mut SchemaGenerator, name: &str) -> (Value, Option
         methods::SESSION_DELETE => (of::<SessionDeleteParams>(generator), Some(of::<SessionDeleteResponse>(generator))),
         methods::SESSION_CONTEXT_RESET => {
             (of::<SessionContextResetParams>(generator), Some(of::<SessionContextResetResponse>(generator)))
+        }
+        methods::CATALOG_MODELS => (of::<CatalogModelsParams>(generator), Some(of::<CatalogModelsResponse>(generator))),
+        methods::CATALOG_MCP_TOOLS => {
+            (of::<CatalogMcpToolsParams>(generator), Some(of::<CatalogMcpToolsResponse>(generator)))
+        }
+        methods::SESSION_COMPACT => {
+            (of::<SessionCompactParams>(generator), Some(of::<SessionCompactResponse>(generator)))
         }
         methods::SHUTDOWN => (of::<ShutdownParams>(generator), Some(of::<ShutdownResponse>(generator))),
         methods::ATTEMPT_EVENT => (of::<AttemptEventParams>(generator), None),

@@ -1,0 +1,237 @@
+//! The native side's own state through the real OpenClaw (openclaw 2026.9.6 on Node 24), the real
+//! codex app-server 0.169.0 and the scripted mock model (issue #13, points 5 and 6): OpenClaw's
+//! `/compact` runs Codex's own compactor on the session's bound thread (the mock model gets the
+//! compaction request, the next turn resumes the compacted thread), and OpenClaw's model list shows
+//! the models Codex's `model/list` names, and a server of OpenClaw's `mcp.servers` is one Codex can
+//! call (the mock model calls its tool, its answer comes back in the next request). One OpenClaw
+//! home and one Codex session serve every assertion, to keep the CLI start-ups (15-18 s each) few.
+
+use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const FIRST_PROMPT: &str = "Remember the word kumquat.";
+const FIRST_ANSWER: &str = "I will remember kumquat.";
+const SUMMARY: &str = "SUMMARY-OF-THE-KUMQUAT-CONVERSATION";
+const LAST_PROMPT: &str = "Which word did I ask you to remember?";
+const LAST_ANSWER: &str = "You asked me to remember kumquat.";
+/// What the test's MCP server answers a `lookup` call with (followed by the word it was given).
+const PROBE_ANSWER: &str = "PROBE-ANSWER-";
+
+/// A tiny stdio MCP server (newline-delimited JSON-RPC): one read-only tool, `lookup {word}`, which
+/// answers `PROBE-ANSWER-<word>`; every request it gets is appended to the log file in argv[2].
+const MCP_SERVER: &str = r#"
+import { appendFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+const log = process.argv[2];
+const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
+createInterface({ input: process.stdin }).on("line", (line) => {
+  let request;
+  try { request = JSON.parse(line); } catch { return; }
+  appendFileSync(log, JSON.stringify({ method: request.method, params: request.params }) + "\n");
+  if (request.id === undefined) return;
+  switch (request.method) {
+    case "initialize":
+      return send({ id: request.id, result: { protocolVersion: request.params?.protocolVersion ?? "2025-06-18",
+        capabilities: { tools: {} }, serverInfo: { name: "probe", version: "1.0.0" } } });
+    case "tools/list":
+      return send({ id: request.id, result: { tools: [{ name: "lookup", description: "Looks a word up.",
+        inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+        annotations: { readOnlyHint: true } }] } });
+    case "tools/call":
+      return send({ id: request.id, result: { content: [{ type: "text",
+        text: "PROBE-ANSWER-" + (request.params?.arguments?.word ?? "?") }] } });
+    case "ping":
+      return send({ id: request.id, result: {} });
+    default:
+      return send({ id: request.id, error: { code: -32601, message: "no such method" } });
+  }
+});
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_models() {
+    let Some(codex) = peer_or_skip("codex") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+
+    let sandbox = Sandbox::new().unwrap();
+    let scenario = json!({
+        "rules": [
+            // Turn 1 calls the MCP server's tool (Codex offers a server's tools as one `namespace`
+            // tool, `mcp__<server>`), then answers quoting what the tool returned.
+            {"when": {"api": "responses", "last_input_is_tool_result": true},
+             "reply": {"text": FIRST_ANSWER, "text_quoting_tool_result": true}},
+            {"when": {"api": "responses", "last_user_text_contains": "remember the word", "tool_offered": "mcp__probe"},
+             "reply": {"tool_call": {"name": "lookup", "namespace": "mcp__probe", "arguments": {"word": "kumquat"}}}},
+            {"when": {"api": "responses", "last_user_text_contains": "which word"},
+             "reply": {"text": LAST_ANSWER}}
+        ],
+        // Codex's compaction request (a summarization prompt over the thread) gets this.
+        "default": {"text": SUMMARY}
+    });
+    let mock = start_mock(&scenario).await.unwrap();
+    let run = OpenClawHome::new(
+        &node,
+        &openclaw,
+        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
+        &sandbox,
+        Harness::Codex(codex),
+        &mock,
+    );
+    let server = sandbox.root().join("probe-mcp.mjs");
+    let server_log = sandbox.root().join("probe-mcp.log");
+    std::fs::write(&server, MCP_SERVER).unwrap();
+    let mut config = run.config();
+    // The user's MCP server, as OpenClaw's config declares it; its tools need no approval.
+    config["mcp"] = json!({"servers": {"probe": {
+        "command": node, "args": [server, server_log],
+        "codex": {"defaultToolsApprovalMode": "approve"}
+    }}});
+    let port = free_port();
+    run.write_config(&with_gateway(config, port));
+    let _temp_root = TempRootGuard::snapshot();
+
+    // Turn 1 binds the session to a Codex thread, and calls the MCP server's tool.
+    let exec = run.exec(FIRST_PROMPT, &[]).await;
+    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
+    let calls = std::fs::read_to_string(&server_log).unwrap_or_default();
+    assert!(
+        calls.lines().any(|l| l.contains("\"tools/call\"") && l.contains("kumquat")),
+        "the MCP server ran the tool: {calls}\n{}",
+        describe_requests(&mock.requests())
+    );
+    let requests = mock.model_requests();
+    let tool_result = format!("{PROBE_ANSWER}kumquat");
+    assert!(
+        requests.iter().any(|r| r.body["input"].to_string().contains(&tool_result)),
+        "the tool's answer came back to the model: {}",
+        describe_requests(&requests)
+    );
+    assert!(exec["final"].as_str().unwrap_or("").contains(&tool_result), "{exec:#}");
+    let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
+    let thread = run.bound_native_session();
+    run.wait_until_gone().await;
+    let before = mock.model_requests().len();
+    let rows_before = run.messages(&session_id).await.len();
+
+    // `openclaw sessions compact` (the gateway's `sessions.compact`, what `/compact` runs; the
+    // CLI's `--message` refuses slash commands): core calls the harness's compact(), the bridge
+    // runs Codex's `thread/compact/start` on the bound thread.
+    let gateway = Gateway::start(&run, port).await;
+    let key = format!("agent:main:explicit:{session_id}");
+    let (status, stdout, stderr) = run.output(&["sessions", "compact", &key, "--json"]).await;
+    assert!(status.success(), "compact failed:\n{stdout}\n{stderr}");
+    let answer = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON answer");
+    assert_eq!(answer["ok"], true, "{answer:#}");
+    assert_eq!(answer["compacted"], true, "{answer:#}");
+    assert_eq!(answer["result"]["details"]["nativeSessionId"], thread.as_str(), "the bound thread: {answer:#}");
+    // The gateway's tool inventory asks the harness's loadMcpToolCatalog: the bridge resumes the
+    // bound thread with the user's servers and lists Codex's `mcpServerStatus/list`.
+    let (status, stdout, stderr) = run
+        .output(&["gateway", "call", "tools.effective", "--params", &json!({"sessionKey": key}).to_string(), "--json"])
+        .await;
+    assert!(status.success(), "tools.effective failed:\n{stdout}\n{stderr}");
+    let listed = format!("clawbridge-codex MCP tool catalog of {session_id}: 1 tools");
+    assert!(
+        gateway.output().contains(&listed),
+        "core asked the native MCP catalog and got the tool:\n{}",
+        gateway.output()
+    );
+    gateway.stop().await;
+    let requests = mock.model_requests();
+    let compaction: Vec<_> = requests[before..].iter().collect();
+    assert_eq!(compaction.len(), 1, "one native compaction request: {}", describe_requests(&requests));
+    let body = compaction[0].body.to_string();
+    assert!(body.contains(FIRST_PROMPT) && body.contains(FIRST_ANSWER), "it summarizes the thread: {body}");
+    run.wait_until_gone().await;
+
+    // Core counts a harness's compaction on the session entry and writes no transcript entry for
+    // it (docs/peers/openclaw.md#compact-and-the-model-catalog); the transcript keeps its rows.
+    assert_eq!(run.messages(&session_id).await.len(), rows_before, "turn 1's rows, untouched");
+
+    // The next turn resumes the same, compacted thread: the model sees the summary.
+    let last = run.next_turn(&session_id, LAST_PROMPT).await;
+    assert_eq!(last["payloads"][0]["text"], LAST_ANSWER, "{last:#}");
+    assert_eq!(run.bound_native_session(), thread, "the compacted thread is still the session's");
+    let requests = mock.model_requests();
+    let input = requests.last().expect("the last turn's request").body["input"].to_string();
+    assert!(input.contains(SUMMARY), "the model sees the compacted history: {input}");
+    run.wait_until_gone().await;
+
+    // The model list: with `--refresh` OpenClaw asks every harness's loadModelCatalog; the plugin
+    // starts the bridge, whose `catalog/models` lists Codex's own `model/list`.
+    let (status, stdout, stderr) = run.output(&["models", "list", "--all", "--refresh", "--json"]).await;
+    assert!(status.success(), "models list failed:\n{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("clawbridge: bridge") && stderr.contains("started"),
+        "the catalog asked the bridge: {stderr}"
+    );
+    let listed = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON list");
+    let rows = listed["models"].as_array().cloned().unwrap_or_default();
+    let listed_keys: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|row| row["key"].as_str())
+        .filter(|k| k.starts_with("openai/"))
+        .map(str::to_string)
+        .collect();
+    // What Codex itself lists, asked through the bridge directly with the same environment.
+    let native = bridge_catalog(&run).await;
+    assert!(!native.is_empty(), "codex lists models");
+    let native_keys: BTreeSet<String> = native.iter().map(|id| format!("openai/{id}")).collect();
+    assert_eq!(listed_keys, native_keys, "OpenClaw's openai rows are Codex's models: {listed:#}");
+    for row in rows.iter().filter(|row| row["key"].as_str().is_some_and(|k| native_keys.contains(k))) {
+        assert_eq!(row["available"], true, "readiness from the catalog's cache: {row}");
+    }
+    run.wait_until_gone().await;
+}
+
+/// The model ids the bridge's `catalog/models` answers for `clawbridge-codex`, run as the plugin
+/// runs it (the same environment), without OpenClaw.
+async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    command
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", run.sandbox.home())
+        .env("TMPDIR", run.sandbox.tmp())
+        .envs(clawbridge_fixtures::no_user_config())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (name, value) in run.bridge_env().as_object().expect("an env object") {
+        command.env(name, value.as_str().map_or_else(|| value.to_string(), str::to_string));
+    }
+    let mut child = command.spawn().expect("clawbridge serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1,
+               "host": {"name": "test", "version": "0"}, "capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "catalog/models", "params": {"harnessId": "clawbridge-codex"}}),
+    ];
+    for line in lines {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write");
+    }
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while let Some(line) = out.next_line().await.expect("read") {
+            let value: Value = serde_json::from_str(&line).expect("JSON");
+            if value["id"] == 2 {
+                return value;
+            }
+        }
+        panic!("the bridge ended without answering catalog/models");
+    })
+    .await
+    .expect("catalog/models answered");
+    drop(stdin);
+    let _ = child.wait().await;
+    let models = answer["result"]["models"].as_array().unwrap_or_else(|| panic!("no models: {answer}"));
+    models.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()
+}
