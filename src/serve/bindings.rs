@@ -14,6 +14,8 @@ use std::sync::Mutex;
 use clawbridge_bridge::binding::{Binding, FingerprintKey, Fingerprints};
 use sha2::{Digest, Sha256};
 
+use super::projection::FreshReason;
+
 /// Bindings by session id.
 pub struct Bindings {
     /// Where binding files live; `None` keeps them in memory only (no state dir).
@@ -40,35 +42,47 @@ impl Bindings {
     }
 
     /// The thread to resume for `session_id` under `current`, if there is a valid binding.
+    #[cfg(test)]
     pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        self.lookup(session_id, current).ok().map(|bound| bound.native_session_id)
+    }
+
+    /// The valid binding of `session_id` under `current`, or why there is none to resume.
+    pub fn lookup(&self, session_id: &str, current: &Fingerprints) -> Result<Binding, FreshReason> {
         let current = &current.clone().keyed(&self.key);
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
         let binding = match remembered {
             Some(binding) => binding,
             None => {
-                let path = self.path(session_id)?;
+                let path = self.path(session_id).ok_or(FreshReason::Unbound)?;
                 match Binding::load(&path) {
                     Ok(Some(binding)) => binding,
-                    Ok(None) => return None,
+                    Ok(None) => return Err(FreshReason::Unbound),
                     Err(error) => {
                         tracing::warn!(%error, session = session_id, "ignoring an unreadable session binding");
-                        return None;
+                        return Err(FreshReason::Unbound);
                     }
                 }
             }
         };
         match binding.check(current) {
-            Ok(()) => Some(binding.native_session_id),
+            Ok(()) => Ok(binding),
             Err(reason) => {
                 tracing::info!(session = session_id, %reason, "not resuming the session's native thread");
-                None
+                Err(reason.into())
             }
         }
     }
 
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
+    #[cfg(test)]
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
-        let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));
+        self.save_at(session_id, thread_id, current, None);
+    }
+
+    /// [`save`](Self::save), recording the transcript `position` the binding is made at.
+    pub fn save_at(&self, session_id: &str, thread_id: &str, current: &Fingerprints, position: Option<&str>) {
+        let binding = Binding::new(thread_id, &current.clone().keyed(&self.key)).at_position(position.map(Into::into));
         if let Some(path) = self.path(session_id) {
             if let Err(error) = binding.save(&path) {
                 tracing::warn!(%error, session = session_id, "could not store the session binding on disk");
@@ -79,16 +93,20 @@ impl Bindings {
 
     /// [`save`](Self::save), unless `session_id` is already bound to `thread_id` under `current`
     /// (backends announce their id more than once; the file is written once).
-    pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
+    pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints, position: Option<&str>) {
         let keyed = current.clone().keyed(&self.key);
         let same = self
             .memory
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(session_id)
-            .is_some_and(|b| b.native_session_id == thread_id && b.check(&keyed).is_ok());
+            .is_some_and(|b| {
+                b.native_session_id == thread_id
+                    && b.transcript_position.as_deref() == position
+                    && b.check(&keyed).is_ok()
+            });
         if !same {
-            self.save(session_id, thread_id, current);
+            self.save_at(session_id, thread_id, current, position);
         }
     }
 
@@ -122,6 +140,11 @@ mod tests {
         assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-codex", "/other", "m")), None);
         assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-claude", "/w", "m")), None);
         assert_eq!(later.thread_for("s-2", &current), None);
+        // The transcript position is kept with the thread, and a new position replaces the binding.
+        later.save_if_changed("s-1", "th-1", &current, Some("clawbridge:run-2"));
+        let again = Bindings::new(Some(dir.path().to_path_buf()));
+        assert_eq!(again.lookup("s-1", &current).unwrap().transcript_position.as_deref(), Some("clawbridge:run-2"));
+        assert_eq!(again.lookup("s-2", &current).unwrap_err(), FreshReason::Unbound);
         assert!(later.reset("s-1"));
         assert!(!later.reset("s-1"));
         assert_eq!(Bindings::new(Some(dir.path().to_path_buf())).thread_for("s-1", &current), None);

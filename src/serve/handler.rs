@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
+use super::projection::FreshReason;
 use super::harness::Catalog;
 use super::steer::SteerSlot;
 
@@ -317,6 +318,9 @@ impl Server {
                 return Err(reply(codes::INVALID_PARAMS, message));
             }
         }
+        if let Some(Err(error)) = params.history.as_ref().map(super::projection::check_cap) {
+            return Err(reply(codes::INVALID_PARAMS, format!("invalid params: {error}")));
+        }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         let steer = Arc::new(SteerSlot::default());
@@ -396,22 +400,46 @@ impl Server {
             // (Claude's warm CLI): it runs under a key of its own.
             settings.session_key = format!("{}#detached:{}", settings.session_key, params.attempt_id);
         }
+        // Resumed only while the binding fits the settings and the transcript is where the native
+        // thread left it; otherwise a new native session is seeded with the history (projection.rs).
+        let mut fresh = Some(FreshReason::Unbound);
         if durable && harness.backend.facts().supports.resume {
-            settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
+            match self.bindings.lookup(&params.session_id, &fingerprints) {
+                Ok(bound) => {
+                    let moved = bound
+                        .transcript_position
+                        .as_deref()
+                        .zip(params.history.as_ref())
+                        .and_then(|(position, history)| super::projection::moved(history, position));
+                    match moved {
+                        None => {
+                            settings.resume = Some(bound.native_session_id);
+                            fresh = None;
+                        }
+                        Some(moved) => {
+                            tracing::info!(session = %params.session_id, reason = %moved, "not resuming the session's native thread; re-projecting the transcript");
+                            fresh = Some(moved.into());
+                        }
+                    }
+                }
+                Err(reason) => fresh = Some(reason),
+            }
         }
+        let position = attempt::mirror_scope(&params);
         // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
         // must still resume the same native session next time.
         if durable {
             let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
+            let position = position.clone();
             settings.on_native_id = Some(Arc::new(move |native_id: &str| {
-                server.bindings.save_if_changed(&session, native_id, &bound_under);
+                server.bindings.save_if_changed(&session, native_id, &bound_under, Some(&position));
             }));
         }
         let session_id = params.session_id.clone();
-        let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
+        let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer, fresh };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(native_id) = outcome.native_id.filter(|_| durable) {
-            self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
+            self.bindings.save_if_changed(&session_id, &native_id, &fingerprints, Some(&position));
         }
         encode(outcome.response)
     }

@@ -14,6 +14,7 @@
 
 mod attempt;
 mod bindings;
+mod projection;
 mod budget;
 mod handler;
 mod harness;

@@ -93,6 +93,67 @@ pub struct AttemptRunParams {
     /// Absent means `durable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_persistence: Option<SessionPersistence>,
+    /// (protocol version 2) The session's OpenClaw transcript before this prompt, on its active
+    /// branch (what `readVisibleSessionTranscriptMessageEntries` reads), oldest first. The bridge
+    /// compares its last entry with the position the session's binding was made at, and seeds a new
+    /// native session with it (docs/host-protocol.md#transcript-history). Absent: an older host, or
+    /// nothing to send; the bridge then resumes as before and seeds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<TranscriptHistory>,
+}
+
+/// (protocol version 2) `attempt/run`'s `history`: the transcript entries the host kept, newest
+/// last, within [`limits::MAX_HISTORY_BYTES`] of text (the host drops the oldest entries to fit
+/// and counts them in `omitted`; a bridge refuses more with `-32602`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptHistory {
+    /// The entries, oldest first; at most [`limits::MAX_HISTORY_ENTRIES`] (refused at decode).
+    #[serde(default, deserialize_with = "history_entries")]
+    pub entries: Vec<HistoryEntry>,
+    /// How many older entries the host left out to stay within the byte cap.
+    #[serde(default)]
+    pub omitted: u32,
+}
+
+impl TranscriptHistory {
+    /// The bytes of text the entries hold (what [`limits::MAX_HISTORY_BYTES`] caps).
+    pub fn text_bytes(&self) -> usize {
+        self.entries.iter().map(|e| e.role.len() + e.text.len() + e.key.as_ref().map_or(0, String::len)).sum()
+    }
+}
+
+/// One transcript entry of [`TranscriptHistory`], flattened to text by the host.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// `user`, `assistant`, `toolResult`, … as the transcript has it.
+    pub role: String,
+    /// The entry's visible text (tool calls and results as short text lines).
+    #[serde(default)]
+    pub text: String,
+    /// The row's idempotency key, when it has one (`clawbridge:<runId>:…` for rows this bridge
+    /// mirrored): how the bridge recognises its own last row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// (protocol version 2) `attempt/run`'s result `projection`: the attempt ran in a new native session
+/// seeded with the transcript history instead of resuming, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectionNotice {
+    /// Why the session's native thread was not resumed (a person-readable sentence).
+    pub reason: String,
+    /// How many transcript entries the new native session was seeded with.
+    pub entries: u32,
+    /// How many older entries were left out (by the host's byte cap).
+    #[serde(default)]
+    pub omitted: u32,
+}
+
+fn history_entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HistoryEntry>, D::Error> {
+    bounded::seq(d, "history.entries", limits::MAX_HISTORY_ENTRIES)
 }
 
 // Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
@@ -145,6 +206,7 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("process_env", &self.process_env.keys().collect::<Vec<_>>())
             .field("auth", &self.auth)
             .field("session_persistence", &self.session_persistence)
+            .field("history_entries", &self.history.as_ref().map(|h| h.entries.len()))
             .finish_non_exhaustive()
     }
 }
@@ -206,6 +268,9 @@ impl AttemptRunParams {
             + tools
             + names(&self.tools_allow)
             + names(&self.tool_execution_allow)
+            + self.history.as_ref().map_or(0, |h| {
+                h.text_bytes() + h.entries.len() * (size_of::<HistoryEntry>() + size_of::<String>())
+            })
     }
 
     /// Whether the run must leave the session's durable state untouched.
@@ -283,6 +348,10 @@ pub struct AttemptRunResponse {
     /// whose cause is `runBudget`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tool_running_at_timeout: bool,
+    /// (protocol version 2) Set when the attempt did not resume the session's native thread and
+    /// seeded a new one with `history` instead: the host tells the user why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<ProjectionNotice>,
 }
 
 /// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).

@@ -32,7 +32,8 @@ mod tests;
 
 pub use attempt::{
     AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse, AttemptSteerParams,
-    AttemptSteerResponse, CancelStatus, ImageInput, RouteAuth, SessionPersistence, SteerStatus,
+    AttemptSteerResponse, CancelStatus, HistoryEntry, ImageInput, ProjectionNotice, RouteAuth, SessionPersistence,
+    SteerStatus, TranscriptHistory,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{

@@ -157,6 +157,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
         transcript_owned: true,
         transcript_idempotency_key: None,
         tool_running_at_timeout: false,
+        projection: None,
     };
     assert_eq!(encode(&result), CANCELLED_RESULT);
     assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);

@@ -1,0 +1,168 @@
+//! The transcript projection: when a session's native thread cannot or must not be resumed, the new
+//! native session is seeded with the OpenClaw transcript's history (`attempt/run` `history`), so the
+//! model never starts without the conversation it is part of (docs/host-protocol.md#transcript-history).
+//!
+//! A binding records the transcript position it was made at (the idempotency scope of the attempt
+//! that last ran in the native session); [`moved`] compares it with the host's transcript, whose last
+//! entry is that attempt's row only while nothing else (OpenClaw's own runtime, a rewind, a branch)
+//! moved it.
+
+use clawbridge_bridge::binding::InvalidationReason;
+use clawbridge_protocol::host::{TranscriptHistory, limits};
+
+/// Why an attempt starts a new native session instead of resuming the session's thread.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FreshReason {
+    /// The session has no binding yet (its first turn on this harness, or after a reset).
+    #[error("the session has no native thread bound yet")]
+    Unbound,
+    /// The binding no longer fits the settings.
+    #[error("{0}")]
+    Invalid(#[from] InvalidationReason),
+    /// The transcript moved without the native session.
+    #[error(transparent)]
+    Moved(#[from] TranscriptMoved),
+    /// The backend tried to resume and could not (its session file is gone, the resume failed).
+    #[error("the native session could not be resumed: {0}")]
+    ResumeFailed(String),
+}
+
+/// How the host's transcript moved away from the position a binding was made at.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptMoved {
+    /// The transcript holds no entry now (it was rewound to its start or replaced).
+    #[error("the transcript was emptied since the native thread last ran (a rewind or a new branch)")]
+    Emptied,
+    /// The last entry is not one this bridge mirrored: another runtime ran a turn, or the session
+    /// was rewound or branched to an earlier entry.
+    #[error(
+        "the transcript's last entry ({role}) was not written by the attempt that last ran in the native thread \
+         (another runtime ran a turn, or the session was rewound or branched)"
+    )]
+    Foreign {
+        /// The role of the transcript's last entry.
+        role: String,
+    },
+}
+
+/// Why a `history` is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HistoryError {
+    /// The entries hold more text than the cap.
+    #[error("the transcript history holds {bytes} bytes of text, over the cap of {limit} bytes")]
+    TooLarge {
+        /// The bytes sent.
+        bytes: usize,
+        /// [`limits::MAX_HISTORY_BYTES`].
+        limit: usize,
+    },
+}
+
+/// Refuses a history over [`limits::MAX_HISTORY_BYTES`] (the host keeps the newest entries within it).
+pub fn check_cap(history: &TranscriptHistory) -> Result<(), HistoryError> {
+    let bytes = history.text_bytes();
+    if bytes > limits::MAX_HISTORY_BYTES {
+        return Err(HistoryError::TooLarge { bytes, limit: limits::MAX_HISTORY_BYTES });
+    }
+    Ok(())
+}
+
+/// Whether the host's transcript moved away from `position` (a binding's): `None` while its last
+/// entry is a row of the attempt at `position`.
+pub fn moved(history: &TranscriptHistory, position: &str) -> Option<TranscriptMoved> {
+    let Some(last) = history.entries.last() else {
+        return Some(TranscriptMoved::Emptied);
+    };
+    let ours = last.key.as_deref().and_then(|key| key.strip_prefix(position)).is_some_and(|rest| rest.starts_with(':'));
+    (!ours).then(|| TranscriptMoved::Foreign { role: last.role.clone() })
+}
+
+/// The prompt a new native session's first turn is given: the history, then `prompt`. The history
+/// is a block the model reads as context, each entry under its role; an empty history leaves the
+/// prompt as it is.
+pub fn seeded_prompt(history: &TranscriptHistory, prompt: &str) -> String {
+    if history.entries.is_empty() {
+        return prompt.to_string();
+    }
+    let mut out = String::with_capacity(history.text_bytes() + prompt.len() + 256);
+    out.push_str("The conversation so far, from this session's transcript");
+    if history.omitted > 0 {
+        out.push_str(&format!(" ({} older entries left out)", history.omitted));
+    }
+    out.push_str(". It is context; the request follows after it.\n<conversation_history>\n");
+    for entry in &history.entries {
+        out.push('[');
+        out.push_str(&entry.role);
+        out.push_str("]\n");
+        out.push_str(entry.text.trim_end());
+        out.push('\n');
+    }
+    out.push_str("</conversation_history>\n\n");
+    out.push_str(prompt);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use clawbridge_protocol::host::HistoryEntry;
+
+    use super::*;
+
+    fn entry(role: &str, text: &str, key: Option<&str>) -> HistoryEntry {
+        HistoryEntry { role: role.into(), text: text.into(), key: key.map(Into::into) }
+    }
+
+    #[test]
+    fn the_transcript_is_in_step_only_while_its_last_entry_is_the_bound_attempts_row() {
+        let ours = TranscriptHistory {
+            entries: vec![entry("user", "hi", None), entry("assistant", "hello", Some("clawbridge:run-1:assistant:0"))],
+            omitted: 0,
+        };
+        assert_eq!(moved(&ours, "clawbridge:run-1"), None);
+        // Another run of ours wrote the last row (the binding is of an older one): moved.
+        assert_eq!(moved(&ours, "clawbridge:run-0"), Some(TranscriptMoved::Foreign { role: "assistant".into() }));
+        // A prefix of the scope is not the scope.
+        assert!(moved(&ours, "clawbridge:run-").is_some());
+        // OpenClaw's own runtime answered last.
+        let mut other = ours.clone();
+        other.entries.push(entry("user", "q", None));
+        other.entries.push(entry("assistant", "embedded", None));
+        assert_eq!(moved(&other, "clawbridge:run-1"), Some(TranscriptMoved::Foreign { role: "assistant".into() }));
+        // Rewound to before the bound attempt.
+        let rewound = TranscriptHistory { entries: vec![entry("user", "hi", None)], omitted: 0 };
+        assert_eq!(moved(&rewound, "clawbridge:run-1"), Some(TranscriptMoved::Foreign { role: "user".into() }));
+        assert_eq!(moved(&TranscriptHistory::default(), "clawbridge:run-1"), Some(TranscriptMoved::Emptied));
+    }
+
+    #[test]
+    fn a_history_over_the_byte_cap_is_refused_and_one_at_it_is_not() {
+        let text = "x".repeat(limits::MAX_HISTORY_BYTES - "user".len());
+        let mut history = TranscriptHistory { entries: vec![entry("user", &text, None)], omitted: 0 };
+        assert_eq!(check_cap(&history), Ok(()));
+        history.entries[0].text.push('x');
+        assert_eq!(
+            check_cap(&history),
+            Err(HistoryError::TooLarge { bytes: limits::MAX_HISTORY_BYTES + 1, limit: limits::MAX_HISTORY_BYTES })
+        );
+    }
+
+    #[test]
+    fn the_seeded_prompt_carries_every_entry_under_its_role_then_the_prompt() {
+        let history = TranscriptHistory {
+            entries: vec![entry("user", "my name is Ada", None), entry("assistant", "Hello Ada\n", None)],
+            omitted: 2,
+        };
+        let seeded = seeded_prompt(&history, "what is my name?");
+        assert!(seeded.contains("(2 older entries left out)"), "{seeded}");
+        assert!(
+            seeded.ends_with(
+                "<conversation_history>\n[user]\nmy name is Ada\n[assistant]\nHello Ada\n</conversation_history>\n\nwhat is my name?"
+            ),
+            "{seeded}"
+        );
+        assert_eq!(seeded_prompt(&TranscriptHistory::default(), "p"), "p");
+    }
+}
