@@ -67,9 +67,11 @@ async fn claude_a_deleted_session_file_is_reseeded_with_the_transcript_and_the_h
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
 
-    let exec = run.exec(FIRST_PROMPT, &[]).await;
-    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
-    let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
+    // Every turn through `openclaw agent --local`: `agent exec` offers another tool set, and a
+    // changed tool set alone starts a new Claude session (its fingerprint), which is not this test.
+    let session_id = "3f6d2a8e-1c4b-4e7a-9d2f-5b8c0a1e7d42";
+    let (first, _) = turn(&run, session_id, FIRST_PROMPT).await;
+    assert_eq!(first["payloads"][0]["text"], ANSWER, "{first:#}\n{}", describe_requests(&mock.requests()));
     let first_native = run.bound_native_session();
     run.wait_until_gone().await;
 
@@ -80,7 +82,7 @@ async fn claude_a_deleted_session_file_is_reseeded_with_the_transcript_and_the_h
     std::fs::remove_file(&files[0]).unwrap();
 
     let before = mock.model_requests().len();
-    let (second, printed) = turn(&run, &session_id, SECOND_PROMPT).await;
+    let (second, printed) = turn(&run, session_id, SECOND_PROMPT).await;
     assert_eq!(second["payloads"][0]["text"], ANSWER, "{second:#}");
     let requests = mock.model_requests();
     let turn2: Vec<String> = requests[before..].iter().map(|r| r.body["messages"].to_string()).collect();
@@ -98,7 +100,7 @@ async fn claude_a_deleted_session_file_is_reseeded_with_the_transcript_and_the_h
 
     // The next turn resumes the new session: no second projection.
     let before = mock.model_requests().len();
-    let (third, printed) = turn(&run, &session_id, "Thanks.").await;
+    let (third, printed) = turn(&run, session_id, "Thanks.").await;
     assert_eq!(third["payloads"][0]["text"], ANSWER, "{third:#}");
     assert_eq!(run.bound_native_session(), second_native);
     let requests = mock.model_requests();
@@ -127,9 +129,9 @@ async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn(
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
-    let exec = run.exec(FIRST_PROMPT, &[]).await;
-    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
-    let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
+    let session_id = "8a1e4c2b-6d3f-4b9a-8e7c-2f5d1a0b9c63";
+    let (first, _) = turn(&run, session_id, FIRST_PROMPT).await;
+    assert_eq!(first["payloads"][0]["text"], ANSWER, "{first:#}\n{}", describe_requests(&mock.requests()));
     let first_thread = run.bound_native_session();
     run.wait_until_gone().await;
 
@@ -138,7 +140,7 @@ async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn(
     embedded["agents"]["defaults"]["models"]["mock/mock-model"] = json!({"alias": "Mock"});
     run.write_config(&embedded);
     let before = mock.model_requests().len();
-    let (middle, _) = turn(&run, &session_id, EMBEDDED_PROMPT).await;
+    let (middle, _) = turn(&run, session_id, EMBEDDED_PROMPT).await;
     assert_eq!(middle["payloads"][0]["text"], ANSWER, "{middle:#}");
     assert_ne!(middle["meta"]["agentMeta"]["agentHarnessId"], "clawbridge-codex", "{middle:#}");
     assert!(mock.model_requests().len() > before, "the embedded runner called the mock");
@@ -147,7 +149,7 @@ async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn(
     // Back on clawbridge: the thread does not know the embedded turn, so it is not resumed.
     run.write_config(&config);
     let before = mock.model_requests().len();
-    let (third, printed) = turn(&run, &session_id, SECOND_PROMPT).await;
+    let (third, printed) = turn(&run, session_id, SECOND_PROMPT).await;
     assert_eq!(third["payloads"][0]["text"], ANSWER, "{third:#}");
     assert_eq!(third["meta"]["agentMeta"]["agentHarnessId"], "clawbridge-codex", "{third:#}");
     let requests = mock.model_requests();

@@ -35,7 +35,33 @@ export async function readHistory(params, sdk, logger) {
     logger?.warn?.(`clawbridge: the session transcript could not be read for the native session: ${error instanceof Error ? error.message : error}`);
     return undefined;
   }
-  return historyOf(Array.isArray(rows) ? rows : []);
+  rows = Array.isArray(rows) ? rows : [];
+  await withMediaText(rows, params?.hostCapabilities?.prepareContextMedia, logger);
+  return historyOf(rows);
+}
+
+/**
+ * Rows whose message holds more than text (an image, an attachment) get the text the host's
+ * `prepareContextMedia` rebuilds for them under its media policy (`mediaText`); the projection is
+ * text, so the images it returns are named, not sent. Never throws.
+ *
+ * @param {any[]} rows
+ * @param {Function | undefined} prepare
+ * @param {{warn?: (text: string) => void}} [logger]
+ */
+async function withMediaText(rows, prepare, logger) {
+  if (typeof prepare !== "function") return;
+  for (const row of rows) {
+    const content = row?.message?.content;
+    if (!Array.isArray(content) || !content.some((b) => b && b.type !== "text" && b.type !== "toolCall" && b.type !== "thinking")) continue;
+    try {
+      const prepared = await prepare({ message: row.message, maxChars: MAX_ENTRY_TEXT_BYTES });
+      const images = Array.isArray(prepared?.images) ? prepared.images.length : 0;
+      if (typeof prepared?.text === "string") row.mediaText = prepared.text + "\n[image]".repeat(images);
+    } catch (error) {
+      logger?.warn?.(`clawbridge: a transcript entry's media could not be prepared: ${error instanceof Error ? error.message : error}`);
+    }
+  }
 }
 
 /**
@@ -70,7 +96,7 @@ function entryOf(row) {
   const role = typeof message?.role === "string" ? message.role : typeof row?.role === "string" ? row.role : null;
   if (!role) return null;
   const key = typeof row?.idempotencyKey === "string" ? row.idempotencyKey : typeof message?.idempotencyKey === "string" ? message.idempotencyKey : undefined;
-  let text = textOf(message);
+  let text = typeof row?.mediaText === "string" ? row.mediaText : textOf(message);
   if (role === "toolResult") text = `[tool result${typeof message.toolName === "string" ? ` of ${message.toolName}` : ""}] ${text}`;
   text = clip(text, MAX_ENTRY_TEXT_BYTES);
   return key ? { role, text, key } : { role, text };
