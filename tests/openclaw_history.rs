@@ -7,12 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, text_of};
+use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
 use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
 use serde_json::{Value, json};
 
 const FIRST_PROMPT: &str = "Remember the code word pelican-seven.";
 const SECOND_PROMPT: &str = "What was the code word?";
+const REWOUND_PROMPT: &str = "Replace the code word with albatross-nine.";
 const EMBEDDED_PROMPT: &str = "Note the second code word walrus-three.";
 const ANSWER: &str = "Noted from the mock.";
 /// What the plugin logs when the bridge reports a projection (openclaw-plugin/src/history.js).
@@ -37,6 +39,19 @@ async fn turn(run: &OpenClawHome<'_>, session_id: &str, prompt: &str) -> (Value,
 fn told(run: &OpenClawHome<'_>, printed: &str) -> String {
     let log = std::fs::read_to_string(run.sandbox.root().join("openclaw.log")).unwrap_or_default();
     format!("{printed}\n{log}")
+}
+
+/// The native session ids of every binding the bridge keeps.
+fn bound_sessions(run: &OpenClawHome<'_>) -> Vec<String> {
+    let dir = run.bridge_state.join("serve/bindings");
+    std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok())
+        .filter_map(|b| b["nativeSessionId"].as_str().map(String::from))
+        .collect()
 }
 
 /// Every file named `name` under `dir`.
@@ -154,10 +169,70 @@ async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn(
     assert_eq!(third["meta"]["agentMeta"]["agentHarnessId"], "clawbridge-codex", "{third:#}");
     let requests = mock.model_requests();
     let input = requests[before].body["input"].to_string();
-    assert!(input.contains(EMBEDDED_PROMPT) && input.contains(FIRST_PROMPT) && input.contains(SECOND_PROMPT), "{input}");
+    assert!(
+        input.contains(EMBEDDED_PROMPT) && input.contains(FIRST_PROMPT) && input.contains(SECOND_PROMPT),
+        "{input}"
+    );
     assert_eq!(input.matches(FIRST_PROMPT).count(), 1, "the earlier turn once, from the projection: {input}");
     let told = told(&run, &printed);
     assert!(told.contains(NOTICE) && told.contains("not written by the attempt"), "{told}");
     assert_ne!(run.bound_native_session(), first_thread, "the binding was replaced");
+    run.wait_until_gone().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_a_rewind_then_a_turn_shows_the_model_the_rewound_history_not_the_old_thread() {
+    let Some((codex, node, openclaw)) = peers("codex") else { return };
+    let sandbox = Sandbox::new().unwrap();
+    let mock = start_mock(&json!({"rules": [], "default": {"text": ANSWER}})).await.unwrap();
+    let run = OpenClawHome::new(
+        &node,
+        &openclaw,
+        Path::new(env!("CARGO_BIN_EXE_clawbridge")),
+        &sandbox,
+        Harness::Codex(codex),
+        &mock,
+    );
+    let port = free_port();
+    run.write_config(&with_gateway(run.config(), port));
+    let _temp_root = TempRootGuard::snapshot();
+
+    let session_id = "c4b7e2d1-9a8f-4e3b-b6c5-1d0e9f8a7b65";
+    let key = format!("agent:main:explicit:{session_id}");
+    for prompt in [FIRST_PROMPT, REWOUND_PROMPT] {
+        let (done, _) = turn(&run, session_id, prompt).await;
+        assert_eq!(done["payloads"][0]["text"], ANSWER, "{done:#}\n{}", describe_requests(&mock.requests()));
+    }
+    let old_thread = run.bound_native_session();
+    run.wait_until_gone().await;
+
+    // Rewind to before the second prompt through OpenClaw's own gateway method.
+    let entry = run
+        .transcript(session_id)
+        .await
+        .into_iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "user" && text_of(&e["message"]) == REWOUND_PROMPT)
+        .expect("the second prompt's entry");
+    let entry_id = entry["id"].as_str().expect("an entry id").to_string();
+    let gateway = Gateway::start(&run, port).await;
+    let params = json!({"sessionKey": key, "entryId": entry_id}).to_string();
+    let (status, stdout, stderr) =
+        run.output(&["gateway", "call", "sessions.rewind", "--params", &params, "--json"]).await;
+    gateway.stop().await;
+    assert!(status.success(), "sessions.rewind: {stdout}\n{stderr}");
+
+    let before = mock.model_requests().len();
+    let args = ["agent", "--local", "--agent", "main", "--session-key", &key, "-m", SECOND_PROMPT, "--json"];
+    let (status, stdout, stderr) = run.output(&args).await;
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let requests = mock.model_requests();
+    let input = requests[before].body["input"].to_string();
+    // The rewound history: the first turn and the new prompt; the cut-off turn is gone.
+    assert!(input.contains(FIRST_PROMPT) && input.contains(SECOND_PROMPT), "{input}");
+    assert!(!input.contains(REWOUND_PROMPT), "the old thread was not resumed: {input}");
+    assert!(told(&run, &stderr).contains(NOTICE), "{stderr}");
+    // The rewound session (OpenClaw gives it a new id) is bound to a new thread.
+    let natives = bound_sessions(&run);
+    assert!(natives.iter().any(|n| n != &old_thread), "{natives:?}");
     run.wait_until_gone().await;
 }

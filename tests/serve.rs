@@ -1024,11 +1024,8 @@ async fn a_moved_transcript_is_reprojected_into_a_new_thread_and_an_oversized_hi
     // Everything the bridge writes to its (fake) app-servers, in order.
     let stdin_log = dir.path().join("stdin.log");
     let logged = dir.path().join("logged.sh");
-    std::fs::write(
-        &logged,
-        format!("#!/bin/sh\ntee -a '{}' | '{}' \"$@\"\n", stdin_log.display(), codex.display()),
-    )
-    .unwrap();
+    std::fs::write(&logged, format!("#!/bin/sh\ntee -a '{}' | '{}' \"$@\"\n", stdin_log.display(), codex.display()))
+        .unwrap();
     std::fs::set_permissions(&logged, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let bridge = start_with_codex(&logged);
     initialize(&bridge).await;

@@ -17,8 +17,8 @@ use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData, PreflightPhase};
 use clawbridge_protocol::host::{
-    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, ProjectionNotice, TranscriptAppendParams,
-    methods,
+    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, ProjectionNotice,
+    TranscriptAppendParams, methods,
 };
 use clawbridge_protocol::jsonrpc::ErrorObject;
 use futures::future::BoxFuture;
@@ -369,8 +369,10 @@ fn host_hooks(job: &AttemptJob, specs: Vec<HostToolSpec>) -> SessionHooks {
 fn host_pipeline_for(job: &AttemptJob, label: ModelLabel) -> Pipeline {
     let params = &job.params;
     // A detached run writes nothing durable: no rows in the session's transcript.
-    let mirror = (job.caps.transcript_append && !params.is_detached()).then(|| {
-        MirrorSpec { scope: mirror_scope(params), label, prompt: None }
+    let mirror = (job.caps.transcript_append && !params.is_detached()).then(|| MirrorSpec {
+        scope: mirror_scope(params),
+        label,
+        prompt: None,
     });
     host_pipeline(&job.peer, &params.attempt_id, &params.session_id, mirror)
 }

@@ -95,12 +95,8 @@ impl Bindings {
     /// (backends announce their id more than once; the file is written once).
     pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints, position: Option<&str>) {
         let keyed = current.clone().keyed(&self.key);
-        let same = self
-            .memory
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(session_id)
-            .is_some_and(|b| {
+        let same =
+            self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).is_some_and(|b| {
                 b.native_session_id == thread_id
                     && b.transcript_position.as_deref() == position
                     && b.check(&keyed).is_ok()

@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
-use super::projection::FreshReason;
 use super::harness::Catalog;
+use super::projection::FreshReason;
 use super::steer::SteerSlot;
 
 /// The most attempts that run at once on the connection.

@@ -124,7 +124,7 @@ impl TranscriptHistory {
 }
 
 /// One transcript entry of [`TranscriptHistory`], flattened to text by the host.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     /// `user`, `assistant`, `toolResult`, … as the transcript has it.
@@ -136,6 +136,17 @@ pub struct HistoryEntry {
     /// mirrored): how the bridge recognises its own last row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
+}
+
+/// What an entry shows in a log: its role and size, never the conversation's text.
+impl std::fmt::Debug for HistoryEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryEntry")
+            .field("role", &self.role)
+            .field("text_bytes", &self.text.len())
+            .field("key", &self.key)
+            .finish()
+    }
 }
 
 /// (protocol version 2) `attempt/run`'s result `projection`: the attempt ran in a new native session
@@ -268,9 +279,10 @@ impl AttemptRunParams {
             + tools
             + names(&self.tools_allow)
             + names(&self.tool_execution_allow)
-            + self.history.as_ref().map_or(0, |h| {
-                h.text_bytes() + h.entries.len() * (size_of::<HistoryEntry>() + size_of::<String>())
-            })
+            + self
+                .history
+                .as_ref()
+                .map_or(0, |h| h.text_bytes() + h.entries.len() * (size_of::<HistoryEntry>() + size_of::<String>()))
     }
 
     /// Whether the run must leave the session's durable state untouched.
