@@ -216,7 +216,7 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     }
     if let Some(why) = native.resume_failure() {
         tracing::warn!(attempt = %attempt_id, "could not resume the session's {} ({why}); started a new one", facts.native_session);
-        job.fresh = Some(super::projection::FreshReason::ResumeFailed(why.to_string()));
+        job.fresh = Some(super::projection::FreshReason::ResumeFailed(why));
     }
     // Never amnesia: a new native session starts from the transcript's history.
     let projection = seed_fresh_session(&job, &mut input);
