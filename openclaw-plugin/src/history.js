@@ -95,7 +95,7 @@ function entryOf(row) {
   const message = row?.message;
   const role = typeof message?.role === "string" ? message.role : typeof row?.role === "string" ? row.role : null;
   if (!role) return null;
-  const key = typeof row?.idempotencyKey === "string" ? row.idempotencyKey : typeof message?.idempotencyKey === "string" ? message.idempotencyKey : undefined;
+  const key = [row?.idempotencyKey, message?.idempotencyKey, message?.__openclaw?.idempotencyKey].find((k) => typeof k === "string");
   let text = typeof row?.mediaText === "string" ? row.mediaText : textOf(message);
   if (role === "toolResult") text = `[tool result${typeof message.toolName === "string" ? ` of ${message.toolName}` : ""}] ${text}`;
   text = clip(text, MAX_ENTRY_TEXT_BYTES);

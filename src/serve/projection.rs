@@ -71,12 +71,18 @@ pub fn check_cap(history: &TranscriptHistory) -> Result<(), HistoryError> {
 }
 
 /// Whether the host's transcript moved away from `position` (a binding's): `None` while its last
-/// entry is a row of the attempt at `position`.
+/// entry that is no user prompt is a row of the attempt at `position` (or of its run).
 pub fn moved(history: &TranscriptHistory, position: &str) -> Option<TranscriptMoved> {
-    let Some(last) = history.entries.last() else {
+    if history.entries.is_empty() {
         return Some(TranscriptMoved::Emptied);
-    };
-    let ours = last.key.as_deref().and_then(|key| key.strip_prefix(position)).is_some_and(|rest| rest.starts_with(':'));
+    }
+    // Prompts no answer followed (the bound attempt's own, when it failed or its bridge was killed
+    // mid-turn) move nothing: the native thread took them, or never answered them either.
+    let last = history.entries.iter().rev().find(|e| e.role != "user")?;
+    let key = last.key.as_deref().unwrap_or_default();
+    // One of the attempt's own rows, or a row OpenClaw keyed to the same run (`<runId>:…`).
+    let of = |scope: &str| key.strip_prefix(scope).is_some_and(|rest| rest.starts_with(':'));
+    let ours = of(position) || position.strip_prefix("clawbridge:").is_some_and(of);
     (!ours).then(|| TranscriptMoved::Foreign { role: last.role.clone() })
 }
 
@@ -131,9 +137,26 @@ mod tests {
         other.entries.push(entry("user", "q", None));
         other.entries.push(entry("assistant", "embedded", None));
         assert_eq!(moved(&other, "clawbridge:run-1"), Some(TranscriptMoved::Foreign { role: "assistant".into() }));
-        // Rewound to before the bound attempt.
-        let rewound = TranscriptHistory { entries: vec![entry("user", "hi", None)], omitted: 0 };
-        assert_eq!(moved(&rewound, "clawbridge:run-1"), Some(TranscriptMoved::Foreign { role: "user".into() }));
+        // The bound attempt's run stored its prompt and mirrored nothing after it: still in step.
+        let killed = TranscriptHistory {
+            entries: vec![entry("user", "hi", Some("run-0:user")), entry("user", "stall", Some("run-1:user"))],
+            omitted: 0,
+        };
+        assert_eq!(moved(&killed, "clawbridge:run-1"), None);
+        let mut partial = killed.clone();
+        partial.entries.push(entry("assistant", "Zebras are", Some("run-1:assistant")));
+        assert_eq!(moved(&partial, "clawbridge:run-1"), None);
+        assert!(moved(&partial, "clawbridge:run-").is_some());
+        // Rewound to before the bound attempt (an earlier run answered last).
+        let rewound = TranscriptHistory {
+            entries: vec![
+                entry("user", "hi", None),
+                entry("assistant", "hello", Some("clawbridge:run-0:assistant:0")),
+                entry("user", "again", None),
+            ],
+            omitted: 0,
+        };
+        assert_eq!(moved(&rewound, "clawbridge:run-1"), Some(TranscriptMoved::Foreign { role: "assistant".into() }));
         assert_eq!(moved(&TranscriptHistory::default(), "clawbridge:run-1"), Some(TranscriptMoved::Emptied));
     }
 
