@@ -31,6 +31,7 @@ import {
   appendSessionTranscriptMessageByIdentity,
   appendSessionTranscriptMessagesByIdentity,
   publishSessionTranscriptUpdateByIdentity,
+  readVisibleSessionTranscriptMessageEntries,
 } from "openclaw/plugin-sdk/session-transcript-runtime";
 // Optional helpers, read off the namespace so an SDK without one still loads the plugin.
 import * as harnessRuntime from "openclaw/plugin-sdk/agent-harness-runtime";
@@ -43,6 +44,7 @@ export default createPlugin({
   sdk: {
     appendSessionTranscriptMessagesByIdentity,
     publishSessionTranscriptUpdateByIdentity,
+    readVisibleSessionTranscriptMessageEntries,
     runAgentHarnessBeforeMessageWriteHook,
     classifyAgentHarnessTerminalOutcome,
     inferToolMetaFromArgs,

@@ -211,7 +211,7 @@ async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
     let mut child = command.spawn().expect("clawbridge serve starts");
     let mut stdin = child.stdin.take().expect("stdin");
     let lines = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION,
                "host": {"name": "test", "version": "0"}, "capabilities": {}}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "catalog/models", "params": {"harnessId": "clawbridge-codex"}}),
     ];

@@ -1167,3 +1167,83 @@ async fn a_live_codex_attempt_without_a_shell_in_tools_allow_offers_and_runs_no_
     drop(peer);
     let _ = tokio::time::timeout(Duration::from_secs(20), child.wait()).await;
 }
+
+/// Issue #13 (projection): a binding records the transcript position it was made at. The next
+/// attempt whose `history` still ends with that attempt's row resumes the thread; one whose history
+/// moved (another runtime answered last) starts a new thread seeded with the history and says why in
+/// `projection`; a history over the byte cap is refused.
+#[tokio::test]
+async fn a_moved_transcript_is_reprojected_into_a_new_thread_and_an_oversized_history_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = fake_codex(dir.path(), false);
+    // The recorded thread also answers a resume, as a real app-server does for a thread it has.
+    let script_path = dir.path().join("turn.json");
+    let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&script_path).unwrap()).unwrap();
+    script["answers"]["thread/resume"] = script["answers"]["thread/start"].clone();
+    std::fs::write(&script_path, script.to_string()).unwrap();
+    // Everything the bridge writes to its (fake) app-servers, in order.
+    let stdin_log = dir.path().join("stdin.log");
+    let logged = dir.path().join("logged.sh");
+    std::fs::write(&logged, format!("#!/bin/sh\ntee -a '{}' | '{}' \"$@\"\n", stdin_log.display(), codex.display()))
+        .unwrap();
+    std::fs::set_permissions(&logged, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bridge = start_with_codex(&logged);
+    initialize(&bridge).await;
+    let written = || std::fs::read_to_string(&stdin_log).unwrap_or_default();
+
+    let first = bridge.peer.request("attempt/run", Some(&codex_params("p-1", "ps"))).await.unwrap();
+    assert_eq!(first["terminal"]["kind"], "ok", "{first:#}");
+    assert!(first.get("projection").is_none(), "nothing to project on a first turn: {first:#}");
+    let bindings = bridge._state.path().join("serve").join("bindings");
+    let binding: Value = std::fs::read_dir(&bindings)
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap())
+        .expect("a binding");
+    assert_eq!(binding["transcriptPosition"], "clawbridge:p-1", "{binding:#}");
+
+    // The transcript ends with the bound attempt's row: the thread is resumed, nothing seeded.
+    let mut second = codex_params("p-2", "ps");
+    second["history"] = json!({"entries": [
+        {"role": "user", "text": "Say hello."},
+        {"role": "assistant", "text": "Hello from the mock model.", "key": "clawbridge:p-1:assistant:final"}
+    ]});
+    let before = written().len();
+    let result = bridge.peer.request("attempt/run", Some(&second)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert!(result.get("projection").is_none(), "{result:#}");
+    let lines = written()[before..].to_string();
+    assert!(lines.contains("\"thread/resume\"") && !lines.contains("conversation_history"), "{lines}");
+
+    // OpenClaw's own runtime answered after p-2: the thread is stale, a new one gets the history.
+    let mut third = codex_params("p-3", "ps");
+    third["history"] = json!({"entries": [
+        {"role": "user", "text": "Say hello."},
+        {"role": "assistant", "text": "Hello from the mock model.", "key": "clawbridge:p-2:assistant:final"},
+        {"role": "user", "text": "Note walrus-three."},
+        {"role": "assistant", "text": "Noted by the embedded runner."}
+    ], "omitted": 2});
+    let before = written().len();
+    let result = bridge.peer.request("attempt/run", Some(&third)).await.unwrap();
+    assert_eq!(result["terminal"]["kind"], "ok", "{result:#}");
+    assert_eq!(result["projection"]["entries"], 4, "{result:#}");
+    assert_eq!(result["projection"]["omitted"], 2, "{result:#}");
+    let reason = result["projection"]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("was not written by the attempt that last ran"), "{reason}");
+    let lines = written()[before..].to_string();
+    assert!(!lines.contains("\"thread/resume\""), "a stale thread is not resumed: {lines}");
+    assert!(lines.contains("\"thread/start\""), "{lines}");
+    assert!(
+        lines.contains("(2 older entries left out)")
+            && lines.contains("[user]\\nNote walrus-three.\\n[assistant]\\nNoted by the embedded runner.\\n</conversation_history>\\n\\nSay hello."),
+        "the first turn of the new thread carries the history, then the prompt: {lines}"
+    );
+
+    // A history over the cap is refused before anything runs.
+    let mut huge = codex_params("p-4", "ps");
+    huge["history"] = json!({"entries": [{"role": "user", "text": "x".repeat(512 * 1024)}]});
+    let (code, message, _) = error_code(bridge.peer.request("attempt/run", Some(&huge)).await);
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("over the cap of 524288 bytes"), "{message}");
+}

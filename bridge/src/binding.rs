@@ -215,6 +215,11 @@ pub struct Binding {
     /// When the binding was written (ISO 8601), for people reading the file.
     #[serde(default)]
     pub updated_at: String,
+    /// The host transcript position the native session was in step with: the idempotency scope
+    /// (`clawbridge:<runId>`) of the attempt that last ran in it, whose rows end the transcript while
+    /// nothing else moved it. Absent in bindings written before it existed (never compared then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_position: Option<String>,
 }
 
 impl Binding {
@@ -228,7 +233,14 @@ impl Binding {
             model: current.model.clone(),
             fingerprints: current.settled().into_owned(),
             updated_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            transcript_position: None,
         }
+    }
+
+    /// The binding, recording the transcript position it was made at.
+    pub fn at_position(mut self, position: Option<String>) -> Self {
+        self.transcript_position = position;
+        self
     }
 
     /// Whether the session may be resumed under `current`; otherwise the first reason it may not,

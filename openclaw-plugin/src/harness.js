@@ -2,6 +2,7 @@
 // attempts in flight by id (so the bridge's `host/*` requests and `attempt/event` notifications
 // reach the right `runAttempt`), and the pure `supports()` rule.
 
+import { readHistory, reportProjection } from "./history.js";
 import { BridgeSupervisor, RpcRemoteError } from "./bridge.js";
 import { appendTranscript, decideApproval, executeTool, observeToolTerminal } from "./host-requests.js";
 import { askUser, captureContext, questionPromptFor } from "./people.js";
@@ -313,6 +314,10 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
+      // The transcript before this prompt (protocol version 2): how the bridge sees that the
+      // transcript moved without the native thread, and what it seeds a new native session with.
+      const history = await readHistory(params, runtime.options.sdk, logger);
+      if (history) run.history = history;
       progress.start();
       const request = conn.client.request("attempt/run", run);
       response = await (wait ? wait.race(request) : request);
@@ -332,6 +337,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     }
     await progress.finish(response?.terminal);
     logBudgets(attempt, facts, logger);
+    reportProjection(response, attemptId, logger);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true && params.sessionPersistence !== "detached") {

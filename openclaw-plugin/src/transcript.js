@@ -108,7 +108,7 @@ export async function appendTranscriptGroup(attempt, params, api) {
  *
  * @param {any} p the attempt params
  */
-function targetOf(p) {
+export function targetOf(p) {
   const target = p.sessionTarget ?? {};
   return {
     agentId: target.agentId ?? p.agentId,

@@ -12,6 +12,7 @@ const sdk = {
     "export const calls = []; export async function appendSessionTranscriptMessageByIdentity(p) { calls.push(p); return { appended: true, messageId: 'm1' }; }",
     "export async function appendSessionTranscriptMessagesByIdentity() { return []; }",
     "export async function publishSessionTranscriptUpdateByIdentity() {}",
+    "export async function readVisibleSessionTranscriptMessageEntries() { return []; }",
   ].join("\n"),
   "openclaw/plugin-sdk/agent-harness-runtime": [
     "export class AgentHarnessPreflightError extends Error { constructor(m, o) { super(m); this.options = o; } }",

@@ -31,3 +31,15 @@ export function appendSessionTranscriptMessagesByIdentity(
 export function publishSessionTranscriptUpdateByIdentity(
   params: TranscriptTarget & { update?: { messageId?: string } },
 ): Promise<void>;
+
+export function readVisibleSessionTranscriptMessageEntries(params: TranscriptTarget): Promise<
+  Array<{
+    entryId: string;
+    parentId?: string | null;
+    seq?: number;
+    role: string;
+    message: { role: string; content?: unknown; [key: string]: unknown };
+    createdAt?: string;
+    idempotencyKey?: string;
+  }>
+>;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clawbridge_bridge::attempt::hooks::{HostToolSpec, UserInputAsker};
 use clawbridge_bridge::attempt::{AttemptResult, SessionHooks};
-use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnRequest};
+use clawbridge_bridge::backend::{BackendError, OpenSettings, TurnInput, TurnRequest};
 use clawbridge_bridge::events::{Event, TerminalCause, TerminalKind, TurnTerminal};
 use clawbridge_bridge::native_tools::NativeToolPolicy;
 use clawbridge_bridge::rpc::RpcPeer;
@@ -17,7 +17,8 @@ use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData, PreflightPhase};
 use clawbridge_protocol::host::{
-    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, TranscriptAppendParams, methods,
+    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, ProjectionNotice,
+    TranscriptAppendParams, methods,
 };
 use clawbridge_protocol::jsonrpc::ErrorObject;
 use futures::future::BoxFuture;
@@ -50,6 +51,9 @@ pub struct AttemptJob {
     pub cancel: CancellationToken,
     /// Filled with the native session's steering handle and running turn, for `attempt/steer`.
     pub steer: Arc<super::steer::SteerSlot>,
+    /// Why the attempt does not resume the session's native thread (`None`: it resumes it); a new
+    /// native session is then seeded with the params' `history`.
+    pub fresh: Option<super::projection::FreshReason>,
 }
 
 /// What an attempt produced: the response, and the native session to bind to the host session.
@@ -170,27 +174,26 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     let facts = backend.facts();
     // Moves the prompt and the images out of the params: from here the turn input holds the only
     // copy an attempt keeps.
-    let input = super::inputs::turn_input(&mut job.params, facts).map_err(|error| {
+    let mut input = super::inputs::turn_input(&mut job.params, facts).map_err(|error| {
         preflight(
             format!("{}: {error}", facts.id),
             format!("{} cannot run this prompt: {error}.", job.harness.info.label),
         )
     })?;
-    let params = &job.params;
-    let attempt_id = params.attempt_id.clone();
-    if let Err(problem) = super::prepared_env::check(&params.process_env) {
+    let attempt_id = job.params.attempt_id.clone();
+    if let Err(problem) = super::prepared_env::check(&job.params.process_env) {
         return Err(preflight(
             format!("the attempt's processEnv {problem}"),
             format!("{} cannot start with the environment OpenClaw prepared: {problem}.", job.harness.info.label),
         ));
     }
-    if let Some(Err(problem)) = params.auth.as_ref().map(super::prepared_env::check_route_auth) {
+    if let Some(Err(problem)) = job.params.auth.as_ref().map(super::prepared_env::check_route_auth) {
         return Err(preflight(
             format!("the attempt's route auth {problem}"),
             format!("{} cannot use the route's credentials OpenClaw prepared: {problem}.", job.harness.info.label),
         ));
     }
-    if params.isolation.is_some() && !facts.supports.ephemeral {
+    if job.params.isolation.is_some() && !facts.supports.ephemeral {
         return Err(preflight(
             format!("{} cannot open a session it never stores, which side work needs", facts.process),
             format!("{} cannot run side work (isolated completions, side questions).", job.harness.info.label),
@@ -224,12 +227,16 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
     }
     if let Some(why) = native.resume_failure() {
         tracing::warn!(attempt = %attempt_id, "could not resume the session's {} ({why}); started a new one", facts.native_session);
+        job.fresh = Some(super::projection::FreshReason::ResumeFailed(why));
     }
+    // Never amnesia: a new native session starts from the transcript's history.
+    let projection = seed_fresh_session(&job, &mut input);
     if job.cancel.is_cancelled() {
         native.shutdown().await;
         return Ok(not_run(&attempt_id, TerminalKind::Aborted, "cancelled before the turn started"));
     }
 
+    let params = &job.params;
     let label = ModelLabel {
         api: params.model_api.clone().unwrap_or_else(|| facts.transcript_api.into()),
         provider: params.provider.clone(),
@@ -270,7 +277,26 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         tracing::info!(attempt = %attempt_id, dropped = mirrored.dropped_delta_bytes, "the host read slowly; some streamed delta bytes were merged away");
     }
     native.shutdown().await;
-    Ok(outcome(&job, timed_out(), result, mirrored, native_id, tools.at_timeout()))
+    let mut outcome = outcome(&job, timed_out(), result, mirrored, native_id, tools.at_timeout());
+    outcome.response.projection = projection;
+    Ok(outcome)
+}
+
+/// Seeds a new native session's first turn with the transcript's history (projection.rs), when the
+/// attempt does not resume and the host sent history; the notice the host shows says why.
+fn seed_fresh_session(job: &AttemptJob, input: &mut TurnInput) -> Option<ProjectionNotice> {
+    let why = job.fresh.as_ref()?;
+    let history = job.params.history.as_ref().filter(|h| !h.entries.is_empty())?;
+    input.text = super::projection::seeded_prompt(history, &input.text);
+    let entries = u32::try_from(history.entries.len()).unwrap_or(u32::MAX);
+    tracing::info!(attempt = %job.params.attempt_id, entries, omitted = history.omitted, reason = %why, "seeding a new native session with the transcript's history");
+    Some(ProjectionNotice { reason: why.to_string(), entries, omitted: history.omitted })
+}
+
+/// The idempotency scope of the attempt's mirrored rows (`clawbridge:<runId>`), which is also the
+/// transcript position a binding made by the attempt records.
+pub fn mirror_scope(params: &AttemptRunParams) -> String {
+    format!("clawbridge:{}", params.run_id.as_deref().unwrap_or(&params.attempt_id))
 }
 
 /// The agent's questions to the host's user stop `budget` while they wait for an answer (approvals
@@ -354,9 +380,10 @@ fn host_hooks(job: &AttemptJob, specs: Vec<HostToolSpec>) -> SessionHooks {
 fn host_pipeline_for(job: &AttemptJob, label: ModelLabel) -> Pipeline {
     let params = &job.params;
     // A detached run writes nothing durable: no rows in the session's transcript.
-    let mirror = (job.caps.transcript_append && !params.is_detached()).then(|| {
-        let scope = format!("clawbridge:{}", params.run_id.clone().unwrap_or_else(|| params.attempt_id.clone()));
-        MirrorSpec { scope, label, prompt: None }
+    let mirror = (job.caps.transcript_append && !params.is_detached()).then(|| MirrorSpec {
+        scope: mirror_scope(params),
+        label,
+        prompt: None,
     });
     host_pipeline(&job.peer, &params.attempt_id, &params.session_id, mirror)
 }
@@ -484,6 +511,7 @@ fn to_response(attempt_id: &str, result: AttemptResult, owned: bool, key: Option
         transcript_idempotency_key: key.filter(|_| owned),
         tool_running_at_timeout: false,
         runtime_artifact: None,
+        projection: None,
     }
 }
 

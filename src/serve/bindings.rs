@@ -14,6 +14,8 @@ use std::sync::Mutex;
 use clawbridge_bridge::binding::{Binding, FingerprintKey, Fingerprints};
 use sha2::{Digest, Sha256};
 
+use super::projection::FreshReason;
+
 /// Bindings by session id.
 pub struct Bindings {
     /// Where binding files live; `None` keeps them in memory only (no state dir).
@@ -25,6 +27,11 @@ pub struct Bindings {
     memory: Mutex<HashMap<String, (Binding, bool)>>,
     /// Keys the secret fingerprints (auth) the files hold, kept beside `dir` (binding.rs).
     key: FingerprintKey,
+    /// Sessions whose binding a reset dropped, with the transcript position it had: OpenClaw may
+    /// reset a session in place (same id, the old entries still in its transcript), and the next
+    /// attempt must then not seed the new native session with what the reset put behind it. Kept
+    /// on disk too (`<state>/serve/resets/`), so another bridge process honours it.
+    resets: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl Bindings {
@@ -33,7 +40,7 @@ impl Bindings {
         // Beside the bindings' folder, whose entries are all bindings.
         let key_dir = dir.as_deref().map(|dir| dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(dir));
         let key = key_dir.map_or_else(|| FingerprintKey::process().clone(), FingerprintKey::load_or_create);
-        Self { dir, memory: Mutex::default(), key }
+        Self { dir, memory: Mutex::default(), key, resets: Mutex::default() }
     }
 
     fn path(&self, session_id: &str) -> Option<PathBuf> {
@@ -42,7 +49,7 @@ impl Bindings {
         self.dir.as_ref().map(|dir| dir.join(format!("{name}.json")))
     }
 
-    /// The binding of `session_id`, from memory or disk.
+    /// The binding of `session_id`, from memory or disk, whatever settings it was made under.
     fn load(&self, session_id: &str) -> Option<Binding> {
         let remembered = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).cloned();
         let remembered = match remembered {
@@ -78,14 +85,20 @@ impl Bindings {
     }
 
     /// The thread to resume for `session_id` under `current`, if there is a valid binding.
+    #[cfg(test)]
     pub fn thread_for(&self, session_id: &str, current: &Fingerprints) -> Option<String> {
+        self.lookup(session_id, current).ok().map(|bound| bound.native_session_id)
+    }
+
+    /// The valid binding of `session_id` under `current`, or why there is none to resume.
+    pub fn lookup(&self, session_id: &str, current: &Fingerprints) -> Result<Binding, FreshReason> {
         let current = &current.clone().keyed(&self.key);
-        let binding = self.load(session_id)?;
+        let binding = self.load(session_id).ok_or(FreshReason::Unbound)?;
         match binding.check(current) {
-            Ok(()) => Some(binding.native_session_id),
+            Ok(()) => Ok(binding),
             Err(reason) => {
                 tracing::info!(session = session_id, %reason, "not resuming the session's native thread");
-                None
+                Err(reason.into())
             }
         }
     }
@@ -97,8 +110,14 @@ impl Bindings {
     }
 
     /// Binds `session_id` to `thread_id` under `current`, in memory and on disk.
+    #[cfg(test)]
     pub fn save(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
-        let binding = Binding::new(thread_id, &current.clone().keyed(&self.key));
+        self.save_at(session_id, thread_id, current, None);
+    }
+
+    /// [`save`](Self::save), recording the transcript `position` the binding is made at.
+    pub fn save_at(&self, session_id: &str, thread_id: &str, current: &Fingerprints, position: Option<&str>) {
+        let binding = Binding::new(thread_id, &current.clone().keyed(&self.key)).at_position(position.map(Into::into));
         let mut on_disk = false;
         if let Some(path) = self.path(session_id) {
             match binding.save(&path) {
@@ -112,20 +131,23 @@ impl Bindings {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(session_id.to_string(), (binding, on_disk));
+        // A new binding starts after the reset: its own position tells the next attempt the rest.
+        self.clear_reset(session_id);
     }
 
-    /// [`save`](Self::save), unless `session_id` is already bound to `thread_id` under `current`
-    /// (backends announce their id more than once; the file is written once).
-    pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints) {
+    /// [`save_at`](Self::save_at), unless `session_id` is already bound to `thread_id` under
+    /// `current` at `position` (backends announce their id more than once; the file is written once).
+    pub fn save_if_changed(&self, session_id: &str, thread_id: &str, current: &Fingerprints, position: Option<&str>) {
         let keyed = current.clone().keyed(&self.key);
-        let same = self
-            .memory
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(session_id)
-            .is_some_and(|(b, _)| b.native_session_id == thread_id && b.check(&keyed).is_ok());
+        let same = self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id).is_some_and(
+            |(b, _)| {
+                b.native_session_id == thread_id
+                    && b.transcript_position.as_deref() == position
+                    && b.check(&keyed).is_ok()
+            },
+        );
         if !same {
-            self.save(session_id, thread_id, current);
+            self.save_at(session_id, thread_id, current, position);
         }
     }
 
@@ -158,6 +180,9 @@ impl Bindings {
 
     /// Drops the binding of `session_id`; whether there was one.
     pub fn reset(&self, session_id: &str) -> bool {
+        if let Some(dropped) = self.load(session_id) {
+            self.mark_reset(session_id, dropped.transcript_position);
+        }
         let in_memory =
             self.memory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(session_id).is_some();
         let on_disk = match self.path(session_id) {
@@ -168,6 +193,45 @@ impl Bindings {
             None => false,
         };
         in_memory || on_disk
+    }
+
+    /// Where reset marks live: beside the bindings' folder.
+    fn reset_path(&self, session_id: &str) -> Option<PathBuf> {
+        let bindings = self.path(session_id)?;
+        let name = bindings.file_name()?.to_owned();
+        Some(bindings.parent()?.parent()?.join("resets").join(name))
+    }
+
+    fn mark_reset(&self, session_id: &str, position: Option<String>) {
+        if let Some(path) = self.reset_path(session_id) {
+            let written = path.parent().map_or(Ok(()), clawbridge_bridge::state_files::create_dir_all).and_then(|()| {
+                clawbridge_bridge::state_files::replace(&path, position.as_deref().unwrap_or("").as_bytes())
+            });
+            if let Err(error) = written {
+                tracing::warn!(%error, session = session_id, "could not store the session's reset mark on disk");
+            }
+        }
+        self.resets.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(session_id.to_owned(), position);
+    }
+
+    /// Whether a reset dropped `session_id`'s binding since it was last bound, and the transcript
+    /// position that binding had (`None`: unknown, so nothing before the reset can be told apart).
+    pub fn reset_mark(&self, session_id: &str) -> Option<Option<String>> {
+        if let Some(mark) = self.resets.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(session_id) {
+            return Some(mark.clone());
+        }
+        let path = self.reset_path(session_id)?;
+        // A bounded read: a mark is a run scope, never more than a line.
+        let bytes = std::fs::read(&path).ok().filter(|b| b.len() <= 4096)?;
+        let text = String::from_utf8(bytes).ok()?;
+        Some((!text.is_empty()).then_some(text))
+    }
+
+    fn clear_reset(&self, session_id: &str) {
+        self.resets.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(session_id);
+        if let Some(path) = self.reset_path(session_id) {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -186,6 +250,11 @@ mod tests {
         assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-codex", "/other", "m")), None);
         assert_eq!(later.thread_for("s-1", &Fingerprints::new("clawbridge-claude", "/w", "m")), None);
         assert_eq!(later.thread_for("s-2", &current), None);
+        // The transcript position is kept with the thread, and a new position replaces the binding.
+        later.save_if_changed("s-1", "th-1", &current, Some("clawbridge:run-2"));
+        let again = Bindings::new(Some(dir.path().to_path_buf()));
+        assert_eq!(again.lookup("s-1", &current).unwrap().transcript_position.as_deref(), Some("clawbridge:run-2"));
+        assert_eq!(again.lookup("s-2", &current).unwrap_err(), FreshReason::Unbound);
         assert!(later.reset("s-1"));
         assert!(!later.reset("s-1"));
         assert_eq!(Bindings::new(Some(dir.path().to_path_buf())).thread_for("s-1", &current), None);
@@ -223,6 +292,23 @@ mod tests {
         let next_epoch = Fingerprints::new("clawbridge-codex", "/w", "m").with("contextEpoch", "e2").with("tools", "t");
         assert_eq!(later.thread_for("s-1", &next_epoch), None);
         assert_eq!(later.thread_for("s-1", &made).as_deref(), Some("th-1"));
+    }
+
+    #[test]
+    fn a_reset_leaves_a_mark_with_the_dropped_position_until_the_next_binding() {
+        let dir = tempfile::tempdir().unwrap();
+        let bindings_dir = dir.path().join("serve").join("bindings");
+        let current = Fingerprints::new("clawbridge-codex", "/w", "m");
+        let this = Bindings::new(Some(bindings_dir.clone()));
+        this.save_at("s-1", "th-1", &current, Some("clawbridge:run-1"));
+        assert_eq!(this.reset_mark("s-1"), None);
+        assert!(this.reset("s-1"));
+        assert_eq!(this.reset_mark("s-1"), Some(Some("clawbridge:run-1".into())));
+        // Another bridge process on the same state dir sees it too.
+        assert_eq!(Bindings::new(Some(bindings_dir.clone())).reset_mark("s-1"), Some(Some("clawbridge:run-1".into())));
+        this.save_at("s-1", "th-2", &current, Some("clawbridge:run-2"));
+        assert_eq!(this.reset_mark("s-1"), None);
+        assert_eq!(Bindings::new(Some(bindings_dir)).reset_mark("s-1"), None);
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod native;
 use super::attempt::{self, AttemptJob};
 use super::bindings::Bindings;
 use super::harness::Catalog;
+use super::projection::FreshReason;
 use super::steer::SteerSlot;
 
 /// The most attempts that run at once on the connection.
@@ -513,6 +514,9 @@ impl Server {
                 return Err(HandlerError::Reply(ErrorObject::with_data(errors::PREFLIGHT_FAILED, message, &data)));
             }
         }
+        if let Some(Err(error)) = params.history.as_ref().map(super::projection::check_cap) {
+            return Err(reply(codes::INVALID_PARAMS, format!("invalid params: {error}")));
+        }
         let workdir = attempt::working_dir(&params).map_err(HandlerError::Reply)?;
         let cancel = CancellationToken::new();
         let steer = Arc::new(SteerSlot::default());
@@ -597,8 +601,31 @@ impl Server {
             // (Claude's warm CLI): it runs under a key of its own.
             settings.session_key = format!("{}#detached:{}", settings.session_key, params.attempt_id);
         }
+        // Resumed only while the binding fits the settings and the transcript is where the native
+        // thread left it; otherwise a new native session is seeded with the history (projection.rs).
+        // A detached run or side work is never seeded: it leaves the session's history to the session.
+        let mut fresh = durable.then_some(FreshReason::Unbound);
         if durable && harness.backend.facts().supports.resume {
-            settings.resume = self.bindings.thread_for(&params.session_id, &fingerprints);
+            match self.bindings.lookup(&params.session_id, &fingerprints) {
+                Ok(bound) => {
+                    let moved = bound
+                        .transcript_position
+                        .as_deref()
+                        .zip(params.history.as_ref())
+                        .and_then(|(position, history)| super::projection::moved(history, position));
+                    match moved {
+                        None => {
+                            settings.resume = Some(bound.native_session_id);
+                            fresh = None;
+                        }
+                        Some(moved) => {
+                            tracing::info!(session = %params.session_id, reason = %moved, "not resuming the session's native thread; re-projecting the transcript");
+                            fresh = Some(moved.into());
+                        }
+                    }
+                }
+                Err(reason) => fresh = Some(reason),
+            }
         }
         // A side question sees the conversation through an ephemeral copy of the bound thread.
         if params.isolation == Some(Isolation::Fork) && harness.backend.facts().supports.ephemeral {
@@ -607,20 +634,28 @@ impl Server {
         }
         let mut params = params;
         inject_context(&mut params, settings.resume.is_some());
+        if fresh.is_some() && durable {
+            if let (Some(mark), Some(history)) = (self.bindings.reset_mark(&params.session_id), params.history.as_mut())
+            {
+                super::projection::after_reset(history, mark.as_deref());
+            }
+        }
+        let position = attempt::mirror_scope(&params);
         // Saved the moment the backend knows it, not after the attempt: a bridge killed mid-turn
         // must still resume the same native session next time.
         if durable {
             let (server, session, bound_under) = (self.clone(), params.session_id.clone(), fingerprints.clone());
+            let position = position.clone();
             settings.on_native_id = Some(Arc::new(move |native_id: &str| {
-                server.bindings.save_if_changed(&session, native_id, &bound_under);
+                server.bindings.save_if_changed(&session, native_id, &bound_under, Some(&position));
             }));
         }
         let session_id = params.session_id.clone();
         let artifact = harness.info.runtime_artifact.clone().filter(|_| params.capture_runtime_artifact);
-        let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer };
+        let job = AttemptJob { peer, caps, params, harness, settings, cancel, steer, fresh };
         let outcome = attempt::run(job).await.map_err(HandlerError::Reply)?;
         if let Some(native_id) = outcome.native_id.filter(|_| durable) {
-            self.bindings.save_if_changed(&session_id, &native_id, &fingerprints);
+            self.bindings.save_if_changed(&session_id, &native_id, &fingerprints, Some(&position));
         }
         let mut response = outcome.response;
         response.runtime_artifact = artifact;

@@ -5,6 +5,8 @@
 //! - [`attempt`]: one attempt on any backend's native session.
 //! - [`hooks`]: approvals, host tools and tool terminals routed to the host.
 //! - [`bindings`]: the sessions' native threads, persisted under the state directory.
+//! - [`projection`]: whether the transcript moved without the native thread, and the history a new
+//!   native session is seeded with.
 //! - [`host_pipeline`]: a turn's events and transcript rows on the host connection (public: the
 //!   benchmarks measure this very pipeline).
 //!
@@ -20,6 +22,7 @@ mod harness;
 mod hooks;
 mod inputs;
 mod prepared_env;
+mod projection;
 mod steer;
 
 use std::path::Path;

@@ -129,6 +129,13 @@ pub struct AttemptRunParams {
         deserialize_with = "super::native::mcp_servers"
     )]
     pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
+    /// (protocol version 2) The session's OpenClaw transcript before this prompt, on its active
+    /// branch (what `readVisibleSessionTranscriptMessageEntries` reads), oldest first. The bridge
+    /// compares its last entry with the position the session's binding was made at, and seeds a new
+    /// native session with it (docs/host-protocol.md#transcript-history). Absent: an older host, or
+    /// nothing to send; the bridge then resumes as before and seeds nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<TranscriptHistory>,
 }
 
 /// `isolation` of a side-work run: where its ephemeral native session starts from.
@@ -154,6 +161,71 @@ pub struct AssembledContext {
     /// The `thread_bootstrap` epoch; absent for `per_turn` projection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<String>,
+}
+
+/// (protocol version 2) `attempt/run`'s `history`: the transcript entries the host kept, newest
+/// last, within [`limits::MAX_HISTORY_BYTES`] of text (the host drops the oldest entries to fit
+/// and counts them in `omitted`; a bridge refuses more with `-32602`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TranscriptHistory {
+    /// The entries, oldest first; at most [`limits::MAX_HISTORY_ENTRIES`] (refused at decode).
+    #[serde(default, deserialize_with = "history_entries")]
+    pub entries: Vec<HistoryEntry>,
+    /// How many older entries the host left out to stay within the byte cap.
+    #[serde(default)]
+    pub omitted: u32,
+}
+
+impl TranscriptHistory {
+    /// The bytes of text the entries hold (what [`limits::MAX_HISTORY_BYTES`] caps).
+    pub fn text_bytes(&self) -> usize {
+        self.entries.iter().map(|e| e.role.len() + e.text.len() + e.key.as_ref().map_or(0, String::len)).sum()
+    }
+}
+
+/// One transcript entry of [`TranscriptHistory`], flattened to text by the host.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// `user`, `assistant`, `toolResult`, … as the transcript has it.
+    pub role: String,
+    /// The entry's visible text (tool calls and results as short text lines).
+    #[serde(default)]
+    pub text: String,
+    /// The row's idempotency key, when it has one (`clawbridge:<runId>:…` for rows this bridge
+    /// mirrored): how the bridge recognises its own last row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// What an entry shows in a log: its role and size, never the conversation's text.
+impl std::fmt::Debug for HistoryEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryEntry")
+            .field("role", &self.role)
+            .field("text_bytes", &self.text.len())
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// (protocol version 2) `attempt/run`'s result `projection`: the attempt ran in a new native session
+/// seeded with the transcript history instead of resuming, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectionNotice {
+    /// Why the session's native thread was not resumed (a person-readable sentence).
+    pub reason: String,
+    /// How many transcript entries the new native session was seeded with.
+    pub entries: u32,
+    /// How many older entries were left out (by the host's byte cap).
+    #[serde(default)]
+    pub omitted: u32,
+}
+
+fn history_entries<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<HistoryEntry>, D::Error> {
+    bounded::seq(d, "history.entries", limits::MAX_HISTORY_ENTRIES)
 }
 
 // Each list and map the host sends is counted while it is decoded (docs/host-protocol.md#limits).
@@ -211,6 +283,7 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("isolation", &self.isolation)
             .field("context_bytes", &self.context.as_ref().map(|c| c.text.len()))
             .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
+            .field("history_entries", &self.history.as_ref().map(|h| h.entries.len()))
             .finish_non_exhaustive()
     }
 }
@@ -273,6 +346,10 @@ impl AttemptRunParams {
             + tools
             + names(&self.tools_allow)
             + names(&self.tool_execution_allow)
+            + self
+                .history
+                .as_ref()
+                .map_or(0, |h| h.text_bytes() + h.entries.len() * (size_of::<HistoryEntry>() + size_of::<String>()))
     }
 
     /// Whether the run must leave the session's durable state untouched.
@@ -354,6 +431,10 @@ pub struct AttemptRunResponse {
     /// (protocol version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_artifact: Option<super::harness::RuntimeArtifact>,
+    /// (protocol version 2) Set when the attempt did not resume the session's native thread and
+    /// seeded a new one with `history` instead: the host tells the user why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<ProjectionNotice>,
 }
 
 /// `attempt/cancel` params: interrupt a running attempt (the host's `abortSignal` fired).

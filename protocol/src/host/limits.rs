@@ -64,6 +64,13 @@ pub const MAX_PROCESS_ENV_ENTRIES: usize = 4096;
 /// error; this bound is what decoding may build before that check).
 pub const MAX_IMAGES: usize = 64;
 
+/// (protocol version 2) `attempt/run`'s `history`: the most entries decoded (refused at decode).
+pub const MAX_HISTORY_ENTRIES: usize = 4096;
+
+/// (protocol version 2) `attempt/run`'s `history`: the most bytes of text its entries may hold
+/// (roles, texts and keys); the host keeps the newest entries within it, a bridge refuses more.
+pub const MAX_HISTORY_BYTES: usize = 512 * 1024;
+
 /// `attempt/run`'s `auth.headers`: the most headers a route may add (refused at decode).
 pub const MAX_AUTH_HEADERS: usize = 256;
 

@@ -33,8 +33,8 @@ mod tests;
 
 pub use attempt::{
     AssembledContext, AttemptCancelParams, AttemptCancelResponse, AttemptRunParams, AttemptRunResponse,
-    AttemptSteerParams, AttemptSteerResponse, CancelStatus, ImageInput, Isolation, RouteAuth, SessionPersistence,
-    SteerStatus,
+    AttemptSteerParams, AttemptSteerResponse, CancelStatus, HistoryEntry, ImageInput, Isolation, ProjectionNotice,
+    RouteAuth, SessionPersistence, SteerStatus, TranscriptHistory,
 };
 pub use event::{AttemptEvent, AttemptEventParams};
 pub use harness::{

@@ -159,6 +159,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
         transcript_idempotency_key: None,
         tool_running_at_timeout: false,
         runtime_artifact: None,
+        projection: None,
     };
     assert_eq!(encode(&result), CANCELLED_RESULT);
     assert_eq!(decode::<AttemptRunResponse>(CANCELLED_RESULT), result);
