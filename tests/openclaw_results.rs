@@ -56,6 +56,10 @@ struct Peer {
 /// for the next turn.
 fn scenario(shell_tool: &str) -> Value {
     json!({"rules": [
+        // First: a next turn that starts a new native session carries the earlier prompts in its
+        // seeded history (docs/host-protocol.md#transcript-history), which the rules below match.
+        {"when": {"last_user_text_contains": NEXT_PROMPT},
+         "reply": {"text": NEXT_ANSWER, "usage": {"input_tokens": 30, "output_tokens": 7}}},
         {"when": {"last_user_text_contains": "slowly"},
          "reply": {"text": "A very slow answer.", "delay_ms": 8000}},
         {"when": {"last_input_is_tool_result": true},
