@@ -585,17 +585,7 @@ impl CodexSession {
         if let Some(ready) = self.adopt_live(thread_id, options) {
             return Ok(ready);
         }
-        let params = ThreadResumeParams {
-            cwd: options.cwd.clone(),
-            model: options.model.clone(),
-            approval_policy: options.approval_policy.clone(),
-            sandbox: options.sandbox.clone(),
-            developer_instructions: options.developer_instructions.clone(),
-            config: options.config.clone(),
-            // History is in the native thread; we only need it live.
-            exclude_turns: Some(true),
-            ..ThreadResumeParams::new(thread_id)
-        };
+        let params = resume_params(thread_id, options);
         match self.request_outside_turn::<_, ThreadStartResponse>(methods::THREAD_RESUME, &params).await {
             Ok(response) => {
                 self.claim_thread(&response.thread.id);
@@ -812,16 +802,7 @@ impl CodexSession {
         options: &ThreadOptions,
         limit: Duration,
     ) -> Result<CompactReport, CodexError> {
-        let params = ThreadResumeParams {
-            cwd: options.cwd.clone(),
-            model: options.model.clone(),
-            approval_policy: options.approval_policy.clone(),
-            sandbox: options.sandbox.clone(),
-            developer_instructions: options.developer_instructions.clone(),
-            config: options.config.clone(),
-            exclude_turns: Some(true),
-            ..ThreadResumeParams::new(thread_id)
-        };
+        let params = resume_params(thread_id, options);
         let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
         self.claim_thread(thread_id);
         let _: Value = self
@@ -878,16 +859,7 @@ impl CodexSession {
         thread_id: &str,
         options: &ThreadOptions,
     ) -> Result<Vec<clawbridge_protocol::host::NativeMcpServer>, CodexError> {
-        let params = ThreadResumeParams {
-            cwd: options.cwd.clone(),
-            model: options.model.clone(),
-            approval_policy: options.approval_policy.clone(),
-            sandbox: options.sandbox.clone(),
-            developer_instructions: options.developer_instructions.clone(),
-            config: options.config.clone(),
-            exclude_turns: Some(true),
-            ..ThreadResumeParams::new(thread_id)
-        };
+        let params = resume_params(thread_id, options);
         let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
         self.claim_thread(thread_id);
         let mut servers = Vec::new();
@@ -1167,5 +1139,20 @@ impl NativeTurn for CodexTurn<'_> {
 
     fn is_complete(&self) -> bool {
         self.mapper.is_complete()
+    }
+}
+
+/// `thread/resume` of `thread_id` under `options`, without its turns: the history stays in the
+/// native thread, the bridge only needs it loaded.
+fn resume_params(thread_id: &str, options: &ThreadOptions) -> ThreadResumeParams {
+    ThreadResumeParams {
+        cwd: options.cwd.clone(),
+        model: options.model.clone(),
+        approval_policy: options.approval_policy.clone(),
+        sandbox: options.sandbox.clone(),
+        developer_instructions: options.developer_instructions.clone(),
+        config: options.config.clone(),
+        exclude_turns: Some(true),
+        ..ThreadResumeParams::new(thread_id)
     }
 }
