@@ -72,6 +72,8 @@ export default createPlugin({
     isDeliveredMessagingToolSendToCurrentSource: harnessRuntime.isDeliveredMessagingToolSendToCurrentSource,
     // Optional (mcp-servers.js): without it the user's MCP servers do not reach the native runtime.
     loadCodexBundleMcpThreadConfig: harnessRuntime.loadCodexBundleMcpThreadConfig,
+    // Optional (bootstrap.js): without it the workspace bootstrap files do not reach the native agent.
+    resolveBootstrapContextForRun: harnessRuntime.resolveBootstrapContextForRun,
   },
   loadPromptImages: harnessRuntime.detectAndLoadAgentHarnessPromptImages,
   setActiveEmbeddedRun: harnessRuntime.setActiveEmbeddedRun,

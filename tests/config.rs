@@ -249,7 +249,7 @@ fn serve_holds_attempts_to_the_input_budget_the_file_sets() {
         .spawn()
         .expect("clawbridge serve starts");
     let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": 2, "host": {"name": "config-test", "version": "0"}}});
+        "params": {"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION, "host": {"name": "config-test", "version": "0"}}});
     let run = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "attempt/run", "params": {
         "attemptId": "big", "harnessId": "clawbridge-demo", "sessionId": "s-big", "prompt": "p".repeat(200),
         "workspaceDir": place.dir.path().display().to_string()}});

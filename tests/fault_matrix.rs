@@ -413,7 +413,7 @@ async fn host_disconnect_mid_attempt_stops_every_agent_and_the_server_exits() {
             to_bridge.write_all(&line).await.unwrap();
         };
         send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": 2,
+            "protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION,
             "host": {"name": "openclaw", "version": "2026.9.6"},
             "capabilities": {"hostTools": true, "approvals": true, "toolTerminals": true, "transcriptAppend": true, "userInput": false}
         }}))

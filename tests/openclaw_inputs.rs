@@ -238,15 +238,16 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
     let mock = start_mock(&scenario).await.unwrap();
     let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
     let mut config = run.config();
-    // `agent exec` and `agent --local` build different OpenClaw tool surfaces, and a Claude session
-    // is not resumed under other host tools; without host tools both turns run under one setting,
-    // so only the kill can break the session.
+    // Without host tools the turn runs under fewer moving parts; only the kill can break the session.
     config["plugins"]["entries"]["clawbridge"]["config"]["hostTools"] = json!(false);
     run.write_config(&config);
     let _temp_root = TempRootGuard::snapshot();
 
-    let args = run.exec_args(STALL_PROMPT, &[]);
-    let first = run.command(&args.iter().map(String::as_str).collect::<Vec<_>>()).spawn().unwrap();
+    // Both turns as `openclaw agent --local`: `agent exec` builds another OpenClaw tool surface and
+    // seeds no workspace files, so only the kill differs between the turns.
+    let session_id = "killed-bridge".to_string();
+    let args = ["agent", "--local", "--agent", "main", "--session-id", &session_id, "-m", STALL_PROMPT, "--json"];
+    let first = run.command(&args).spawn().unwrap();
 
     // Wait until the model was asked (the native turn runs), then kill the bridge.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
@@ -283,10 +284,10 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
         .expect("turn 1's OpenClaw ends once its bridge is gone")
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let exec = parse_json_output(&stdout)
+    let turn1 = parse_json_output(&stdout)
         .unwrap_or_else(|| panic!("no JSON from turn 1:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
-    assert_ne!(exec["ok"], true, "turn 1 cannot have succeeded: {exec:#}");
-    let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
+    assert_eq!(turn1["ok"], false, "turn 1 cannot have succeeded: {turn1:#}");
+    assert!(turn1["error"]["message"].as_str().unwrap_or("").contains("SIGKILL"), "the kill is named: {turn1:#}");
     run.wait_until_gone().await;
 
     // Turn 2, in a new OpenClaw process with a new bridge: the same native session, and the model

@@ -32,8 +32,11 @@ const CUT: &str = "Remember the word LIFE-CUT-9.";
 const CUT_WORD: &str = "LIFE-CUT-9";
 
 fn scenario() -> Value {
+    // The slow answer takes about half a minute (3 s before each of its events): the reset that
+    // interrupts it starts an `openclaw gateway call` process once the request is seen, which took
+    // longer than a 700 ms spacing's whole answer on a loaded CI run. The reset ends it early.
     json!({"rules": [
-        {"when": {"last_user_text_contains": "slowly"}, "reply": {"text": SLOW_ANSWER, "delay_ms": 700}}
+        {"when": {"last_user_text_contains": "slowly"}, "reply": {"text": SLOW_ANSWER, "delay_ms": 3000}}
     ], "default": {"text": HELLO}})
 }
 

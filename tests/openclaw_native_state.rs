@@ -3,8 +3,11 @@
 //! `/compact` runs Codex's own compactor on the session's bound thread (the mock model gets the
 //! compaction request, the next turn resumes the compacted thread), and OpenClaw's model list shows
 //! the models Codex's `model/list` names, and a server of OpenClaw's `mcp.servers` is one Codex can
-//! call (the mock model calls its tool, its answer comes back in the next request). One OpenClaw
-//! home and one Codex session serve every assertion, to keep the CLI start-ups (15-18 s each) few.
+//! call (the mock model calls its tool, its answer comes back in the next request). The same for
+//! Claude Code 2.1.328 (its MCP servers through `--mcp-config`, its models from its `initialize`
+//! answer), and for both the gateway's tool inventory (`tools.effective`) shows the user's server's
+//! tool through the harness's `loadMcpToolCatalog`. One OpenClaw home and one native session per
+//! test serve every assertion, to keep the CLI start-ups (15-18 s each) few.
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
@@ -53,6 +56,44 @@ createInterface({ input: process.stdin }).on("line", (line) => {
 });
 "#;
 
+/// The user's MCP server in OpenClaw's config: the probe server above, its calls logged to
+/// `<sandbox>/probe-mcp.log`; its tools need no approval (`codex.defaultToolsApprovalMode`, which
+/// the bridge also applies to Claude Code as an `--allowedTools` rule).
+fn with_probe_server(mut config: Value, node: &std::path::Path, sandbox: &Sandbox) -> (Value, std::path::PathBuf) {
+    let server = sandbox.root().join("probe-mcp.mjs");
+    let server_log = sandbox.root().join("probe-mcp.log");
+    std::fs::write(&server, MCP_SERVER).unwrap();
+    config["mcp"] = json!({"servers": {"probe": {
+        "command": node, "args": [server, server_log],
+        "codex": {"defaultToolsApprovalMode": "approve"}
+    }}});
+    (config, server_log)
+}
+
+/// The gateway's `tools.effective` for `key` (what the Control UI's tool inventory shows), and the
+/// MCP tools in it as `(server, tool)` pairs.
+async fn effective_mcp_tools(run: &OpenClawHome<'_>, key: &str) -> (Value, Vec<(String, String)>) {
+    let (status, stdout, stderr) = run
+        .output(&["gateway", "call", "tools.effective", "--params", &json!({"sessionKey": key}).to_string(), "--json"])
+        .await;
+    assert!(status.success(), "tools.effective failed:\n{stdout}\n{stderr}");
+    let answer = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON answer");
+    let groups = answer["groups"].as_array().cloned().unwrap_or_default();
+    let summary: Vec<String> =
+        groups.iter().map(|g| format!("{}: {}", g["id"], g["tools"].as_array().map_or(0, Vec::len))).collect();
+    eprintln!("tools.effective of {key}: {summary:?}, notices {}", answer["notices"]);
+    let tools = groups
+        .iter()
+        .filter(|group| group["source"] == "mcp")
+        .flat_map(|group| group["tools"].as_array().cloned().unwrap_or_default())
+        .map(|tool| {
+            let server = tool["mcpServer"].as_str().unwrap_or_default().to_string();
+            (server, tool["mcpToolName"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    (answer, tools)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_models() {
     let Some(codex) = peer_or_skip("codex") else { return };
@@ -83,15 +124,7 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
         Harness::Codex(codex),
         &mock,
     );
-    let server = sandbox.root().join("probe-mcp.mjs");
-    let server_log = sandbox.root().join("probe-mcp.log");
-    std::fs::write(&server, MCP_SERVER).unwrap();
-    let mut config = run.config();
-    // The user's MCP server, as OpenClaw's config declares it; its tools need no approval.
-    config["mcp"] = json!({"servers": {"probe": {
-        "command": node, "args": [server, server_log],
-        "codex": {"defaultToolsApprovalMode": "approve"}
-    }}});
+    let (config, server_log) = with_probe_server(run.config(), &node, &sandbox);
     let port = free_port();
     run.write_config(&with_gateway(config, port));
     let _temp_root = TempRootGuard::snapshot();
@@ -132,15 +165,17 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     assert_eq!(answer["result"]["details"]["nativeSessionId"], thread.as_str(), "the bound thread: {answer:#}");
     // The gateway's tool inventory asks the harness's loadMcpToolCatalog: the bridge resumes the
     // bound thread with the user's servers and lists Codex's `mcpServerStatus/list`.
-    let (status, stdout, stderr) = run
-        .output(&["gateway", "call", "tools.effective", "--params", &json!({"sessionKey": key}).to_string(), "--json"])
-        .await;
-    assert!(status.success(), "tools.effective failed:\n{stdout}\n{stderr}");
+    let (inventory, mcp_tools) = effective_mcp_tools(&run, &key).await;
     let listed = format!("clawbridge-codex MCP tool catalog of {session_id}: 1 tools");
     assert!(
         gateway.output().contains(&listed),
         "core asked the native MCP catalog and got the tool:\n{}",
         gateway.output()
+    );
+    assert_eq!(
+        mcp_tools,
+        [("probe".to_string(), "lookup".to_string())],
+        "the inventory shows the user's server's tool: {inventory:#}"
     );
     gateway.stop().await;
     let requests = mock.model_requests();
@@ -151,8 +186,11 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     run.wait_until_gone().await;
 
     // Core counts a harness's compaction on the session entry and writes no transcript entry for
-    // it (docs/peers/openclaw.md#compact-and-the-model-catalog); the transcript keeps its rows.
-    assert_eq!(run.messages(&session_id).await.len(), rows_before, "turn 1's rows, untouched");
+    // it; the plugin adds one (docs/peers/openclaw.md#compaction-in-the-transcript), and turn 1's
+    // rows stay as they were.
+    let messages = run.messages(&session_id).await;
+    assert_eq!(messages.len(), rows_before + 1, "turn 1's rows and the compaction's entry: {messages:#?}");
+    assert_eq!(messages[rows_before]["customType"], "openclaw.context-compaction", "{messages:#?}");
 
     // The next turn resumes the same, compacted thread: the model sees the summary.
     let last = run.next_turn(&session_id, LAST_PROMPT).await;
@@ -190,9 +228,16 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
     run.wait_until_gone().await;
 }
 
-/// The model ids the bridge's `catalog/models` answers for `clawbridge-codex`, run as the plugin
+/// The model ids the bridge's `catalog/models` answers for the home's harness, run as the plugin
 /// runs it (the same environment), without OpenClaw.
 async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
+    bridge_catalog_models(run).await.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()
+}
+
+/// The models (as JSON) the bridge's `catalog/models` answers for the home's harness, as
+/// [`bridge_catalog`] asks.
+async fn bridge_catalog_models(run: &OpenClawHome<'_>) -> Vec<Value> {
+    let harness = run.harness.id();
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
     command
         .arg("serve")
@@ -213,7 +258,7 @@ async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
     let lines = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION,
                "host": {"name": "test", "version": "0"}, "capabilities": {}}}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "catalog/models", "params": {"harnessId": "clawbridge-codex"}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "catalog/models", "params": {"harnessId": harness}}),
     ];
     for line in lines {
         stdin.write_all(format!("{line}\n").as_bytes()).await.expect("write");
@@ -232,6 +277,105 @@ async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
     .expect("catalog/models answered");
     drop(stdin);
     let _ = child.wait().await;
-    let models = answer["result"]["models"].as_array().unwrap_or_else(|| panic!("no models: {answer}"));
-    models.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect()
+    answer["result"]["models"].as_array().cloned().unwrap_or_else(|| panic!("no models: {answer}"))
+}
+
+const CLAUDE_PROMPT: &str = "Please look up the word kumquat.";
+const CLAUDE_ANSWER: &str = "I looked kumquat up.";
+
+/// Claude Code with the user's MCP server (OpenClaw `mcp.servers` → the bridge's private
+/// `--mcp-config` file): the mock model calls the server's tool through Claude Code and gets its
+/// answer; the gateway's tool inventory (`tools.effective`) shows the tool through the harness's
+/// `loadMcpToolCatalog` (Claude's `mcp_status`); OpenClaw's model list shows the models of Claude
+/// Code's `initialize` answer as `anthropic/<id>` rows, ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_calls_the_users_mcp_server_and_the_inventories_show_its_tool_and_models() {
+    let Some(claude) = peer_or_skip("claude") else { return };
+    let Some(node) = peer_or_skip("node") else { return };
+    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+
+    let sandbox = Sandbox::new().unwrap();
+    let scenario = json!({
+        "rules": [
+            {"when": {"api": "messages", "last_input_is_tool_result": true},
+             "reply": {"text": CLAUDE_ANSWER, "text_quoting_tool_result": true}},
+            // Claude Code offers the server's tool as `mcp__<server>__<tool>`.
+            {"when": {"api": "messages", "last_user_text_contains": "look up the word", "tool_offered": "mcp__probe__lookup"},
+             "reply": {"tool_call": {"name": "mcp__probe__lookup", "arguments": {"word": "kumquat"}}}}
+        ],
+        "default": {"text": "Nothing to do."}
+    });
+    let mock = start_mock(&scenario).await.unwrap();
+    let run = OpenClawHome::new(
+        &node,
+        &openclaw,
+        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
+        &sandbox,
+        Harness::Claude(claude),
+        &mock,
+    );
+    let (config, server_log) = with_probe_server(run.config(), &node, &sandbox);
+    let port = free_port();
+    run.write_config(&with_gateway(config, port));
+    let _temp_root = TempRootGuard::snapshot();
+
+    let exec = run.exec(CLAUDE_PROMPT, &[]).await;
+    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
+    let calls = std::fs::read_to_string(&server_log).unwrap_or_default();
+    assert!(
+        calls.lines().any(|l| l.contains("\"tools/call\"") && l.contains("kumquat")),
+        "the MCP server ran the tool: {calls}\n{}",
+        describe_requests(&mock.requests())
+    );
+    let tool_result = format!("{PROBE_ANSWER}kumquat");
+    let requests = mock.model_requests();
+    assert!(
+        requests.iter().any(|r| r.body["messages"].to_string().contains(&tool_result)),
+        "the tool's answer came back to the model: {}",
+        describe_requests(&requests)
+    );
+    assert!(exec["final"].as_str().unwrap_or("").contains(&tool_result), "{exec:#}");
+    let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
+    let rows = run.messages(&session_id).await;
+    assert!(
+        rows.iter().any(|m| m["role"] == "toolResult" && m.to_string().contains(&tool_result)),
+        "the transcript has the MCP tool's result: {rows:#?}"
+    );
+    // Only a keyed hash of the servers is kept: the binding names no server command or path.
+    let binding = run.binding().to_string();
+    assert!(!binding.contains("probe-mcp"), "{binding}");
+    run.wait_until_gone().await;
+
+    // The gateway's tool inventory asks the harness's loadMcpToolCatalog: a CLI of the bridge's
+    // own with the user's servers answers `mcp_status`.
+    let gateway = Gateway::start(&run, port).await;
+    let key = format!("agent:main:explicit:{session_id}");
+    let (inventory, mcp_tools) = effective_mcp_tools(&run, &key).await;
+    let listed = format!("clawbridge-claude MCP tool catalog of {session_id}: 1 tools");
+    assert!(gateway.output().contains(&listed), "core asked the native MCP catalog:\n{}", gateway.output());
+    gateway.stop().await;
+    assert_eq!(
+        mcp_tools,
+        [("probe".to_string(), "lookup".to_string())],
+        "the inventory shows the user's server's tool: {inventory:#}"
+    );
+    run.wait_until_gone().await;
+
+    // The model list: the plugin's loadModelCatalog asks `catalog/models`, which reads the model
+    // set of Claude Code's `initialize` answer.
+    let (status, stdout, stderr) = run.output(&["models", "list", "--all", "--refresh", "--json"]).await;
+    assert!(status.success(), "models list failed:\n{stdout}\n{stderr}");
+    let listed = clawbridge_fixtures::peers::openclaw::parse_json_output(&stdout).expect("a JSON list");
+    let rows = listed["models"].as_array().cloned().unwrap_or_default();
+    let native = bridge_catalog_models(&run).await;
+    assert!(!native.is_empty(), "claude offers models");
+    for model in &native {
+        let key = format!("anthropic/{}", model["id"].as_str().expect("an id"));
+        let row = rows.iter().find(|row| row["key"] == key.as_str());
+        let row = row.unwrap_or_else(|| panic!("{key} is listed: {listed:#}"));
+        assert_eq!(row["available"], true, "readiness from the catalog's cache: {row}");
+        // The row is the harness's: named as Claude Code's own picker names it.
+        assert_eq!(row["name"], model["displayName"], "{row}");
+    }
+    run.wait_until_gone().await;
 }

@@ -160,13 +160,21 @@ fn codex_config_without_a_provider(sandbox: &Sandbox) {
     std::fs::write(&path, [&kept[..cut], &rest[..]].concat().join("\n")).unwrap();
 }
 
+/// [`command_mock`] whose command also prints the route's key variable, as the agent's commands see it.
+fn command_printing_the_route_key() -> Value {
+    let mut mock = command_mock(false);
+    mock["rules"][1]["reply"]["run_command"]["command"] =
+        json!("echo live-$((6*7)) \"route key: [${CLAWBRIDGE_ROUTE_API_KEY-unset}]\"");
+    mock
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() {
     let Some(codex) = peer_or_skip("codex") else { return };
     let Some(node) = peer_or_skip("node") else { return };
     let Some(openclaw) = peer_or_skip("openclaw") else { return };
     let sandbox = Sandbox::new().unwrap();
-    let mock = start_mock(&command_mock(false)).await.unwrap();
+    let mock = start_mock(&command_printing_the_route_key()).await.unwrap();
     let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
     codex_config_without_a_provider(&sandbox);
     let mut config = run.config();
@@ -186,8 +194,17 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
     assert!(!requests.is_empty(), "{}", describe());
     assert!(requests.iter().all(|r| r.headers.contains_key("authorization")), "{}", describe());
     assert!(requests.iter().all(|r| r.body["model"] == "route-model"), "{}", describe());
+    // The key is Codex's, not the agent's: its command saw the variable emptied, and no request
+    // body (the command's output went back to the model) holds the key.
+    assert!(exec["final"].as_str().unwrap_or("").contains("route key: []"), "{}", describe());
+    assert!(requests.iter().all(|r| !r.body.to_string().contains(ROUTE_KEY)), "{}", describe());
     assert_eq!(files_containing(&run.bridge_state, ROUTE_KEY), Vec::<PathBuf>::new());
-    assert_eq!(files_containing(&sandbox.codex_home(), ROUTE_KEY), Vec::<PathBuf>::new(), "no config was written");
+    // Neither a config nor a shell snapshot of the environment (docs/peers/codex.md#route-auth).
+    assert_eq!(
+        files_containing(&sandbox.codex_home(), ROUTE_KEY),
+        Vec::<PathBuf>::new(),
+        "nothing in CODEX_HOME holds the key"
+    );
     run.wait_until_gone().await;
 }
 

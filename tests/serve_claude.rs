@@ -105,7 +105,7 @@ fn serve(
 }
 
 async fn initialize(peer: &RpcPeer) -> Value {
-    let params = json!({"protocolVersion": 2, "host": {"name": "openclaw", "version": "2026.9.6"},
+    let params = json!({"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION, "host": {"name": "openclaw", "version": "2026.9.6"},
                         "capabilities": {"hostTools": true, "approvals": true, "toolTerminals": true,
                                          "transcriptAppend": true, "userInput": false}});
     peer.request("initialize", Some(&params)).await.expect("initialize succeeds")
@@ -410,5 +410,72 @@ async fn a_claude_cli_that_started_background_work_stops_with_the_attempt() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    shut_down(peer, child).await;
+}
+
+/// `isolation: "settle"` (the final answer of a settled tool turn, protocol version 3) starts from
+/// the transcript's history: without it the attempt is refused before a CLI is started; with it the
+/// CLI's first prompt is the history, then the host's instruction (the result's projection says
+/// why), and the session gets no binding.
+#[tokio::test]
+async fn a_settle_run_is_seeded_with_the_history_and_refused_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = clawbridge_fixtures::replay_launcher(dir.path(), "claude", "plain-text.jsonl");
+    // Every start of the CLI (but its `--version` probe) leaves a line: what proves none was started.
+    let starts = dir.path().join("starts.log");
+    let counting = dir.path().join("counting-claude");
+    let script = format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n", starts.display(), claude.display());
+    std::fs::write(&counting, script).unwrap();
+    std::fs::set_permissions(&counting, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cli_starts = || {
+        let log = std::fs::read_to_string(&starts).unwrap_or_default();
+        log.lines().filter(|line| !line.contains("--version")).count()
+    };
+    let config_dir = dir.path().join("config");
+    let env = [
+        ("HOME", dir.path().join("home").into_os_string()),
+        ("CLAWBRIDGE_CLAUDE_BIN", counting.into_os_string()),
+        ("CLAUDE_CONFIG_DIR", config_dir.clone().into_os_string()),
+    ];
+    let state = dir.path().join("state");
+    let (child, peer, _host) = serve(dir.path(), &state, &env);
+    initialize(&peer).await;
+    let before = cli_starts();
+    let mut params = json!({"attemptId": "st-1", "harnessId": "clawbridge-claude", "sessionId": "settled", "runId": "run-s",
+                            "prompt": "Produce the final answer now.", "workspaceDir": dir.path().display().to_string(),
+                            "provider": "anthropic", "modelId": "", "modelApi": "anthropic-messages",
+                            "disableTools": true, "isolation": "settle"});
+    match peer.request("attempt/run", Some(&params)).await {
+        Err(clawbridge_bridge::rpc::RpcError::Remote { error, .. }) => {
+            assert_eq!(error.code, -32034, "{}", error.message);
+            assert!(error.message.contains("no transcript history"), "{}", error.message);
+        }
+        other => panic!("a settle run without history must be refused: {other:?}"),
+    }
+    assert_eq!(cli_starts(), before, "no CLI was started for it");
+
+    params["attemptId"] = json!("st-2");
+    params["history"] = json!({"entries": [
+        {"role": "user", "text": "Run the check.", "key": "run-s:prompt"},
+        {"role": "toolResult", "text": "[tool result of bash] settled-42", "key": "clawbridge:run-s:t1:tool:c1:result"}
+    ], "omitted": 0});
+    let result = peer.request("attempt/run", Some(&params)).await.unwrap();
+    // The recorded CLI expects another first prompt, so it stops at this one and names what it
+    // received: the history, then the host's instruction.
+    let received = result["terminal"]["message"].as_str().unwrap_or("");
+    assert!(received.contains("deviated from the recording"), "{result:#}");
+    assert!(
+        received.contains(
+            "<conversation_history>\\n[user]\\nRun the check.\\n[toolResult]\\n[tool result of bash] settled-42"
+        ) && received.contains("</conversation_history>\\n\\nProduce the final answer now."),
+        "the CLI got the seeded prompt: {result:#}"
+    );
+    assert_eq!(result["transcriptOwned"], false, "side work mirrors no rows: {result:#}");
+    assert_eq!(result["projection"]["entries"], 2, "the history seeded the session: {result:#}");
+    assert_eq!(cli_starts(), before + 1, "the seeded run started its CLI (the count sees starts)");
+    assert!(result["projection"]["reason"].as_str().unwrap_or("").contains("settled tool turn"), "{result:#}");
+    let bindings = state.join("serve/bindings");
+    let bound = std::fs::read_dir(&bindings).map(Iterator::count).unwrap_or(0);
+    assert_eq!(bound, 0, "the settle run binds nothing: {}", bindings.display());
     shut_down(peer, child).await;
 }

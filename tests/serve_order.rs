@@ -39,7 +39,7 @@ fn initialize(id: i64) -> Value {
     request(
         id,
         "initialize",
-        json!({"protocolVersion": 2, "host": {"name": "order-test", "version": "0"},
+        json!({"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION, "host": {"name": "order-test", "version": "0"},
                "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false,
                                 "transcriptAppend": false, "userInput": false}}),
     )

@@ -47,7 +47,7 @@ impl Connection {
 
 fn initialize(id: i64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
-           "params": {"protocolVersion": 2, "host": {"name": "wire-test", "version": "0"}}})
+           "params": {"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION, "host": {"name": "wire-test", "version": "0"}}})
     .to_string()
 }
 
@@ -55,7 +55,7 @@ fn initialize(id: i64) -> String {
 /// answers it, keeps running until it is cancelled.
 fn initialize_with_approvals(id: i64) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
-           "params": {"protocolVersion": 2, "host": {"name": "wire-test", "version": "0"},
+           "params": {"protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION, "host": {"name": "wire-test", "version": "0"},
                       "capabilities": {"approvals": true}}})
     .to_string()
 }
@@ -101,7 +101,7 @@ async fn ids_that_are_objects_arrays_or_booleans_are_invalid_requests_answered_w
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_without_jsonrpc_2_0_is_an_invalid_request_answered_with_its_id() {
     let mut conn = connect(ServeLimits::from_env());
-    let params = r#""params":{"protocolVersion":2}"#;
+    let params = &format!(r#""params":{{"protocolVersion":{}}}"#, clawbridge_protocol::host::PROTOCOL_VERSION);
     for (id, version) in
         [(7, None), (8, Some(r#""1.0""#)), (9, Some("2.0")), (10, Some("null")), (11, Some(r#""2.00""#))]
     {

@@ -206,7 +206,7 @@ async fn a_throwaway_backend_runs_an_attempt_through_serve() {
     });
 
     let init = json!({
-        "protocolVersion": 2,
+        "protocolVersion": clawbridge_protocol::host::PROTOCOL_VERSION,
         "host": {"name": "test-host", "version": "0"},
         "capabilities": {"hostTools": false, "approvals": false, "toolTerminals": false, "transcriptAppend": false, "userInput": false}
     });

@@ -300,7 +300,10 @@ fn measure(product: &Path, state: &Path, workspace: &Path, bytes: usize, attempt
     let pid = serve.pid();
     // Approvals served but never answered: the demo's attempts wait for one and keep running until
     // they are cancelled, so every attempt holds what it keeps at once.
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"host":{"name":"bench","version":"0"},"capabilities":{"approvals":true}}}"#;
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":{},"host":{{"name":"bench","version":"0"}},"capabilities":{{"approvals":true}}}}}}"#,
+        clawbridge_protocol::host::PROTOCOL_VERSION
+    );
     serve.write(&[init.as_bytes()])?;
     if serve.answer("1")?.1.is_some() {
         bail!("serve refused initialize");

@@ -82,7 +82,8 @@ pub fn run(ctx: &Setup<'_>, backend: &str, generated: &Generated) -> anyhow::Res
         "prompt": "bench the stream", "workspaceDir": ctx.work.display().to_string()}});
     writeln!(
         input,
-        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":2,"host":{{"name":"bench","version":"0"}},"capabilities":{{"approvals":true,"toolTerminals":true,"transcriptAppend":true}}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":{version},"host":{{"name":"bench","version":"0"}},"capabilities":{{"approvals":true,"toolTerminals":true,"transcriptAppend":true}}}}}}"#,
+        version = clawbridge_protocol::host::PROTOCOL_VERSION
     )?;
     writeln!(input, "{attempt}")?;
     input.flush()?;

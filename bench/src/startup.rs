@@ -91,7 +91,10 @@ fn summary(times: &[Duration]) -> (f64, f64) {
 
 /// Spawns `serve` `runs` times, each timed from spawn to the `initialize` answer.
 fn times(product: &Path, state: &Path, environment: Environment, runs: usize) -> anyhow::Result<Vec<Duration>> {
-    let request = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"host":{"name":"bench","version":"0"}}}"#;
+    let request = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":{},"host":{{"name":"bench","version":"0"}}}}}}"#,
+        clawbridge_protocol::host::PROTOCOL_VERSION
+    );
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let started = Instant::now();
@@ -116,7 +119,7 @@ fn times(product: &Path, state: &Path, environment: Environment, runs: usize) ->
         let status = child.wait()?;
         let value: serde_json::Value =
             serde_json::from_str(&answer).with_context(|| format!("serve answered {answer:?}"))?;
-        if value["result"]["protocolVersion"] != 2 {
+        if value["result"]["protocolVersion"] != clawbridge_protocol::host::PROTOCOL_VERSION {
             bail!("serve did not accept initialize: {answer}");
         }
         if !status.success() {

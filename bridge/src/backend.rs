@@ -152,8 +152,13 @@ pub struct OpenSettings {
     pub cwd: Option<PathBuf>,
     /// The model to ask for; `None` keeps the backend's default.
     pub model: Option<String>,
-    /// Extra system prompt text from the host.
+    /// Extra system prompt text from the host; part of the session's identity where a backend
+    /// fingerprints it.
     pub system_prompt: Option<String>,
+    /// The host's workspace bootstrap files as system guidance, given after
+    /// [`system_prompt`](Self::system_prompt) but never fingerprinted: an edited file reaches the
+    /// next turn of the same native session.
+    pub bootstrap_context: Option<String>,
     /// The host's tools offered to the agent (ignored by backends that do not support them).
     pub host_tools: Vec<HostToolSpec>,
     /// The native session to continue (a thread or session id from an earlier attempt).
@@ -194,9 +199,25 @@ pub struct OpenSettings {
     /// → `{command, args, env, cwd}` or `{url, http_headers}`); empty: none. A backend that applies
     /// them includes [`mcp_servers_material`](Self::mcp_servers_material) in its fingerprints.
     pub mcp_servers: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The context window the host capped the model to, in tokens, for a backend with a knob for
+    /// it (Codex `model_context_window`); `None`: the runtime's own.
+    pub context_window: Option<u64>,
+}
+
+/// The host's system prompt, then the bootstrap files, a blank line between; `None` when both
+/// are empty. One spelling for every backend that sends them as one text.
+pub fn join_system_guidance(system_prompt: Option<&str>, bootstrap: Option<&str>) -> Option<String> {
+    let parts: Vec<&str> = [system_prompt, bootstrap].into_iter().flatten().filter(|p| !p.is_empty()).collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }
 
 impl OpenSettings {
+    /// All the system guidance of the session: the host's system prompt, then the bootstrap
+    /// files, a blank line between; `None` when both are empty.
+    pub fn system_guidance(&self) -> Option<String> {
+        join_system_guidance(self.system_prompt.as_deref(), self.bootstrap_context.as_deref())
+    }
+
     /// The MCP servers as hash material (canonical JSON: keys sorted), `None` when there are none.
     /// It holds their env and headers, so it only goes into a keyed (secret) fingerprint.
     pub fn mcp_servers_material(&self) -> Option<String> {
@@ -545,6 +566,22 @@ pub fn locate_configured(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_system_guidance_is_the_system_prompt_then_the_bootstrap_files() {
+        let settings = |system: Option<&str>, bootstrap: Option<&str>| OpenSettings {
+            system_prompt: system.map(str::to_owned),
+            bootstrap_context: bootstrap.map(str::to_owned),
+            ..OpenSettings::default()
+        };
+        assert_eq!(
+            settings(Some("Be brief."), Some("# Project Context")).system_guidance().as_deref(),
+            Some("Be brief.\n\n# Project Context")
+        );
+        assert_eq!(settings(None, Some("# Project Context")).system_guidance().as_deref(), Some("# Project Context"));
+        assert_eq!(settings(Some("Be brief."), Some("")).system_guidance().as_deref(), Some("Be brief."));
+        assert_eq!(settings(Some(""), None).system_guidance(), None);
+    }
 
     struct Named(HarnessFacts);
 

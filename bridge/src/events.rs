@@ -6,8 +6,8 @@
 //! bounded accumulation of tool output.
 
 pub use clawbridge_protocol::event::{
-    CappedOutput, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalCause, TerminalKind, ToolCall,
-    ToolFinish, ToolImage, ToolOutcome, TurnTerminal, Usage,
+    CappedOutput, Event, LastCall, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalCause, TerminalKind,
+    ToolCall, ToolFinish, ToolImage, ToolOutcome, TurnTerminal, Usage,
 };
 
 /// Default bytes kept from the start of a tool's output.

@@ -10,8 +10,24 @@ use futures::future::BoxFuture;
 use crate::backend::{BackendError, OpenSettings};
 pub use clawbridge_protocol::host::{NativeMcpServer, NativeMcpTool, NativeModel};
 
-/// How long a native compaction may take before the bridge gives up on it.
+/// How long a native compaction may take before the bridge gives up on it: all of it, from
+/// starting a native process to stopping it (the host waits a little longer for the answer).
 pub const COMPACT_LIMIT: Duration = Duration::from_secs(180);
+
+/// A native compaction that did not end within [`COMPACT_LIMIT`].
+#[derive(Debug, thiserror::Error)]
+#[error("the native compaction did not end within {0:?}")]
+pub struct CompactionTimedOut(pub Duration);
+
+/// `compaction` bounded as a whole by [`COMPACT_LIMIT`]: a native process slow to start or to stop
+/// must not keep the session busy past the host's wait for the answer.
+pub async fn within_compact_limit(
+    compaction: impl std::future::Future<Output = Result<Compacted, BackendError>>,
+) -> Result<Compacted, BackendError> {
+    tokio::time::timeout(COMPACT_LIMIT, compaction)
+        .await
+        .unwrap_or_else(|_| Err(BackendError::Conversation { source: Box::new(CompactionTimedOut(COMPACT_LIMIT)) }))
+}
 
 /// How long listing a native runtime's models may take.
 pub const CATALOG_LIMIT: Duration = Duration::from_secs(30);
@@ -23,6 +39,8 @@ pub struct Compacted {
     pub tokens_before: Option<u64>,
     /// The context's size after, in tokens, when the native side said.
     pub tokens_after: Option<u64>,
+    /// The native side's id of the compaction (its item or line), when it gave one.
+    pub item_id: Option<String>,
 }
 
 /// A backend's native work outside attempts.
@@ -30,6 +48,12 @@ pub trait NativeOps: Send + Sync {
     /// The models the native runtime offers under `settings` (program, cwd, environment), in its
     /// own order; where the list comes from, for a person (`codex model/list`).
     fn list_models(&self, settings: OpenSettings) -> BoxFuture<'_, Result<(Vec<NativeModel>, String), BackendError>>;
+
+    /// Whether [`compact`](Self::compact) runs a native compactor; a backend that answers `false`
+    /// is told nothing to compact (`serve` answers `compacted: false` with the reason).
+    fn compacts(&self) -> bool {
+        true
+    }
 
     /// Compacts the native session `native_id` with the runtime's own compactor, opened under
     /// `settings`.

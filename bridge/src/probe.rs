@@ -235,7 +235,10 @@ mod tests {
         let tool = script(
             bin.path(),
             &format!(
-                "setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho 'tool 9.9.9'",
+                // It answers only once the descendant runs: a stop that ends it before it wrote its
+                // pid would leave the test nothing to check.
+                "setsid sh -c 'echo $$ > {0}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+                 while [ ! -s {0} ]; do sleep 0.01; done\necho 'tool 9.9.9'",
                 pid_file.display()
             ),
         );

@@ -8,7 +8,7 @@ import { locateBridge } from "./locate.js";
 import { ErrorCodes, LineRpcClient, RpcRemoteError, RpcReplyError } from "./rpc-client.js";
 
 /** The host protocol version this plugin speaks (docs/host-protocol.md). */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 /** This plugin's release, reported in errors and to the bridge. */
 export const PLUGIN_VERSION = "0.1.0";
 /** `-32010`: the bridge does not speak the host's protocol version. */

@@ -36,6 +36,9 @@ export class AttemptFacts {
     this.usage = new OutputTokenReporter(host);
     /** How many times the native runtime compacted the context by itself during the attempt. */
     this.compactions = 0;
+    /** The context's size after the latest of them, in tokens, when the native runtime said. */
+    /** @type {number | undefined} */
+    this.compactionTokensAfter = undefined;
   }
 }
 
@@ -62,6 +65,10 @@ export function observeEvent(facts, event, logger) {
       break;
     case "contextCompacted":
       facts.compactions += 1;
+      // The compacted context's size, when the native runtime gave it (Claude Code's post_tokens).
+      if (typeof event.tokensAfter === "number" && Number.isFinite(event.tokensAfter) && event.tokensAfter >= 0) {
+        facts.compactionTokensAfter = event.tokensAfter;
+      }
       break;
     case "usage":
       facts.usage.observe(event, (error) => logger?.debug?.(`clawbridge: reportOutputTokens refused: ${error instanceof Error ? error.message : error}`));

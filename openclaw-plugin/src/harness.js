@@ -28,9 +28,12 @@ import { backendOf, explainUnusable, isOpenFailure, isUnusable, withDoctorHint }
 import { BridgeNotFoundError } from "./locate.js";
 import { preflightRefusal } from "./preflight.js";
 import { CONTEXT_ENGINE_HOST_CAPABILITIES, assembledContext } from "./context-engine.js";
-import { runIsolatedCompletion, runSideQuestion } from "./side-work.js";
+import { finalizeSettledTurn, runIsolatedCompletion, runSideQuestion } from "./side-work.js";
 import { compactSession, createMcpToolCatalog, createModelCatalog, offersModelCatalog } from "./native-ops.js";
 import { appliesMcpServers, attemptMcpServers } from "./mcp-servers.js";
+import { recordCompaction } from "./compaction-entry.js";
+import { contextWindowParam } from "./budget.js";
+import { bootstrapGuidance } from "./bootstrap.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -208,6 +211,7 @@ export function createHarness(runtime, id) {
           contextEngineHostCapabilities: CONTEXT_ENGINE_HOST_CAPABILITIES,
           runIsolatedCompletionV2: (params) => runIsolatedCompletion(runtime, id, params, authMode),
           runSideQuestion: (params) => runSideQuestion(runtime, id, params, authMode),
+          finalizeSettledTurn: (params) => finalizeSettledTurn(runtime, id, params, authMode),
         }
       : {}),
     // Native work outside attempts (native-ops.js): the native compactor, the native model list.
@@ -235,6 +239,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
   const progress = new AttemptProgress({ params, harnessId, logger, sdk: runtime.options.progressSdk });
   const attempt = {
     harnessId,
+    runtimeOptions: runtime.options,
     facts,
     hostToolRuns: facts.hostToolRuns,
     attemptId,
@@ -306,11 +311,18 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       unregisterRun = registerActiveRun(runtime, harnessId, attempt, conn, (reason) => onAbort(reason));
       const turn = nativeTurnInput(params, { toolNames: hostTools.map((t) => t.name), logger });
       const run = runParams(harnessId, attemptId, { ...params, ...turn }, hostTools, images);
+      // OpenClaw's workspace bootstrap files, as system guidance of their own: a changed file never
+      // replaces the native session (bootstrap.js).
+      const bootstrap = SIDE_WORK_HARNESSES.has(harnessId) ? await bootstrapGuidance(runtime.options.sdk, harnessId, params, logger) : undefined;
+      if (bootstrap) run.bootstrapContext = bootstrap;
       // The context engine's assembled context, once per epoch (context-engine.js).
       const context = SIDE_WORK_HARNESSES.has(harnessId) ? await assembledContext(runtime.options.sdk, harnessId, params, logger) : undefined;
       if (context) run.context = context;
       const mcpServers = await attemptMcpServers(runtime, harnessId, params);
       if (mcpServers) run.mcpServers = mcpServers;
+      // The operator's context-window cap, for the native runtime's own budget (budget.js).
+      const contextWindow = contextWindowParam(params, harnessId);
+      if (contextWindow) run.contextWindow = contextWindow;
       // Host auth is only what OpenClaw prepared: even an empty one withholds the bridge's own
       // credentials from the native runtime, so it never authenticates two ways.
       if (authMode === "host") run.auth = (await routeAuth(params)) ?? {};
@@ -338,6 +350,8 @@ async function runAttempt(runtime, harnessId, params, authMode) {
     await progress.finish(response?.terminal);
     logBudgets(attempt, facts, logger);
     reportProjection(response, attemptId, logger);
+    // The native compactions' transcript entries are written before the result (never throw).
+    await Promise.all(attempt.pendingWrites ?? []);
     // The bridge closes its own rows; a group it could not store leaves calls to close here.
     await closeOrphanedCalls(attempt, transcriptApiOf(runtime.options), "the turn ended before the tool reported an outcome");
     if (response?.transcriptOwned !== true && params.sessionPersistence !== "detached") {
@@ -353,6 +367,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       reasoningText: facts.reasoningText,
       planText: facts.planText,
       compactions: facts.compactions,
+      compactionTokensAfter: facts.compactionTokensAfter,
       toolArguments: facts.toolArguments,
       hostToolRuns: facts.hostToolRuns.runs,
       sdk: runtime.options.sdk,
@@ -644,14 +659,27 @@ function onBridgeEvent(attempt, note) {
   if (event && typeof event.type === "string") {
     observeEvent(attempt.facts, event, attempt.logger);
     if (event.type === "modelRetry") noteModelRetry(attempt, event);
-    if (event.type === "contextCompacted") noteAutoCompaction(attempt);
+    if (event.type === "contextCompacted") noteAutoCompaction(attempt, event);
   }
   attempt.progress.onEvent(note);
 }
 
-/** The native runtime compacted by itself: the run's `onAutoCompactionSucceeded` gets the count so far. */
-function noteAutoCompaction(attempt) {
+/**
+ * The native runtime compacted by itself: the run's `onAutoCompactionSucceeded` gets the count so
+ * far, and the transcript an entry for it (compaction-entry.js; written before the attempt's
+ * result, in the attempt's settlement).
+ */
+function noteAutoCompaction(attempt, event) {
   attempt.logger.info?.(`clawbridge: attempt ${attempt.attemptId}: the native runtime compacted its context`);
+  const record = recordCompaction(attempt.runtimeOptions ?? {}, attempt.params, {
+    harnessId: attempt.harnessId,
+    itemId: typeof event.itemId === "string" && event.itemId ? event.itemId : undefined,
+    trigger: "auto",
+    tokensBefore: event.tokensBefore,
+    tokensAfter: event.tokensAfter,
+    runId: attempt.params.runId,
+  }, attempt.logger);
+  (attempt.pendingWrites ??= []).push(record);
   try {
     const out = attempt.params.onAutoCompactionSucceeded?.(attempt.facts.compactions);
     if (out && typeof out.catch === "function") out.catch(() => {});

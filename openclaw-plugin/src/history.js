@@ -5,6 +5,7 @@
 // seeds a new native session with these entries when it cannot or must not resume
 // (docs/host-protocol.md#transcript-history).
 
+import { isCompactionEntry } from "./compaction-entry.js";
 import { targetOf } from "./transcript.js";
 
 /** The bridge's cap on the history's text (roles, texts and keys), in UTF-8 bytes. */
@@ -71,7 +72,7 @@ async function withMediaText(rows, prepare, logger) {
  * @param {any[]} rows
  */
 export function historyOf(rows) {
-  const entries = rows.map(entryOf).filter((e) => e !== null);
+  const entries = withoutCommandReplies(rows).map(entryOf).filter((e) => e !== null);
   // Core stores the user's prompt before it calls the harness: the prompt travels as the turn.
   const last = entries[entries.length - 1];
   if (last && last.role === "user" && !last.key?.startsWith("clawbridge:")) entries.pop();
@@ -88,11 +89,53 @@ export function historyOf(rows) {
 }
 
 /**
+ * `rows` without the exchanges of a chat command core answered itself: a slash command the user
+ * sent (`/compact`) and core's reply to it right after, an assistant row of provider `openclaw`,
+ * model `gateway-injected`, whose idempotency key is the command's run id (the command's row is
+ * keyed `<run id>:user`), e.g. `/compact`'s "⚙️ Compacted (…)". Neither is conversation, and a
+ * reply core wrote must not count as the transcript moving without the native thread (a `/compact`
+ * would otherwise abandon the very thread it compacted).
+ *
+ * @param {any[]} rows
+ */
+function withoutCommandReplies(rows) {
+  const out = [];
+  for (const row of rows) {
+    const previous = out[out.length - 1]?.message;
+    if (isCommandReply(row?.message, previous)) {
+      out.pop();
+      continue;
+    }
+    out.push(row);
+  }
+  return out;
+}
+
+/**
+ * @param {any} message
+ * @param {any} previous the row before it
+ */
+function isCommandReply(message, previous) {
+  return (
+    message?.role === "assistant" &&
+    message.provider === "openclaw" &&
+    message.model === "gateway-injected" &&
+    typeof message.idempotencyKey === "string" &&
+    previous?.role === "user" &&
+    previous.idempotencyKey === `${message.idempotencyKey}:user` &&
+    textOf(previous).trim().startsWith("/")
+  );
+}
+
+/**
  * @param {any} row
  * @returns {{role: string, text: string, key?: string} | null}
  */
 function entryOf(row) {
   const message = row?.message;
+  // A native compaction's entry is no conversation: kept out of the model's context, it moves no
+  // native position either (compaction-entry.js).
+  if (isCompactionEntry(message)) return null;
   const role = typeof message?.role === "string" ? message.role : typeof row?.role === "string" ? row.role : null;
   if (!role) return null;
   const key = [row?.idempotencyKey, message?.idempotencyKey, message?.__openclaw?.idempotencyKey].find((k) => typeof k === "string");

@@ -7,8 +7,11 @@
 // `mcpServers` (host protocol version 2); the bridge applies them and keeps only a keyed hash of
 // them in the session binding (their env and headers may hold credentials).
 
-/** Harnesses whose native runtime takes Codex's `mcp_servers` table. */
-const CODEX_SHAPED = new Set(["clawbridge-codex"]);
+/**
+ * Harnesses whose native runtime takes the user's MCP servers. The wire shape is Codex's
+ * `mcp_servers` table for both; the bridge writes Claude Code's `--mcp-config` from it.
+ */
+const CODEX_SHAPED = new Set(["clawbridge-codex", "clawbridge-claude"]);
 
 /** Whether harness `id`'s native runtime takes the user's MCP servers. */
 export function appliesMcpServers(id) {

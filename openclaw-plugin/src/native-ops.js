@@ -3,6 +3,8 @@
 // cached per harness for a short time so a picker that asks again does not start a native process
 // each time, and bounded so a slow native side never holds the host up.
 
+import { recordCompaction } from "./compaction-entry.js";
+
 /** How long a model catalog answer is reused. */
 export const CATALOG_TTL_MS = 60_000;
 /** How long a `catalog/models` request may take before the cached (or an empty) list is used. */
@@ -11,7 +13,7 @@ export const CATALOG_TIMEOUT_MS = 20_000;
 export const COMPACT_TIMEOUT_MS = 200_000;
 
 /** The provider a native model is listed under, per harness: the one whose routes it reproduces. */
-const CATALOG_PROVIDERS = Object.freeze({ "clawbridge-codex": "openai" });
+const CATALOG_PROVIDERS = Object.freeze({ "clawbridge-codex": "openai", "clawbridge-claude": "anthropic" });
 
 /**
  * The model catalog of harness `id`: `load` asks the bridge (at most once per `CATALOG_TTL_MS`),
@@ -91,7 +93,7 @@ export function catalogEntries(id, answer) {
     });
 }
 
-/** Whether harness `id` has a native model catalog (only Codex's `model/list` today). */
+/** Whether harness `id` has a native model catalog (Codex's `model/list`, Claude Code's `initialize` models). */
 export function offersModelCatalog(id) {
   return Object.hasOwn(CATALOG_PROVIDERS, id);
 }
@@ -133,6 +135,18 @@ export async function compactSession(runtime, id, params) {
     ...(params.trigger ? { trigger: params.trigger } : {}),
   };
   const tokensBefore = answer?.tokensBefore ?? params.currentTokenCount ?? 0;
+  if (answer?.compacted === true) {
+    // Core writes no transcript entry for a harness's compaction: the harness records it.
+    await recordCompaction(runtime.options, params, {
+      harnessId: id,
+      nativeSessionId: answer.nativeSessionId,
+      itemId: answer.itemId,
+      trigger: params.trigger ?? "manual",
+      tokensBefore: answer.tokensBefore,
+      tokensAfter: answer.tokensAfter,
+      runId: params.runId,
+    }, logger);
+  }
   // Not compacted with a native session named: the native compactor ran and failed. Without
   // one there was nothing bound to compact, which core reports as skipped.
   const failed = answer?.compacted !== true && Boolean(answer?.nativeSessionId);

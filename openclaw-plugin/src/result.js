@@ -9,6 +9,8 @@ import { deliveryFacts, messagingRoute } from "./delivery.js";
 import { internalEventMedia } from "./prompt-context.js";
 import { toolRunFacts } from "./turn-facts.js";
 import { classifyTerminalOutcome, toTerminal } from "./terminal.js";
+import { contextFacts } from "./budget.js";
+import { settledTurnFinalizationContext } from "./settled-context.js";
 
 /** @typedef {import("openclaw/plugin-sdk/agent-harness-runtime").EmbeddedRunAttemptResult} AttemptResult */
 /** @typedef {import("./delivery.js").DeliveryHelpers} DeliveryHelpers */
@@ -29,6 +31,7 @@ const MAX_CLASSIFICATION_TEXT = 4096;
  *   reasoningText?: string,
  *   planText?: string,
  *   compactions?: number,
+ *   compactionTokensAfter?: number,
  *   toolArguments?: Map<string, unknown>,
  *   hostToolRuns?: HostToolRun[],
  *   sdk?: DeliveryHelpers & {
@@ -84,12 +87,20 @@ export function toAttemptResult(response, ctx) {
   if (lastToolError !== undefined && lastToolError !== null) result.lastToolError = lastToolError;
   const usage = toUsage(r.usage);
   if (usage) result.attemptUsage = usage;
+  // The window and the latest prompt size, as the native runtime reported them (budget.js).
+  Object.assign(result, contextFacts(r.lastCall, params, String(ctx.harnessId ?? "")));
   const artifact = r.runtimeArtifact;
   if (artifact && typeof artifact.id === "string" && artifact.id && typeof artifact.fingerprint === "string" && artifact.fingerprint) {
     result.runtimeArtifact = { id: artifact.id, fingerprint: artifact.fingerprint };
   }
+  // A settled tool turn that failed on its transport may still be finalized (settled-context.js).
+  const settledContext = settledTurnFinalizationContext(r.terminal, result);
+  if (settledContext) result.settledTurnFinalizationContext = settledContext;
   // The native runtime's own compactions during the turn: core adds them to the session's count.
-  if (typeof ctx.compactions === "number" && ctx.compactions > 0) result.compactionCount = ctx.compactions;
+  if (typeof ctx.compactions === "number" && ctx.compactions > 0) {
+    result.compactionCount = ctx.compactions;
+    if (typeof ctx.compactionTokensAfter === "number") result.compactionTokensAfter = ctx.compactionTokensAfter;
+  }
   const classify = sdk.classifyAgentHarnessTerminalOutcome ?? classifyTerminalOutcome;
   const classification = classify({
     assistantTexts,

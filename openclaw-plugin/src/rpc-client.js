@@ -21,6 +21,19 @@ export const ErrorCodes = Object.freeze({
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** An error answer from the other side, keeping its code and data. */
+/**
+ * A JSON.stringify replacer that makes every string well-formed UTF-16: a text cut inside a
+ * surrogate pair (any of the plugin's length caps, or a lone surrogate the host passed on) would
+ * otherwise be written as a lone `\uD8xx` escape, which the bridge's JSON parser refuses, and the
+ * whole request would fail. A lone surrogate becomes U+FFFD.
+ *
+ * @param {string} _key
+ * @param {unknown} value
+ */
+function wellFormed(_key, value) {
+  return typeof value === "string" ? value.toWellFormed() : value;
+}
+
 export class RpcRemoteError extends Error {
   constructor(method, error) {
     super(`${method}: ${error?.message ?? "error without a message"} (code ${error?.code})`);
@@ -147,7 +160,7 @@ export class LineRpcClient {
 
   #send(message) {
     this.tap?.("out", message);
-    this.output.write(`${JSON.stringify(message)}\n`);
+    this.output.write(`${JSON.stringify(message, wellFormed)}\n`);
   }
 
   #receive(chunk) {

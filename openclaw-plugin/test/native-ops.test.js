@@ -1,5 +1,6 @@
 // Native work outside attempts (native-ops.js): compact() as `session/compact` and the model
-// catalog as `catalog/models`, against a stand-in bridge connection that records each request.
+// catalog as `catalog/models`, the MCP tool catalog as `catalog/mcpTools`, and which harnesses
+// declare them, against a stand-in bridge connection that records each request.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -120,8 +121,29 @@ test("the model catalog is cached, bounded, and read without I/O", async () => {
 
   assert.deepEqual(await createModelCatalog(runtime, "clawbridge-codex", { now: () => clock }).load(), []);
   assert.equal(offersModelCatalog("clawbridge-codex"), true);
-  assert.equal(offersModelCatalog("clawbridge-claude"), false);
-  assert.deepEqual(catalogEntries("clawbridge-claude", { models: [{ id: "x" }] }), []);
+  assert.equal(offersModelCatalog("clawbridge-claude"), true);
+  assert.equal(offersModelCatalog("clawbridge-demo"), false);
+  assert.deepEqual(catalogEntries("clawbridge-demo", { models: [{ id: "x" }] }), []);
+  // Claude Code's models (its initialize answer) are listed under anthropic.
+  const claude = catalogEntries("clawbridge-claude", {
+    models: [{ id: "claude-opus-5-5", displayName: "Opus", isDefault: true, reasoningEfforts: ["low", "high"] }],
+  });
+  assert.deepEqual(
+    claude.map((row) => [row.provider, row.id, row.name, row.nativeRuntime, row.reasoning, row.input]),
+    [["anthropic", "claude-opus-5-5", "Opus", "clawbridge-claude", true, undefined]],
+  );
+  const claudeRuntime = {
+    logger: { debug() {}, warn() {} },
+    supervisor: {
+      connection: async () => ({ client: { request: async () => ({ models: [{ id: "claude-opus-5-5" }], source: "claude initialize models" }) } }),
+      hold() {},
+      release() {},
+    },
+  };
+  const claudeCatalog = createModelCatalog(claudeRuntime, "clawbridge-claude");
+  await claudeCatalog.load();
+  assert.deepEqual(claudeCatalog.read({ provider: "anthropic", modelId: "claude-opus-5-5" }), { accountType: "native" });
+  assert.equal(claudeCatalog.read({ provider: "openai", modelId: "claude-opus-5-5" }), undefined);
 });
 
 test("the user's mcp.servers become Codex mcp_servers entries for the attempt, session overrides applied", async () => {
@@ -169,7 +191,8 @@ test("the user's mcp.servers become Codex mcp_servers entries for the attempt, s
   assert.equal(bundleCalls[0].cfg, config);
   assert.equal(bundleCalls[0].workspaceDir, "/w");
   assert.equal(projectServer({ transport: "stdio" }), undefined);
-  assert.equal(await attemptMcpServers(runtime, "clawbridge-claude", params), undefined, "only Codex takes them today");
+  assert.deepEqual(await attemptMcpServers(runtime, "clawbridge-claude", params), servers, "Claude Code gets the same table");
+  assert.equal(await attemptMcpServers(runtime, "clawbridge-demo", params), undefined, "the demo takes none");
   const noSdk = { logger: { warn() {} }, options: {} };
   assert.deepEqual(Object.keys(await attemptMcpServers(noSdk, "clawbridge-codex", params)).sort(), ["forced", "probe", "web"]);
   const failing = { logger: { warn() {} }, options: { sdk: { loadCodexBundleMcpThreadConfig: async () => { throw new Error("x"); } } } };
@@ -237,4 +260,143 @@ test("the native runtime's own compactions are counted into compactionCount", as
   const result = toAttemptResult(response, { params: { sessionId: "s" }, compactions: facts.compactions });
   assert.equal(result.compactionCount, 2);
   assert.equal(toAttemptResult(response, { params: { sessionId: "s" }, compactions: 0 }).compactionCount, undefined);
+});
+
+test("Codex and Claude Code declare the model and MCP tool catalogs; the demo and ACP do not", async () => {
+  const { createHarness } = await import("../src/harness.js");
+  const runtime = fakeRuntime(() => ({ models: [], source: "x" }));
+  runtime.options = { config: { providerIds: {}, auth: {} } };
+  runtime.supervisor.harnessInfo = () => undefined;
+  for (const id of ["clawbridge-codex", "clawbridge-claude"]) {
+    const harness = createHarness(runtime, id);
+    assert.equal(typeof harness.loadModelCatalog, "function", id);
+    assert.equal(typeof harness.readModelCatalogReadiness, "function", id);
+    assert.equal(typeof harness.loadMcpToolCatalog, "function", id);
+  }
+  for (const id of ["clawbridge-demo", "clawbridge-acp"]) {
+    const harness = createHarness(runtime, id);
+    assert.equal(harness.loadModelCatalog, undefined, id);
+    assert.equal(harness.readModelCatalogReadiness, undefined, id);
+    assert.equal(harness.loadMcpToolCatalog, undefined, id);
+  }
+});
+
+/** A transcript store standing in for the SDK's: appends by `eventId` once, records publishes. */
+function fakeTranscript() {
+  const rows = [];
+  const published = [];
+  return {
+    rows,
+    published,
+    appendTranscriptMessage: async (params) => {
+      if (rows.some((r) => r.eventId === params.eventId)) return { appended: false, message: params.message };
+      rows.push(params);
+      return { appended: true, message: params.message, messageId: `m-${rows.length}` };
+    },
+    sdk: { publishSessionTranscriptUpdateByIdentity: async (params) => published.push(params) },
+  };
+}
+
+test("a compaction leaves one openclaw.context-compaction transcript entry, once per native compaction", async () => {
+  const store = fakeTranscript();
+  const reply = { compacted: true, nativeSessionId: "claude-s", tokensBefore: 120, tokensAfter: 2532, itemId: "cb-1" };
+  const runtime = { ...fakeRuntime(() => reply), options: store };
+  runtime.supervisor = fakeRuntime(() => reply).supervisor;
+  const params = {
+    sessionId: "s-1",
+    sessionKey: "agent:main:explicit:s-1",
+    sessionTarget: { agentId: "main", sessionId: "s-1", sessionKey: "agent:main:explicit:s-1", storePath: "/store" },
+    workspaceDir: "/w",
+    trigger: "manual",
+  };
+  const done = await compactSession(runtime, "clawbridge-claude", params);
+  assert.equal(done.compacted, true);
+  assert.equal(done.result.tokensAfter, 2532);
+  assert.equal(store.rows.length, 1, "one entry");
+  const row = store.rows[0];
+  assert.equal(row.sessionId, "s-1");
+  assert.equal(row.sessionKey, "agent:main:explicit:s-1");
+  assert.equal(row.storePath, "/store");
+  assert.equal(row.message.role, "custom");
+  assert.equal(row.message.customType, "openclaw.context-compaction");
+  assert.equal(row.message.excludeFromContext, true, "no model context");
+  assert.equal(row.message.display, true);
+  assert.deepEqual(row.message.details, {
+    kind: "context_compaction",
+    backend: "clawbridge-claude",
+    trigger: "manual",
+    itemId: "cb-1",
+    nativeSessionId: "claude-s",
+    tokensBefore: 120,
+    tokensAfter: 2532,
+  });
+  assert.equal(row.eventId, "clawbridge-context-compaction:clawbridge-claude:s-1:cb-1");
+  assert.equal(store.published.length, 1, "the update is published once");
+  // The same compaction answered again (a retried request): found, not written twice.
+  await compactSession(runtime, "clawbridge-claude", params);
+  assert.equal(store.rows.length, 1, "idempotent");
+  assert.equal(store.published.length, 1);
+  // Nothing compacted, nothing written.
+  const skipped = { ...fakeRuntime(() => ({ compacted: false, reason: "no binding" })), options: store };
+  await compactSession(skipped, "clawbridge-claude", { ...params, sessionId: "s-2" });
+  assert.equal(store.rows.length, 1);
+});
+
+test("a compaction entry is no conversation: the projected history skips it", async () => {
+  const { historyOf } = await import("../src/history.js");
+  const { compactionMessage } = await import("../src/compaction-entry.js");
+  const entry = compactionMessage({ harnessId: "clawbridge-codex", sessionId: "s", itemId: "cc-1", trigger: "manual" }, 1);
+  const rows = [
+    { message: { role: "user", content: "hi" } },
+    { message: { role: "assistant", content: [{ type: "text", text: "hello" }] }, idempotencyKey: "clawbridge:run-1:assistant:0" },
+    { message: entry, idempotencyKey: entry.idempotencyKey },
+  ];
+  const history = historyOf(rows);
+  assert.deepEqual(history.entries.map((e) => e.role), ["user", "assistant"], "the bound attempt's row stays the last");
+});
+
+test("the native runtime's own compaction reports the compacted size as compactionTokensAfter", async () => {
+  const { AttemptFacts, observeEvent } = await import("../src/facts.js");
+  const { toAttemptResult } = await import("../src/result.js");
+  const facts = new AttemptFacts(undefined);
+  observeEvent(facts, { type: "contextCompacted", itemId: "cb-1", tokensBefore: 190008, tokensAfter: 2597 });
+  const response = { terminal: { kind: "ok" }, assistantTexts: ["hi"], replay: {}, itemLifecycle: {} };
+  const result = toAttemptResult(response, {
+    params: { sessionId: "s" },
+    compactions: facts.compactions,
+    compactionTokensAfter: facts.compactionTokensAfter,
+  });
+  assert.equal(result.compactionCount, 1);
+  assert.equal(result.compactionTokensAfter, 2597);
+  // Codex's item carries no size: none is reported.
+  const codex = new AttemptFacts(undefined);
+  observeEvent(codex, { type: "contextCompacted", itemId: "cc-1" });
+  const plain = toAttemptResult(response, { params: { sessionId: "s" }, compactions: codex.compactions, compactionTokensAfter: codex.compactionTokensAfter });
+  assert.equal(plain.compactionTokensAfter, undefined);
+});
+
+test("a chat command core answered itself (/compact and its reply) is no conversation in the projected history", async () => {
+  const { historyOf } = await import("../src/history.js");
+  const rows = [
+    { message: { role: "user", content: "hi" } },
+    { message: { role: "assistant", content: [{ type: "text", text: "hello" }] }, idempotencyKey: "clawbridge:run-1:assistant:0" },
+    { message: { role: "user", content: "/compact", idempotencyKey: "compact-1:user" } },
+    {
+      message: {
+        role: "assistant",
+        provider: "openclaw",
+        model: "gateway-injected",
+        content: [{ type: "text", text: "⚙️ Compacted (120 → 2.6k)" }],
+        idempotencyKey: "compact-1",
+      },
+    },
+    { message: { role: "user", content: "next question" } },
+  ];
+  const history = historyOf(rows);
+  assert.deepEqual(history.entries.map((e) => e.text), ["hi", "hello"], "the bound attempt's row stays the last");
+  // An ordinary assistant row still counts, and so does an injected one that answers no command.
+  const other = historyOf([...rows.slice(0, 2), { message: { role: "assistant", content: [{ type: "text", text: "embedded" }] } }]);
+  assert.equal(other.entries.length, 3);
+  const injected = historyOf([...rows.slice(0, 2), { message: { ...rows[3].message, idempotencyKey: "other" } }]);
+  assert.equal(injected.entries.length, 3);
 });

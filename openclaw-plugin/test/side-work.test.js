@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import { CONTEXT_ENGINE_HOST_CAPABILITIES, assembledContext, renderContext } from "../src/context-engine.js";
 import { createHarness } from "../src/harness.js";
-import { runIsolatedCompletion, runSideQuestion } from "../src/side-work.js";
+import { finalizeSettledTurn, runIsolatedCompletion, runSideQuestion } from "../src/side-work.js";
 
 /** A runtime whose bridge answers `attempt/run` with `answer` and records every request. */
 function fakeRuntime(answer) {
@@ -96,12 +96,14 @@ test("the native harnesses declare side work and the context capabilities; the d
     assert.deepEqual(harness.contextEngineHostCapabilities, ["assemble-before-prompt", "thread-bootstrap-projection"]);
     assert.equal(typeof harness.runIsolatedCompletionV2, "function");
     assert.equal(typeof harness.runSideQuestion, "function");
+    assert.equal(typeof harness.finalizeSettledTurn, "function");
   }
   for (const id of ["clawbridge-demo", "clawbridge-acp"]) {
     const harness = createHarness(runtime, id);
     assert.equal(harness.contextEngineHostCapabilities, undefined);
     assert.equal(harness.runIsolatedCompletionV2, undefined);
     assert.equal(harness.runSideQuestion, undefined);
+    assert.equal(harness.finalizeSettledTurn, undefined);
   }
   assert.ok(Object.isFrozen(CONTEXT_ENGINE_HOST_CAPABILITIES));
 });
@@ -138,4 +140,95 @@ test("assembled context: the engine is asked through the SDK helper, a thread_bo
   assert.equal(await assembledContext(failing, "clawbridge-codex", params, { warn: (w) => warnings.push(w) }), undefined);
   assert.match(warnings[0], /could not assemble the context: boom/);
   assert.equal(renderContext("e", { messages: [] }), "", "nothing assembled, nothing sent");
+});
+
+/** The transcript rows of a settled tool turn, as the SDK's reader returns them. */
+const SETTLED_ROWS = [
+  { message: { role: "user", content: "Run the check.", idempotencyKey: "run-7:prompt" } },
+  { message: { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "bash", arguments: { command: "echo hi" } }], stopReason: "toolUse", idempotencyKey: "clawbridge:run-7:t1:tool:c1:call" } },
+  { message: { role: "toolResult", toolCallId: "c1", toolName: "bash", content: [{ type: "text", text: "hi" }], idempotencyKey: "clawbridge:run-7:t1:tool:c1:result" } },
+];
+
+/** A finalization's params as core prepares them (operation settled-tool-finalization, no tools). */
+function finalization(extra = {}) {
+  return {
+    attempt: {
+      runId: "run-7",
+      sessionId: "s-7",
+      sessionKey: "agent:main:s-7",
+      agentId: "main",
+      provider: "mock",
+      modelId: "mock-model",
+      model: { api: "openai-completions" },
+      workspaceDir: "/w",
+      prompt: "The previous assistant turn completed its tool calls but did not produce a user-visible answer.",
+      operation: "settled-tool-finalization",
+      disableTools: true,
+      timeoutMs: 9000,
+      ...extra,
+    },
+    settledAttempt: { terminal: { kind: "ok" }, assistantTexts: [], messagesSnapshot: [] },
+  };
+}
+
+test("finalizeSettledTurn: one tool-less settle run seeded with the transcript; the answer stored once and owned", async () => {
+  const runtime = fakeRuntime({ ...OK, assistantTexts: ["The check printed hi."] });
+  const appended = [];
+  runtime.options.sdk = { readVisibleSessionTranscriptMessageEntries: async () => SETTLED_ROWS };
+  runtime.options.appendTranscriptMessage = async (args) => {
+    appended.push(args);
+    return { appended: true, messageId: "m-9" };
+  };
+  const result = await finalizeSettledTurn(runtime, "clawbridge-codex", finalization(), "harness");
+  assert.equal(runtime.sent.length, 1);
+  const { method, params } = runtime.sent[0];
+  assert.equal(method, "attempt/run");
+  assert.equal(params.isolation, "settle");
+  assert.equal(params.disableTools, true);
+  assert.equal(params.hostTools, undefined);
+  assert.equal(params.sessionId, "s-7");
+  assert.equal(params.runId, "run-7");
+  assert.equal(params.timeoutMs, 9000);
+  assert.match(params.prompt, /did not produce a user-visible answer/);
+  assert.equal(params.auth, undefined, "harness auth forwards nothing");
+  const texts = params.history.entries.map((e) => e.text).join("\n");
+  assert.match(texts, /echo hi/, "the settled tool call is in the history");
+  assert.match(texts, /hi/, "and its result");
+  assert.deepEqual(result.assistant.content, [{ type: "text", text: "The check printed hi." }]);
+  assert.equal(result.assistant.stopReason, "stop");
+  assert.equal(result.assistant.api, "openai-completions");
+  assert.equal(result.usage.output, 3);
+  assert.equal(appended.length, 1, "the answer is stored once");
+  assert.equal(appended[0].message.idempotencyKey, "clawbridge:run-7:settled-final");
+  assert.equal(appended[0].sessionId, "s-7");
+  assert.equal(result.assistantTranscriptOwned, true);
+  assert.equal(result.assistantTranscriptIdempotencyKey, "clawbridge:run-7:settled-final");
+});
+
+test("finalizeSettledTurn: an empty answer is returned empty and stores nothing; a detached run stores nothing", async () => {
+  const runtime = fakeRuntime({ ...OK, assistantTexts: [""] });
+  const appended = [];
+  runtime.options.sdk = { readVisibleSessionTranscriptMessageEntries: async () => SETTLED_ROWS };
+  runtime.options.appendTranscriptMessage = async (args) => (appended.push(args), { appended: true });
+  const empty = await finalizeSettledTurn(runtime, "clawbridge-claude", finalization(), "harness");
+  assert.deepEqual(empty.assistant.content, [{ type: "text", text: "" }]);
+  assert.equal(empty.assistantTranscriptOwned, undefined, "core handles an empty answer (its retry, its fallback)");
+  const answering = fakeRuntime({ ...OK, assistantTexts: ["Done."] });
+  answering.options.sdk = runtime.options.sdk;
+  answering.options.appendTranscriptMessage = runtime.options.appendTranscriptMessage;
+  const detached = await finalizeSettledTurn(answering, "clawbridge-claude", finalization({ sessionPersistence: "detached" }), "harness");
+  assert.equal(detached.assistantTranscriptOwned, undefined);
+  assert.equal(answering.sent[0].params.history, undefined, "a detached run reads no transcript (the bridge then refuses it)");
+  assert.equal(appended.length, 0);
+});
+
+test("finalizeSettledTurn: a failed run or a refusal by the bridge throws, so core keeps its own fallback", async () => {
+  const failed = fakeRuntime({ attemptId: "x", terminal: { kind: "failed", message: "model down" }, assistantTexts: [] });
+  failed.options.sdk = { readVisibleSessionTranscriptMessageEntries: async () => SETTLED_ROWS };
+  await assert.rejects(finalizeSettledTurn(failed, "clawbridge-codex", finalization(), "harness"), /settled-turn finalization ended failed: model down/);
+  const refusing = fakeRuntime(() => {
+    throw new Error("the run sent no transcript history, so the settled tool turn cannot be finalized");
+  });
+  await assert.rejects(finalizeSettledTurn(refusing, "clawbridge-codex", finalization(), "harness"), /no transcript history/);
+  await assert.rejects(finalizeSettledTurn(refusing, "clawbridge-codex", finalization({ sessionId: "" }), "harness"), /without a session/);
 });

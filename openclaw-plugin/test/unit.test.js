@@ -153,6 +153,16 @@ test("framing: \\n only (U+2028 is data), CRLF, chunk splits, oversize lines ski
   assert.match(problems[0], /over 64 bytes/);
 });
 
+test("every line written is well-formed: a text cut inside a surrogate pair goes out as U+FFFD, never a lone surrogate", async () => {
+  const { client, written } = pair();
+  const emoji = "🦀";
+  client.notify("n", { cut: `ok ${emoji.slice(0, 1)}`, whole: emoji, key: "x" });
+  await tick();
+  assert.equal(written.length, 1);
+  assert.ok(!/\\ud[89ab][0-9a-f]{2}/i.test(written[0]), `no lone surrogate escape: ${written[0]}`);
+  assert.deepEqual(JSON.parse(written[0]).params, { cut: "ok \uFFFD", whole: emoji, key: "x" });
+});
+
 test("every request from the other side is answered, also when the handler throws", async () => {
   const { toClient, written } = pair({
     onRequest: async (method) => {

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::event::{TurnTerminal, Usage};
+use crate::event::{LastCall, TurnTerminal, Usage};
 
 /// What the host gets back for an attempt (the backend-neutral part of `AgentHarnessAttemptResult`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -26,6 +26,10 @@ pub struct AttemptResult {
     /// The turn's token usage, when the backend reported any (`attemptUsage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// (protocol version 3) The turn's most recent model call, when the backend reported one: its
+    /// own usage and the model's context window (the host's `contextTokens` and `promptCache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_call: Option<LastCall>,
     /// Why a completed turn produced no answer (`agentHarnessResultClassification`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classification: Option<Classification>,

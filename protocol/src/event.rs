@@ -69,6 +69,12 @@ pub enum Event {
     ToolFinished(ToolFinish),
     /// Token usage of the turn so far; each event replaces the previous one.
     Usage(Usage),
+    /// (protocol version 3) The most recent model call: its own usage (its prompt size, its cache
+    /// reads and writes) and the model's context window as the native runtime reports it (Codex
+    /// `thread/tokenUsage/updated` `last` and `modelContextWindow`; Claude Code's streamed
+    /// `message_delta` usage and the `result`'s `modelUsage[model].contextWindow`). Each event
+    /// replaces the previous one.
+    LastCall(LastCall),
     /// A model request failed and the native runtime retries it on its own (Codex `error` with
     /// `willRetry`, Claude `system/api_retry`): progress, not an outcome. The turn goes on.
     ModelRetry {
@@ -113,10 +119,17 @@ pub enum Event {
         model: String,
     },
     /// The native runtime compacted the thread's context by itself during the turn (Codex's
-    /// `contextCompaction` item); the host counts it as an auto-compaction (`compactionCount`).
+    /// `contextCompaction` item, Claude Code's `compact_boundary`); the host counts it as an
+    /// auto-compaction (`compactionCount`).
     ContextCompacted {
         /// The native item of the compaction.
         item_id: String,
+        /// The context's size before, in tokens, when the native side said (protocol version 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_before: Option<u64>,
+        /// The context's size after, in tokens, when the native side said (protocol version 3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_after: Option<u64>,
     },
     /// An event type this build does not know (sent by a newer bridge); readers skip it.
     // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
@@ -377,6 +390,27 @@ impl Usage {
     }
 }
 
+/// The most recent model call of a turn, as the native runtime reported it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LastCall {
+    /// That call's usage alone (`inputTokens` is its prompt size, cached tokens included).
+    #[serde(default)]
+    pub usage: Usage,
+    /// The part of that call's prompt written to the provider's cache, when the runtime says.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
+    /// The model's context window in tokens as the native runtime applies it, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// The end of a turn.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -419,6 +453,14 @@ pub enum TerminalCause {
     BackendExited,
     /// The native side refused or failed the turn before it produced one (a request it rejected).
     BackendError,
+    /// The native runtime failed the turn itself, and classified the failure as its transport to
+    /// the model provider: the connection could not be made or the response stream broke off, after
+    /// its own retries (Codex: `codexErrorInfo` `httpConnectionFailed`,
+    /// `responseStreamConnectionFailed` or `responseStreamDisconnected` without an HTTP status;
+    /// Claude Code: `api_error` `connection_failed`, `stream_idle_timeout` or `computer_slept` with
+    /// no `api_error_status`).
+    /// Protocol version 3; a reader that does not know it treats it as `Native`'s failure.
+    ProviderTransport,
     /// A cause this build does not know (sent by a newer bridge).
     // Listed for readers, not senders: nothing sends it, so the schema leaves it out.
     #[serde(other)]

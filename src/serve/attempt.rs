@@ -17,7 +17,7 @@ use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData, PreflightPhase};
 use clawbridge_protocol::host::{
-    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, ProjectionNotice,
+    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, Isolation, ProjectionNotice,
     TranscriptAppendParams, methods,
 };
 use clawbridge_protocol::jsonrpc::ErrorObject;
@@ -116,6 +116,7 @@ pub fn open_settings(
         cwd: Some(workdir),
         model: (!params.model_id.is_empty()).then(|| params.model_id.clone()),
         system_prompt: params.extra_system_prompt.clone(),
+        bootstrap_context: params.bootstrap_context.clone(),
         host_tools: if isolated { Vec::new() } else { host_tool_specs(caps, params, harness) },
         resume: None,
         session_key: params.session_id.clone(),
@@ -133,6 +134,7 @@ pub fn open_settings(
         process_env: params.process_env.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
         ephemeral: isolated,
         mcp_servers: params.mcp_servers.clone(),
+        context_window: params.context_window.filter(|w| *w > 0),
     }
 }
 
@@ -197,6 +199,18 @@ async fn run_started(mut job: AttemptJob, budget: Option<&AttemptBudget>) -> Res
         return Err(preflight(
             format!("{} cannot open a session it never stores, which side work needs", facts.process),
             format!("{} cannot run side work (isolated completions, side questions).", job.harness.info.label),
+        ));
+    }
+    // A settled turn is finalized from the transcript that holds its tool calls, or not at all: a
+    // session without it would answer without knowing the work it is to sum up.
+    let no_history = job.params.history.as_ref().is_none_or(|history| history.entries.is_empty());
+    if job.params.isolation == Some(Isolation::Settle) && no_history {
+        return Err(preflight(
+            "the run sent no transcript history, so the settled tool turn cannot be finalized".to_string(),
+            format!(
+                "{} cannot finalize this settled turn: the session's transcript could not be read.",
+                job.harness.info.label
+            ),
         ));
     }
     if let Some(denied) = job.settings.native_tools.denied().first().filter(|_| !facts.supports.native_tool_policy) {

@@ -632,9 +632,16 @@ impl Server {
             let cwd = settings.cwd.as_ref().map(|cwd| cwd.display().to_string()).unwrap_or_default();
             settings.resume = self.bindings.thread_to_fork(&params.session_id, &fingerprints.backend, &cwd);
         }
+        // A settled turn's final answer starts from the transcript that holds its tool calls.
+        if params.isolation == Some(Isolation::Settle) {
+            fresh = Some(FreshReason::SettledTurn);
+        }
         let mut params = params;
         inject_context(&mut params, settings.resume.is_some());
-        if fresh.is_some() && durable {
+        // A settle run is seeded too (never durable): what a reset put behind the session is not
+        // history it may sum up.
+        let settles = params.isolation == Some(Isolation::Settle);
+        if fresh.is_some() && (durable || settles) {
             if let (Some(mark), Some(history)) = (self.bindings.reset_mark(&params.session_id), params.history.as_mut())
             {
                 super::projection::after_reset(history, mark.as_deref());

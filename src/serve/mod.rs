@@ -10,9 +10,11 @@
 //! - [`host_pipeline`]: a turn's events and transcript rows on the host connection (public: the
 //!   benchmarks measure this very pipeline).
 //!
-//! stdout carries only protocol lines: the peer writes through an in-process pipe that a pump copies
-//! to stdout line by line, so the pump can also answer lines the peer could not parse (`-32700`)
-//! without ever tearing a line.
+//! stdout carries only protocol lines, every one from the peer's one writer (answers to lines the
+//! peer could not read, `-32700` / `-32600` with `id: null`, go through it too, so no line is ever
+//! torn), and reaches the process's stdout through a thread of its own
+//! ([`ThreadWriter`](clawbridge_bridge::transport::thread_writer::ThreadWriter)): a flush hands the
+//! bytes over without waiting for the write.
 
 mod attempt;
 mod bindings;
@@ -33,18 +35,14 @@ use clawbridge_bridge::backend::Registry;
 use clawbridge_bridge::probe::VersionProbe;
 use clawbridge_bridge::rpc::{LineCaps, NoProcess, PeerConfig, PeerEvent, RpcPeer, StreamProblem};
 use clawbridge_bridge::supervisor::PidRegistry;
+use clawbridge_bridge::transport::thread_writer::ThreadWriter;
 use clawbridge_protocol::host::{errors, limits, methods};
-use clawbridge_protocol::jsonrpc::{Dialect, codes};
-use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, watch};
+use clawbridge_protocol::jsonrpc::{Dialect, ErrorObject, codes};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
 
 pub use attempt::host_pipeline;
 use handler::{Server, ServerHandler};
-
-/// Error answers to unusable lines that may wait for stdout; past that, reading the host waits
-/// (every unusable line is answered, and a host that floods without reading grows no memory).
-const EXTRA_LINES: usize = 256;
 
 /// How long running attempts get to wind down when the host leaves.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -52,12 +50,12 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Serves the host protocol on stdin/stdout for `backends` until the host closes stdin (or after
 /// `shutdown`); then stops what the backends keep warm.
 pub async fn serve(state_dir: &Path, backends: Registry) -> anyhow::Result<()> {
-    serve_on(tokio::io::stdin(), tokio::io::stdout(), state_dir, backends).await
+    serve_on(tokio::io::stdin(), ThreadWriter::stdout()?, state_dir, backends).await
 }
 
 /// [`serve`] on stdin/stdout under `limits` (the effective settings').
 pub async fn serve_configured(state_dir: &Path, backends: Registry, limits: ServeLimits) -> anyhow::Result<()> {
-    serve_on_with(tokio::io::stdin(), tokio::io::stdout(), state_dir, backends, limits).await
+    serve_on_with(tokio::io::stdin(), ThreadWriter::stdout()?, state_dir, backends, limits).await
 }
 
 /// [`serve`] on any byte streams: the host's lines arrive on `input`, the bridge's go to `output`.
@@ -132,12 +130,6 @@ where
     let catalog = harness::Catalog::probe(&backends, &versions).await;
     versions.save();
 
-    // The peer writes into a pipe; the pump copies whole lines to stdout and adds its own.
-    let (peer_out, pump_in) = tokio::io::duplex(1 << 20);
-    // Bounded: a host that floods garbage while not reading must not grow memory (it is made to wait).
-    let (extra_tx, extra_rx) = mpsc::channel::<String>(EXTRA_LINES);
-    let pump = tokio::spawn(pump(pump_in, extra_rx, output));
-
     let (peer_tx, peer_rx) = watch::channel(None);
     let bindings = bindings::Bindings::new(Some(state_dir.join("serve").join("bindings")));
     let server = Arc::new(
@@ -163,7 +155,7 @@ where
         ..PeerConfig::default()
     };
     let (peer, mut events) =
-        RpcPeer::start(input, peer_out, config, Arc::new(ServerHandler(server.clone())), Arc::new(NoProcess));
+        RpcPeer::start(input, output, config, Arc::new(ServerHandler(server.clone())), Arc::new(NoProcess));
     let _ = peer_tx.send(Some(peer.clone()));
     let mut shutdown = server.shutdown_watch();
 
@@ -171,10 +163,12 @@ where
         tokio::select! {
             event = events.recv() => match event {
                 Some(PeerEvent::Problem(problem)) => {
-                    if let Some(line) = problem_reply(&problem) {
-                        // Waits while stdout is busy: the answers are backpressure, never dropped.
-                        if extra_tx.send(line).await.is_err() {
-                            tracing::debug!("stdout is gone; an unusable line goes unanswered");
+                    if let Some(error) = problem_reply(&problem) {
+                        // Waits while stdout is busy (reading the host waits too): the answers are
+                        // backpressure, never dropped, and a host that floods garbage while not
+                        // reading grows no memory.
+                        if let Err(error) = peer.answer_unreadable(error).await {
+                            tracing::debug!(%error, "stdout is gone; an unusable line goes unanswered");
                         }
                     }
                 }
@@ -206,9 +200,7 @@ where
     backends.shutdown().await;
     // Every answer already sent is still written: a host that closed only its input reads on.
     peer.finish_output();
-    drop(extra_tx);
-    drop(peer);
-    let _ = tokio::time::timeout(Duration::from_secs(2), pump).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), peer.output_ended()).await;
     Ok(())
 }
 
@@ -254,7 +246,7 @@ fn host_caps() -> LineCaps {
 }
 
 /// The error answer for a line the peer could not use, when JSON-RPC asks for one.
-fn problem_reply(problem: &StreamProblem) -> Option<String> {
+fn problem_reply(problem: &StreamProblem) -> Option<ErrorObject> {
     let (code, message) = match problem {
         StreamProblem::NotJson { error, .. } => (codes::PARSE_ERROR, format!("parse error: {error}")),
         StreamProblem::NotJsonRpc { error, .. } => (codes::INVALID_REQUEST, format!("invalid request: {error}")),
@@ -262,46 +254,5 @@ fn problem_reply(problem: &StreamProblem) -> Option<String> {
         StreamProblem::Oversize { len } => (codes::INVALID_REQUEST, format!("a {len}-byte line is over the size cap")),
         _ => return None,
     };
-    Some(json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}).to_string())
-}
-
-/// Copies the peer's lines and the extra lines to `stdout`, a whole line at a time.
-async fn pump<W: AsyncWrite + Unpin>(
-    from_peer: tokio::io::DuplexStream,
-    mut extra: mpsc::Receiver<String>,
-    mut stdout: W,
-) {
-    let mut lines = BufReader::new(from_peer).lines();
-    let mut extra_open = true;
-    loop {
-        let line = tokio::select! {
-            line = lines.next_line() => match line {
-                Ok(Some(line)) => line,
-                // The peer's output ended: what is still queued of our own lines goes out too.
-                _ => {
-                    while let Some(line) = extra.recv().await {
-                        let mut bytes = line.into_bytes();
-                        bytes.push(b'\n');
-                        if stdout.write_all(&bytes).await.is_err() {
-                            return;
-                        }
-                    }
-                    let _ = stdout.flush().await;
-                    break;
-                }
-            },
-            line = extra.recv(), if extra_open => match line {
-                Some(line) => line,
-                None => {
-                    extra_open = false;
-                    continue;
-                }
-            },
-        };
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        if stdout.write_all(&bytes).await.is_err() || stdout.flush().await.is_err() {
-            break;
-        }
-    }
+    Some(ErrorObject::new(code, message))
 }

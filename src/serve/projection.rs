@@ -26,6 +26,10 @@ pub enum FreshReason {
     /// The backend tried to resume and could not (its session file is gone, the resume failed).
     #[error("the native session could not be resumed: {0}")]
     ResumeFailed(String),
+    /// The run finalizes a settled tool turn (`isolation: "settle"`), which always starts from the
+    /// transcript in a tool-less session of its own.
+    #[error("a settled tool turn is finalized in a tool-less session seeded with the transcript")]
+    SettledTurn,
 }
 
 /// How the host's transcript moved away from the position a binding was made at.

@@ -111,7 +111,7 @@ impl ClaudeBackend {
     }
 
     /// How the session's CLI is launched under `settings`, and the auth profile it uses.
-    fn config(&self, settings: &OpenSettings) -> Result<(ClaudeConfig, String), Unenforceable> {
+    pub(super) fn config(&self, settings: &OpenSettings) -> Result<(ClaudeConfig, String), Unenforceable> {
         let denied = tool_policy::disallowed_tools(&settings.native_tools)?;
         let (mut config, auth_profile) = self.base_config(settings);
         config.disallowed_tools.extend(denied);
@@ -126,6 +126,7 @@ impl ClaudeBackend {
         config.cwd.clone_from(&settings.cwd);
         config.model = settings.model.clone().filter(|m| !m.is_empty());
         config.append_system_prompt = settings.system_prompt.clone().filter(|p| !p.is_empty());
+        config.bootstrap_context = settings.bootstrap_context.clone().filter(|p| !p.is_empty());
         let mut auth_profile = config.inherit_cli_environment();
         config.pass_env_groups(&self.pass_env, std::env::vars_os());
         // The environment the host prepared for this attempt, on top of the CLI's own; the route's
@@ -139,19 +140,30 @@ impl ClaudeBackend {
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
         config.ephemeral = settings.ephemeral;
+        // Side work gets none of the user's MCP servers (as on Codex's ephemeral threads).
+        if !settings.ephemeral {
+            config.mcp_servers.0.clone_from(&settings.mcp_servers);
+        }
         (config, auth_profile)
+    }
+
+    /// Stops `key`'s parked CLI, if there is one.
+    pub(super) fn discard_warm(&self, key: &str) -> bool {
+        self.pool.discard(key)
     }
 
     /// The session's parked CLI when it may run this attempt (the same bound Claude session, the
     /// same settings), else a new one.
     async fn lease(&self, settings: &OpenSettings, hooks: SessionHooks) -> Result<WarmSession, BackendError> {
         let (config, auth_profile) = self.config(settings)?;
-        // A warm CLI runs under the variables it was started with: one started under another
-        // attempt's prepared environment must not serve this one. Only the pool keys by them; the
-        // session's binding does not, so the conversation carries over to a new CLI.
+        // A warm CLI runs under the variables and the bootstrap files it was started with: one
+        // started under another attempt's prepared environment or older files must not serve this
+        // one. Only the pool keys by them; the session's binding does not, so the conversation
+        // carries over to a new CLI (which resumes it under the new files).
         let fingerprints = config
             .fingerprints(&settings.host_tools, &auth_profile)
-            .with("processEnv", settings.process_env_material());
+            .with("processEnv", settings.process_env_material())
+            .with("bootstrapContext", config.bootstrap_context.as_deref().unwrap_or_default());
         let key = &settings.session_key;
         if let Some(mut warm) = self.pool.take(key, &fingerprints) {
             if settings.resume.is_some() && warm.session().session_id() == settings.resume.as_deref() {
@@ -233,6 +245,10 @@ impl Backend for ClaudeBackend {
 
     fn diagnostics(&self) -> Option<&dyn clawbridge_bridge::diagnose::Diagnostics> {
         Some(&self.diagnostics)
+    }
+
+    fn native_ops(&self) -> Option<&dyn clawbridge_bridge::native_ops::NativeOps> {
+        Some(self)
     }
 }
 

@@ -91,6 +91,31 @@ pub const AUTH_IDENTITY_SETTINGS: &[&str] = &[
 pub const SHORT_LIVED_CREDENTIALS: &[&str] =
     &["AWS_SESSION_TOKEN", "CLOUDSDK_AUTH_ACCESS_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN"];
 
+/// The user's MCP servers (Codex's `mcp_servers` shape). `Debug` names them only: their env and
+/// headers may hold credentials, and a config is logged with `?`.
+#[derive(Clone, Default, PartialEq, serde::Serialize)]
+#[serde(transparent)]
+pub struct McpServers(pub std::collections::BTreeMap<String, serde_json::Value>);
+
+impl std::ops::Deref for McpServers {
+    type Target = std::collections::BTreeMap<String, serde_json::Value>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for McpServers {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
 /// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
 #[derive(Clone, Debug)]
 pub struct ClaudeConfig {
@@ -100,8 +125,12 @@ pub struct ClaudeConfig {
     pub launcher_args: Vec<OsString>,
     /// `--model`.
     pub model: Option<String>,
-    /// `--append-system-prompt`.
+    /// `--append-system-prompt`, first part: the host's system prompt (in the session's binding).
     pub append_system_prompt: Option<String>,
+    /// `--append-system-prompt`, after [`append_system_prompt`](Self::append_system_prompt): the
+    /// host's workspace bootstrap files. Not in the binding (an edited file keeps the session), only
+    /// in a warm CLI's key.
+    pub bootstrap_context: Option<String>,
     /// `--setting-sources` (e.g. `""` for none, `user,project`); `None` keeps the CLI's default.
     pub setting_sources: Option<String>,
     /// `--allowedTools` rules (permission-rule syntax); calls they match skip `can_use_tool`.
@@ -114,6 +143,13 @@ pub struct ClaudeConfig {
     /// The name of the SDK MCP server host tools are served as (tools `mcp__<name>__<tool>`), declared
     /// only when the host lends tools. Default `openclaw`.
     pub host_mcp_server: String,
+    /// The user's MCP servers (host protocol `mcpServers`, Codex's `mcp_servers` shape), given to
+    /// the CLI through a private `--mcp-config` file ([`super::mcp`]); only a keyed hash of them is
+    /// in the binding. Empty for side work.
+    pub mcp_servers: McpServers,
+    /// `--strict-mcp-config`: no MCP server but those of `--mcp-config` (none without it); for a
+    /// CLI that only lists the model set, so it starts none of the user's Claude-configured servers.
+    pub strict_mcp_config: bool,
     /// How long a host tool may run before it counts as failed.
     pub tool_timeout: Duration,
     /// `--resume <id>` for the first process: continue this native session.
@@ -166,11 +202,14 @@ impl ClaudeConfig {
             launcher_args: Vec::new(),
             model: None,
             append_system_prompt: None,
+            bootstrap_context: None,
             setting_sources: None,
             allowed_tools: Vec::new(),
             disallowed_tools: Vec::new(),
             permission_mode: "default".into(),
             host_mcp_server: "openclaw".into(),
+            mcp_servers: McpServers::default(),
+            strict_mcp_config: false,
             tool_timeout: Duration::from_secs(600),
             resume: None,
             ephemeral: false,
@@ -250,15 +289,32 @@ impl ClaudeConfig {
         &self,
         resume: Option<&str>,
         host_tools: bool,
+        mcp_file: Option<&std::path::Path>,
     ) -> Result<(CommandSpec, Option<StdinPreamble>), LauncherError> {
-        let command = self.command(resume, host_tools);
+        let command = self.command(resume, host_tools, mcp_file);
         clawbridge_bridge::remote::launch(self.remote.as_ref(), &self.program, command)
+    }
+
+    /// What `--append-system-prompt` says: the host's system prompt, then the bootstrap files.
+    pub(crate) fn appended_system_prompt(&self) -> Option<String> {
+        clawbridge_bridge::backend::join_system_guidance(
+            self.append_system_prompt.as_deref(),
+            self.bootstrap_context.as_deref(),
+        )
     }
 
     /// The command for a session process, continuing `resume` when given. With `host_tools`, the
     /// host's SDK MCP server is declared, its tools allowed without a prompt (they are the host's
-    /// own) and offered directly (`ENABLE_TOOL_SEARCH=false`, no `ToolSearch` detour).
-    pub(crate) fn command(&self, resume: Option<&str>, host_tools: bool) -> CommandSpec {
+    /// own) and offered directly (`ENABLE_TOOL_SEARCH=false`, no `ToolSearch` detour). `mcp_file`
+    /// is the private file [`mcp_config`](Self::mcp_config) was written to: it declares every MCP
+    /// server, the host's included, the user's servers' permission rules are added, and their
+    /// tools are offered directly too.
+    pub(crate) fn command(
+        &self,
+        resume: Option<&str>,
+        host_tools: bool,
+        mcp_file: Option<&std::path::Path>,
+    ) -> CommandSpec {
         let mut args = self.launcher_args.clone();
         let fixed = [
             "-p",
@@ -274,6 +330,11 @@ impl ClaudeConfig {
         args.extend(fixed.into_iter().map(OsString::from));
         args.push("--permission-mode".into());
         args.push(self.permission_mode.clone().into());
+        // The CLI records the system prompt on a conversation's first request and sends that
+        // record on every later one, `--resume` included, whatever `--append-system-prompt` says
+        // then; off, a resumed session gets this launch's prompt: the bootstrap files as they are
+        // now (docs/peers/claude.md#the-system-prompt-snapshot).
+        args.extend(["--system-prompt-snapshot", "off"].map(OsString::from));
         let mut option = |flag: &str, value: &str| {
             args.push(flag.into());
             args.push(value.into());
@@ -281,27 +342,38 @@ impl ClaudeConfig {
         if let Some(model) = &self.model {
             option("--model", model);
         }
-        if let Some(prompt) = &self.append_system_prompt {
-            option("--append-system-prompt", prompt);
+        if let Some(prompt) = self.appended_system_prompt() {
+            option("--append-system-prompt", &prompt);
         }
         if let Some(sources) = &self.setting_sources {
             option("--setting-sources", sources);
         }
         let mut allowed = self.allowed_tools.clone();
+        let mut disallowed = self.disallowed_tools.clone();
         let server = &self.host_mcp_server;
-        if host_tools {
+        if let Some(file) = mcp_file {
+            let users = self.mcp_plan();
+            allowed.extend(users.allowed);
+            disallowed.extend(users.disallowed);
+            option("--mcp-config", &file.to_string_lossy());
+        } else if host_tools {
             let config = serde_json::json!({"mcpServers": {server: {"type": "sdk", "name": server}}});
             option("--mcp-config", &config.to_string());
+        }
+        if host_tools {
             allowed.push(format!("mcp__{server}__*"));
         }
         if !allowed.is_empty() {
             option("--allowedTools", &allowed.join(","));
         }
-        if !self.disallowed_tools.is_empty() {
-            option("--disallowedTools", &self.disallowed_tools.join(","));
+        if !disallowed.is_empty() {
+            option("--disallowedTools", &disallowed.join(","));
         }
         if let Some(session) = resume {
             option("--resume", session);
+        }
+        if self.strict_mcp_config {
+            args.push("--strict-mcp-config".into());
         }
         if self.ephemeral {
             // Side work has a literal zero-tool surface: no built-in tool at all (`--tools ""`).
@@ -313,10 +385,36 @@ impl ClaudeConfig {
             }
         }
         let mut env = self.child_env();
-        if host_tools {
+        if host_tools || mcp_file.is_some() {
             env.set.push(("ENABLE_TOOL_SEARCH".into(), "false".into()));
         }
         CommandSpec { program: self.program.clone(), args, cwd: self.cwd.clone(), env }
+    }
+}
+
+impl ClaudeConfig {
+    /// What the user's MCP servers become for this CLI ([`super::mcp::plan`]).
+    pub fn mcp_plan(&self) -> super::mcp::McpPlan {
+        super::mcp::plan(&self.mcp_servers, &self.host_mcp_server)
+    }
+
+    /// The `mcpServers` of the private `--mcp-config` file: the user's servers, and the host's SDK
+    /// server with `host_tools`; `None` when the user has none (the host's server then goes inline:
+    /// it holds nothing secret).
+    pub fn mcp_config(&self, host_tools: bool) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let plan = self.mcp_plan();
+        for note in &plan.notes {
+            tracing::warn!(%note, "an MCP server setting Claude Code cannot take");
+        }
+        if plan.servers.is_empty() {
+            return None;
+        }
+        let mut servers = plan.servers;
+        if host_tools {
+            let server = &self.host_mcp_server;
+            servers.insert(server.clone(), serde_json::json!({"type": "sdk", "name": server}));
+        }
+        Some(servers)
     }
 }
 
@@ -325,10 +423,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_bootstrap_files_follow_the_system_prompt_and_a_resume_gets_them_as_they_are_now() {
+        let argv = |config: &ClaudeConfig| -> Vec<String> {
+            config.command(Some("sess-1"), false, None).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        };
+        let mut config = ClaudeConfig::new("claude");
+        let bare = argv(&config);
+        assert!(!bare.contains(&"--append-system-prompt".to_string()), "{bare:?}");
+        assert!(bare.windows(2).any(|w| w[0] == "--system-prompt-snapshot" && w[1] == "off"), "{bare:?}");
+        config.bootstrap_context = Some("# Project Context".into());
+        assert!(argv(&config).windows(2).any(|w| w[0] == "--append-system-prompt" && w[1] == "# Project Context"));
+        config.append_system_prompt = Some("Be brief.".into());
+        let both = argv(&config);
+        assert!(
+            both.windows(2).any(|w| w[0] == "--append-system-prompt" && w[1] == "Be brief.\n\n# Project Context"),
+            "{both:?}"
+        );
+        assert_eq!(both.iter().filter(|a| *a == "--append-system-prompt").count(), 1);
+    }
+
+    #[test]
     fn side_work_stores_no_session_and_forks_the_one_it_resumes() {
         let mut config = ClaudeConfig::new("claude");
         let argv = |config: &ClaudeConfig, resume: Option<&str>| -> Vec<String> {
-            config.command(resume, false).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+            config.command(resume, false, None).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
         };
         let ordinary = argv(&config, Some("sess-1"));
         assert!(!ordinary.iter().any(|a| a == "--no-session-persistence" || a == "--fork-session"));
@@ -343,12 +461,52 @@ mod tests {
     }
 
     #[test]
+    fn the_users_mcp_servers_go_into_a_file_and_only_their_keyed_hash_into_the_binding() {
+        use clawbridge_bridge::binding::{Binding, FingerprintKey};
+        let mut config = ClaudeConfig::new("claude");
+        config.mcp_servers.insert(
+            "probe".into(),
+            serde_json::json!({"command": "node", "env": {"TOKEN": "sk-mcp-secret"}, "default_tools_approval_mode": "approve"}),
+        );
+        assert!(!format!("{config:?}").contains("sk-mcp-secret"), "Debug names the servers only");
+        let servers = config.mcp_config(true).expect("a file's servers");
+        assert_eq!(servers["openclaw"], serde_json::json!({"type": "sdk", "name": "openclaw"}), "the host's too");
+        assert_eq!(servers["probe"]["env"]["TOKEN"], "sk-mcp-secret");
+        let file = std::path::Path::new("/tmp/clawbridge-mcp-x.json");
+        let argv: Vec<String> =
+            config.command(None, true, Some(file)).args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!argv.iter().any(|a| a.contains("sk-mcp-secret")), "{argv:?}");
+        assert!(argv.windows(2).any(|w| w[0] == "--mcp-config" && w[1] == "/tmp/clawbridge-mcp-x.json"), "{argv:?}");
+        assert_eq!(argv.iter().filter(|a| *a == "--mcp-config").count(), 1, "one config: {argv:?}");
+        assert!(
+            argv.windows(2).any(|w| w[0] == "--allowedTools" && w[1] == "mcp__probe__*,mcp__openclaw__*"),
+            "{argv:?}"
+        );
+        assert!(ClaudeConfig::new("claude").mcp_config(true).is_none(), "no user servers, no file");
+        assert!(!argv.contains(&"--strict-mcp-config".to_string()), "the user's own Claude servers stay");
+        let mut models_only = ClaudeConfig::new("claude");
+        models_only.strict_mcp_config = true;
+        let argv: Vec<String> =
+            models_only.command(None, false, None).args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(argv.contains(&"--strict-mcp-config".to_string()) && !argv.contains(&"--mcp-config".to_string()));
+
+        let dir = tempfile::tempdir().unwrap();
+        let key = FingerprintKey::load_or_create(dir.path());
+        let bound = Binding::new("s-1", &config.fingerprints(&[], "claude-login").keyed(&key));
+        assert!(!serde_json::to_string(&bound).unwrap().contains("sk-mcp-secret"));
+        let mut other = config.clone();
+        other.mcp_servers.insert("probe".into(), serde_json::json!({"command": "node", "env": {"TOKEN": "other"}}));
+        assert!(bound.check(&other.fingerprints(&[], "claude-login").keyed(&key)).is_err(), "another server set");
+        assert_eq!(bound.check(&config.fingerprints(&[], "claude-login").keyed(&key)), Ok(()));
+    }
+
+    #[test]
     fn secrets_stay_out_of_argv_and_debug_and_claudecode_is_removed() {
         let mut config = ClaudeConfig::new("claude");
         config.secret_env.push(("ANTHROPIC_API_KEY".into(), Secret::new("sk-very-secret")));
         config.model = Some("m".into());
         config.resume = None;
-        let spec = config.command(Some("sess-1"), true);
+        let spec = config.command(Some("sess-1"), true, None);
         let argv: Vec<String> = spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!argv.iter().any(|a| a.contains("sk-very-secret")));
         assert!(argv.windows(2).any(|w| w[0] == "--resume" && w[1] == "sess-1"));
@@ -372,7 +530,8 @@ mod tests {
         let parent = |secret: &str| -> Vec<(OsString, OsString)> {
             vec![("AWS_SECRET_ACCESS_KEY".into(), secret.into()), ("AWS_REGION".into(), "eu-west-1".into())]
         };
-        let session_env = |config: &ClaudeConfig, secret: &str| config.command(None, false).env.build(parent(secret));
+        let session_env =
+            |config: &ClaudeConfig, secret: &str| config.command(None, false, None).env.build(parent(secret));
         let get = |env: &std::collections::BTreeMap<OsString, OsString>, name: &str| {
             env.get(std::ffi::OsStr::new(name)).map(|v| v.to_string_lossy().into_owned())
         };

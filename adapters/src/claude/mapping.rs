@@ -46,8 +46,8 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedOutput, CappedText, Event, NativeMutation, TerminalKind, ToolCall, ToolFinish, ToolImage, ToolOutcome,
-    TurnTerminal, Usage,
+    CappedOutput, CappedText, Event, LastCall, NativeMutation, TerminalCause, TerminalKind, ToolCall, ToolFinish,
+    ToolImage, ToolOutcome, TurnTerminal, Usage,
 };
 use clawbridge_protocol::claude::{
     ApiUsage, AssistantMessage, BlockDelta, CliMessage, ContentBlock, ResultMessage, ResultSubtype, StreamEvent,
@@ -226,6 +226,9 @@ pub struct TurnMapper {
     usage_done: Usage,
     /// The model call streaming now: its message id and its usage so far.
     usage_current: Option<(String, ApiUsage)>,
+    /// The latest model call that reported its usage (for `LastCall`; the `result` adds the
+    /// model's context window).
+    last_call: Option<LastCall>,
 }
 
 impl TurnMapper {
@@ -256,6 +259,7 @@ impl TurnMapper {
             usage_so_far: Usage::default(),
             usage_done: Usage::default(),
             usage_current: None,
+            last_call: None,
         }
     }
 
@@ -352,7 +356,7 @@ impl TurnMapper {
         };
         let outcome = ToolOutcome::abandoned(kind, &message);
         self.close_open_tools(&outcome, &mut out);
-        self.terminate(kind, Some(message), &mut out);
+        self.terminate(kind, Some(message), None, &mut out);
         out
     }
 
@@ -403,6 +407,18 @@ impl TurnMapper {
                 };
                 self.push(out, event);
             }
+            // `/compact` in the session, or the CLI's own auto-compaction: the host counts it,
+            // with the sizes the CLI gives (docs/peers/claude.md#compaction).
+            SystemMessage::CompactBoundary(boundary) => {
+                let metadata = boundary.compact_metadata.clone().unwrap_or_default();
+                let item_id = boundary.uuid.clone().unwrap_or_default();
+                let event = Event::ContextCompacted {
+                    item_id,
+                    tokens_before: metadata.pre_tokens,
+                    tokens_after: metadata.post_tokens,
+                };
+                self.push(out, event);
+            }
             _ => {}
         }
     }
@@ -436,6 +452,11 @@ impl TurnMapper {
     }
 
     fn on_assistant(&mut self, assistant: &AssistantMessage, out: &mut Vec<Event>) {
+        // The CLI's report of a failed API request is no answer: the `result` after it fails the
+        // turn with the same text (an answer here would tell the host the turn composed one).
+        if assistant.is_api_error_message == Some(true) {
+            return;
+        }
         let subagent = assistant.parent_tool_use_id.as_deref().is_some_and(|p| !p.is_empty());
         if !subagent {
             self.name_model(assistant.message.model.as_deref(), out);
@@ -583,8 +604,15 @@ impl TurnMapper {
         if delta.output_tokens_details.is_some() {
             current.output_tokens_details.clone_from(&delta.output_tokens_details);
         }
-        let total = add_usage(&self.usage_done, &normalized_usage(current));
+        let call = LastCall {
+            usage: normalized_usage(current),
+            cache_write_tokens: current.cache_creation_input_tokens.unwrap_or(0),
+            context_window: None,
+        };
+        let total = add_usage(&self.usage_done, &call.usage);
         self.push(out, Event::Usage(total));
+        self.last_call = Some(call);
+        self.push(out, Event::LastCall(call));
     }
 
     /// The streamed block `item_id`, created as `kind` when a delta arrives without its start.
@@ -758,6 +786,10 @@ impl TurnMapper {
         } else {
             (TerminalKind::Ok, None)
         };
+        // The CLI's own class of an API failure; only a transport one is named (the host may then
+        // finalize a settled tool turn instead of failing it).
+        let cause =
+            (kind == TerminalKind::Failed && result.is_transport_failure()).then_some(TerminalCause::ProviderTransport);
         // The result's text is the final answer; it stands in only when no assistant text was seen.
         if kind == TerminalKind::Ok && !self.assistant_final_seen {
             if let Some(text) = result.result.clone().filter(|t| !t.is_empty()) {
@@ -769,12 +801,23 @@ impl TurnMapper {
         if let Some(usage) = &result.usage {
             self.push(out, Event::Usage(add_usage(&self.usage_so_far, &normalized_usage(usage))));
         }
-        self.terminate(kind, message, out);
+        let window = result.model_usage.as_ref().and_then(|models| context_window(models, self.model.as_deref()));
+        if let (Some(mut call), Some(window)) = (self.last_call, window) {
+            call.context_window = Some(window);
+            self.push(out, Event::LastCall(call));
+        }
+        self.terminate(kind, message, cause, out);
     }
 
-    fn terminate(&mut self, kind: TerminalKind, message: Option<String>, out: &mut Vec<Event>) {
+    fn terminate(
+        &mut self,
+        kind: TerminalKind,
+        message: Option<String>,
+        cause: Option<TerminalCause>,
+        out: &mut Vec<Event>,
+    ) {
         self.terminated = true;
-        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message, cause: None }));
+        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message, cause }));
     }
 }
 
@@ -791,6 +834,19 @@ fn failure_message(result: &ResultMessage) -> String {
         Some(subtype) => format!("the turn ended with {subtype}"),
         None => "the turn ended without a result subtype".to_owned(),
     }
+}
+
+/// The context window of the turn's model from the `result`'s `modelUsage` (model id →
+/// `{contextWindow, …}`): the entry of `model` (the model in use), else the only entry. A turn that
+/// also ran a helper model names several; without the model in use none is guessed.
+fn context_window(model_usage: &Value, model: Option<&str>) -> Option<u64> {
+    let models = model_usage.as_object()?;
+    let entry = match model.and_then(|m| models.get(m)) {
+        Some(entry) => entry,
+        None if models.len() == 1 => models.values().next()?,
+        None => return None,
+    };
+    entry.get("contextWindow").and_then(Value::as_u64).filter(|w| *w > 0)
 }
 
 /// The Anthropic usage in the normalized (OpenAI) convention: input counts every prompt token, the

@@ -12,6 +12,8 @@
 //!   Claude session's binding;
 //! - [`auth`]: the host's prepared route auth as the CLI's endpoint and credential variables.
 //! - [`tool_policy`]: the host's native tool policy as `--disallowedTools`.
+//! - [`native_ops`]: the model set and the MCP servers, from a CLI of their own.
+//! - [`mcp`]: the user's MCP servers as a private `--mcp-config` file and permission rules.
 
 pub mod auth;
 pub mod backend;
@@ -20,6 +22,8 @@ pub mod diagnose;
 pub mod handler;
 pub mod input;
 pub mod mapping;
+pub mod mcp;
+pub mod native_ops;
 pub mod pool;
 pub mod questions;
 pub mod resume;

@@ -122,10 +122,16 @@ impl ClaudeConfig {
             "mcpServer": (!host.is_empty()).then_some(&self.host_mcp_server),
             "hostTools": host,
         });
-        Fingerprints::new(BACKEND, self.effective_cwd().display().to_string(), model)
+        let fingerprints = Fingerprints::new(BACKEND, self.effective_cwd().display().to_string(), model)
             .with("systemPrompt", self.append_system_prompt.as_deref().unwrap_or_default())
             .with_json("tools", &tools)
-            .with_secret("authProfile", self.auth_material(auth_profile))
+            .with_secret("authProfile", self.auth_material(auth_profile));
+        // The user's MCP servers are part of the session's tools; their env and headers may hold
+        // credentials, so only a keyed hash of them is kept.
+        if self.mcp_servers.is_empty() {
+            return fingerprints;
+        }
+        fingerprints.with_secret("mcp", serde_json::to_string(&self.mcp_servers).unwrap_or_default())
     }
 
     /// What the auth profile is keyed from: its name, the provider switch and the non-secret
@@ -263,6 +269,10 @@ mod tests {
             bound.check(&other.fingerprints(&tools, "anthropic:default")),
             Err(InvalidationReason::FingerprintChanged { name: "systemPrompt".into() })
         );
+        // Edited bootstrap files keep the session: they are not part of its identity.
+        other = config.clone();
+        other.bootstrap_context = Some("# Project Context\n\nUSER.md: call me Sam".into());
+        assert_eq!(bound.check(&other.fingerprints(&tools, "anthropic:default")), Ok(()));
         assert_eq!(
             bound.check(&config.fingerprints(&[], "anthropic:default")),
             Err(InvalidationReason::FingerprintChanged { name: "tools".into() })

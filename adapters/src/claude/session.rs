@@ -102,10 +102,27 @@ pub enum ClaudeError {
     /// `initialize` failed or timed out; the process was stopped.
     #[error("the claude initialize handshake failed")]
     Handshake(#[source] RpcError),
+    /// The private `--mcp-config` file of the user's MCP servers could not be written; nothing was
+    /// started.
+    #[error("cannot write the MCP server config for claude")]
+    McpConfig(#[source] std::io::Error),
+    /// A control request outside a turn (`mcp_status`) failed or timed out.
+    #[error("claude did not answer {subtype}")]
+    Control {
+        /// The request's subtype.
+        subtype: &'static str,
+        /// Why.
+        #[source]
+        source: RpcError,
+    },
     /// A handshake or turn was asked of a session whose CLI process is not running (a bug in the
     /// caller's order, reported rather than panicking).
     #[error("no claude process is running for this session")]
     NotRunning,
+    /// `/compact` in the session ended without a `compact_boundary` (the CLI refused or failed to
+    /// compact, or did not end within its limit); the text says what the CLI answered.
+    #[error("claude code did not compact the session: {0}")]
+    Compaction(String),
 }
 
 impl ClaudeError {
@@ -127,6 +144,8 @@ struct Live {
     /// What this process's control answers mean for the turn, each queued before its answer was
     /// written. Per process, so nothing a stopped process's handler still queues reaches a later one.
     notes: mpsc::Receiver<ControlNote>,
+    /// The private `--mcp-config` file of the user's MCP servers, removed when the process is.
+    _mcp_file: Option<tempfile::NamedTempFile>,
 }
 
 /// A Claude Code CLI session: one warm process (respawned with `--resume` when it is gone) after a
@@ -163,6 +182,8 @@ pub struct ClaudeSession {
     fallback_turn_base: String,
     /// Lets steered user lines into the running turn (docs/peers/claude.md#steering).
     steer_gate: Arc<SteerGate>,
+    /// The model set the last `initialize` answer offered (its `/model` picker's choices).
+    models: Vec<clawbridge_bridge::native_ops::NativeModel>,
 }
 
 impl std::fmt::Debug for ClaudeSession {
@@ -193,9 +214,31 @@ impl ClaudeSession {
             turns: 0,
             fallback_turn_base: fallback_turn_base(),
             steer_gate: Arc::new(SteerGate::default()),
+            models: Vec::new(),
         };
         session.spawn(resume.as_deref()).await?;
         Ok(session)
+    }
+
+    /// The models the CLI's `initialize` answer offered (docs/peers/claude.md#the-model-set).
+    pub fn models(&self) -> &[clawbridge_bridge::native_ops::NativeModel] {
+        &self.models
+    }
+
+    /// The CLI's MCP servers and their tools, as its `mcp_status` control request answers
+    /// (docs/peers/claude.md#mcp_status), between turns.
+    pub async fn mcp_status(&mut self) -> Result<Vec<clawbridge_bridge::native_ops::NativeMcpServer>, ClaudeError> {
+        let Some(live) = self.live.as_mut() else {
+            return Err(ClaudeError::NotRunning);
+        };
+        let request = serde_json::json!({});
+        let answer = live
+            .conn
+            .peer()
+            .request_with_timeout("mcp_status", Some(&request), self.config.handshake_timeout)
+            .await
+            .map_err(|source| ClaudeError::Control { subtype: "mcp_status", source })?;
+        Ok(super::native_ops::mcp_servers_of(&answer))
     }
 
     /// The CLI's version (from `claude --version`).
@@ -266,7 +309,19 @@ impl ClaudeSession {
             }
             None => None,
         };
-        let (spec, preamble) = self.config.launch(resume, self.host_server.is_some())?;
+        let host_tools = self.host_server.is_some();
+        let mcp_file = match self.config.mcp_config(host_tools) {
+            Some(_) if self.config.remote.is_some() => {
+                tracing::warn!(
+                    "the user's MCP servers are not given to a claude run through a launcher (the file is local)"
+                );
+                None
+            }
+            Some(servers) => Some(super::mcp::write_config(&servers).map_err(ClaudeError::McpConfig)?),
+            None => None,
+        };
+        let (spec, preamble) =
+            self.config.launch(resume, host_tools, mcp_file.as_ref().map(tempfile::NamedTempFile::path))?;
         let options = SpawnOptions {
             registry: self.config.registry.clone(),
             containment: self.config.containment,
@@ -291,7 +346,7 @@ impl ClaudeSession {
         let handler = self.control_handler(notes_tx);
         let (conn, events) = AgentConnection::spawn_prefixed(&spec, preamble, options, peer, handler)?;
         self.spawns += 1;
-        self.live = Some(Live { conn, events, notes });
+        self.live = Some(Live { conn, events, notes, _mcp_file: mcp_file });
         match self.initialize().await {
             Ok(()) => Ok(()),
             Err(error) => {
@@ -327,6 +382,7 @@ impl ClaudeSession {
         let answer = answer.map_err(ClaudeError::Handshake)?;
         // The answer also holds `account` (personal data): only the version is read, nothing logged.
         let response: InitializeResponse = serde_json::from_value(answer).unwrap_or_default();
+        self.models = response.extra.get("models").map(super::native_ops::models_of).unwrap_or_default();
         match response.claude_code_version {
             Some(reported) if !same_version(&self.version, &reported) => {
                 Err(ClaudeError::VersionMismatch { expected: self.version.clone(), reported })
@@ -639,7 +695,7 @@ mod tests {
         let (conn, events) =
             AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
         let (_notes_tx, notes) = mpsc::channel(1);
-        let mut live = Live { conn, events, notes };
+        let mut live = Live { conn, events, notes, _mcp_file: None };
         let gate = SteerGate::default();
         let version = Version::new(2, 1, 328);
         let mut turn = ClaudeTurn {
@@ -686,7 +742,7 @@ mod tests {
             peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
         }
         let (_notes_tx, notes) = mpsc::channel(1);
-        let mut live = Live { conn, events, notes };
+        let mut live = Live { conn, events, notes, _mcp_file: None };
         let gate = SteerGate::default();
         let version = Version::new(2, 1, 328);
         let mut turn = ClaudeTurn {
@@ -725,7 +781,7 @@ mod tests {
             peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
         }
         let (_notes_tx, notes) = mpsc::channel(1);
-        let mut live = Live { conn, events, notes };
+        let mut live = Live { conn, events, notes, _mcp_file: None };
         let gate = Arc::new(SteerGate::default());
         gate.open(peer.clone());
         let steer = tokio::spawn({

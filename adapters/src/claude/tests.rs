@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use clawbridge_bridge::events::{Event, NativeMutation, TerminalKind, ToolOutcome, TurnTerminal, Usage};
+use clawbridge_bridge::events::{
+    Event, LastCall, NativeMutation, TerminalCause, TerminalKind, ToolOutcome, TurnTerminal, Usage,
+};
 use clawbridge_protocol::claude::{
     CliMessage, ClientMessage, ControlRequestBody, ControlResponseBody, PermissionResult, SystemMessage,
 };
@@ -721,6 +723,41 @@ fn drifted_fields_never_panic() {
 }
 
 #[test]
+fn a_turn_the_cli_failed_on_its_transport_says_so_and_a_provider_status_does_not() {
+    // Claude Code 2.1.328 after its retries of a dropped connection (the mock's `drop`).
+    let dropped = |api_error: &str, status: Value| {
+        line(json!({"type": "result", "subtype": "success", "is_error": true, "terminal_reason": "api_error",
+            "result": "API Error: Connection dropped (ECONNRESET).", "api_error": api_error,
+            "api_error_status": status, "session_id": "s-1"}))
+    };
+    // The CLI's `<synthetic>` report of the failure before the result is no answer of the model's.
+    let report =
+        line(json!({"type": "assistant", "message": {"id": "m-err", "model": "<synthetic>", "role": "assistant",
+        "content": [{"type": "text", "text": "API Error: Connection dropped (ECONNRESET)."}]},
+        "session_id": "s-1", "error": "server_error", "is_api_error_message": true, "api_error": "connection_failed"}));
+    let (_, events) = run(&[init(), report, dropped("connection_failed", Value::Null)]);
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::AssistantFinal { .. } | Event::AssistantDelta { .. })),
+        "{events:?}"
+    );
+    let ended = terminal(&events);
+    assert_eq!(ended.kind, TerminalKind::Failed);
+    assert_eq!(ended.cause, Some(TerminalCause::ProviderTransport));
+    assert!(ended.message.as_deref().is_some_and(|m| m.contains("ECONNRESET")), "{ended:?}");
+    let (_, events) = run(&[init(), dropped("stream_idle_timeout", Value::Null)]);
+    assert_eq!(terminal(&events).cause, Some(TerminalCause::ProviderTransport));
+    // The provider answered (a status), or the class is not a transport's: the CLI's own failure.
+    for (class, status) in [("connection_failed", json!(502)), ("server_error", Value::Null), ("", Value::Null)] {
+        let (_, events) = run(&[init(), dropped(class, status.clone())]);
+        assert_eq!(terminal(&events).cause, None, "{class} {status}");
+    }
+    let ok = line(json!({"type": "result", "subtype": "success", "is_error": false, "result": "fine",
+        "api_error": "connection_failed", "session_id": "s-1"}));
+    let (_, events) = run(&[init(), ok]);
+    assert_eq!((terminal(&events).kind, terminal(&events).cause), (TerminalKind::Ok, None));
+}
+
+#[test]
 fn an_api_retry_is_progress_that_names_the_failure() {
     let retry = line(json!({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10,
         "retry_delay_ms": 1200, "error_status": 500, "error": "server_error", "session_id": "s-1"}));
@@ -838,6 +875,47 @@ fn each_streamed_model_call_reports_the_turns_usage_so_far_and_the_result_has_th
 }
 
 #[test]
+fn the_last_streamed_call_is_the_last_call_and_the_result_adds_the_models_context_window() {
+    let call = |id: &str, event: Value| {
+        line(json!({"type": "stream_event", "api_message_id": id, "event": event, "parent_tool_use_id": null}))
+    };
+    let start = |id: &str, input: u64| {
+        call(
+            id,
+            json!({"type": "message_start", "message": {"id": id, "role": "assistant", "content": [],
+            "usage": {"input_tokens": input, "cache_read_input_tokens": 40, "cache_creation_input_tokens": 7,
+                      "output_tokens": 1}}}),
+        )
+    };
+    let delta = |id: &str, output: u64| {
+        call(
+            id,
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": output}}),
+        )
+    };
+    let model_usage = json!({"modelUsage": {"claude-opus-5-5": {"contextWindow": 1_000_000, "inputTokens": 400}}});
+    let (_, events) = run(&[
+        init(),
+        start("msg_1", 100),
+        delta("msg_1", 12),
+        start("msg_2", 300),
+        delta("msg_2", 8),
+        result("success", false, model_usage),
+    ]);
+    let calls: Vec<LastCall> =
+        events.iter().filter_map(|e| if let Event::LastCall(c) = e { Some(*c) } else { None }).collect();
+    assert_eq!(calls.len(), 3, "one per model call, then the result's window: {events:#?}");
+    // The second call alone: 300 uncached + 7 written + 40 read, 8 out.
+    let second = Usage { input_tokens: 347, output_tokens: 8, cached_input_tokens: 40, reasoning_tokens: 0 };
+    assert_eq!(calls[1], LastCall { usage: second, cache_write_tokens: 7, context_window: None });
+    assert_eq!(calls[2], LastCall { usage: second, cache_write_tokens: 7, context_window: Some(1_000_000) });
+    // A result whose modelUsage names several models and not the one in use guesses no window.
+    let two = json!({"modelUsage": {"a": {"contextWindow": 1}, "b": {"contextWindow": 2}}});
+    let (_, events) = run(&[start("msg_1", 100), delta("msg_1", 12), result("success", false, two)]);
+    assert!(events.iter().filter(|e| matches!(e, Event::LastCall(c) if c.context_window.is_some())).count() == 0);
+}
+
+#[test]
 fn a_native_tool_result_s_images_are_bounded_like_a_host_tool_s() {
     let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}});
     let content: Vec<Value> = std::iter::once(json!({"type": "text", "text": "shots"}))
@@ -858,4 +936,59 @@ fn a_native_tool_result_s_images_are_bounded_like_a_host_tool_s() {
     let output = finish.output.as_ref().expect("an output");
     assert_eq!(output.images.len(), clawbridge_bridge::input::MAX_IMAGES);
     assert!(output.text.starts_with("shots\n[1 image(s) of this result were left out"), "{}", output.text);
+}
+
+/// Claude Code 2.1.328's own auto-compaction before a query (the line as it wrote it, with an
+/// `auto` trigger and the sizes before and after), and `/compact`'s `manual` boundary: each is one
+/// `ContextCompacted` event carrying the CLI's token counts; the status lines around it map to
+/// nothing.
+#[test]
+fn a_compact_boundary_is_one_context_compacted_event_with_the_clis_token_counts() {
+    let compacting = line(json!({"type": "system", "subtype": "status", "status": "compacting",
+        "compact_output_chars": 0, "session_id": "s-1", "uuid": "st-1"}));
+    let compacted = line(json!({"type": "system", "subtype": "status", "status": null,
+        "compact_result": "success", "session_id": "s-1", "uuid": "st-2"}));
+    let auto = line(json!({"type": "system", "subtype": "compact_boundary", "uuid": "cb-auto",
+        "compact_metadata": {"trigger": "auto", "pre_tokens": 190_008, "post_tokens": 2597,
+            "cumulative_dropped_tokens": 187_411, "duration_ms": 29,
+            "preserved_segment": {"head_uuid": "h", "anchor_uuid": "a", "tail_uuid": "t"}},
+        "logical_parent_uuid": "p"}));
+    let (_, events) = run(&[
+        init(),
+        compacting,
+        compacted,
+        auto,
+        assistant("msg_1", text("Hi")),
+        result("success", false, json!({})),
+    ]);
+    let found: Vec<_> = events.iter().filter(|e| matches!(e, Event::ContextCompacted { .. })).collect();
+    assert_eq!(
+        found,
+        [&Event::ContextCompacted {
+            item_id: "cb-auto".into(),
+            tokens_before: Some(190_008),
+            tokens_after: Some(2597)
+        }],
+        "{events:?}"
+    );
+    assert_well_formed(&events);
+
+    let manual = line(json!({"type": "system", "subtype": "compact_boundary", "session_id": "s-1", "uuid": "cb-1",
+        "compact_metadata": {"trigger": "manual", "pre_tokens": 120, "post_tokens": 2532}}));
+    let (_, events) = run(&[init(), manual, result("success", false, json!({"num_turns": 0}))]);
+    assert!(
+        events.contains(&Event::ContextCompacted {
+            item_id: "cb-1".into(),
+            tokens_before: Some(120),
+            tokens_after: Some(2532)
+        }),
+        "{events:?}"
+    );
+    // A boundary without metadata still counts, with no sizes.
+    let bare = line(json!({"type": "system", "subtype": "compact_boundary", "uuid": "cb-2"}));
+    let (_, events) = run(&[init(), bare, result("success", false, json!({}))]);
+    assert!(
+        events.contains(&Event::ContextCompacted { item_id: "cb-2".into(), tokens_before: None, tokens_after: None }),
+        "{events:?}"
+    );
 }

@@ -71,6 +71,10 @@ mod tests {
             r#"model_providers.openclaw.wire_api="responses""#,
             r#"model_providers.openclaw.env_key="CLAWBRIDGE_ROUTE_API_KEY""#,
             r#"model_providers.openclaw.env_http_headers={ "X-Tenant" = "CLAWBRIDGE_ROUTE_HEADER_0" }"#,
+            // The agent's commands never see the secrets, and no shell snapshot writes them down.
+            r#"shell_environment_policy.set.CLAWBRIDGE_ROUTE_API_KEY="""#,
+            r#"shell_environment_policy.set.CLAWBRIDGE_ROUTE_HEADER_0="""#,
+            "features.shell_snapshot=false",
         ] {
             assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
         }
@@ -88,5 +92,7 @@ mod tests {
         apply(&mut config, &RouteAuth::default());
         assert!(config.config_overrides.iter().all(|o| !o.contains("env_key") && !o.contains("base_url")));
         assert!(config.env.set.is_empty() && config.secret_env.is_empty());
+        let args: Vec<String> = config.command().args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!args.iter().any(|a| a.contains("shell_snapshot")), "without secrets the snapshot stays on: {args:?}");
     }
 }

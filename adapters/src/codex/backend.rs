@@ -252,14 +252,10 @@ impl CodexBackend {
         ThreadOptions {
             cwd: settings.cwd.as_ref().map(|cwd| cwd.display().to_string()),
             model: settings.model.clone().filter(|m| !m.is_empty() && !replay),
-            developer_instructions: settings.system_prompt.clone(),
+            developer_instructions: settings.system_guidance(),
             sandbox: tools.sandbox.clone(),
             ephemeral: settings.ephemeral,
-            // Side work (an ephemeral thread) runs with no tools, the user's MCP servers included.
-            config: (!settings.mcp_servers.is_empty() && !replay && !settings.ephemeral).then(|| {
-                let servers = settings.mcp_servers.iter().map(|(name, server)| (name.clone(), server.clone()));
-                serde_json::Map::from_iter([("mcp_servers".to_string(), serde_json::Value::Object(servers.collect()))])
-            }),
+            config: thread_config(settings, replay),
             ..ThreadOptions::default()
         }
     }
@@ -307,6 +303,26 @@ impl CodexBackend {
             }
         }
     }
+}
+
+/// The thread's config overrides (`config` of `thread/start` / `thread/resume`), `None` when there
+/// are none; a replay asks for nothing it did not record. The user's MCP servers go under
+/// `mcp_servers`, except for side work (an ephemeral thread runs with no tools, MCP servers
+/// included). The host's context-window cap is `model_context_window`: Codex then reports that
+/// window in `thread/tokenUsage/updated` and compacts within it.
+fn thread_config(settings: &OpenSettings, replay: bool) -> Option<serde_json::Map<String, serde_json::Value>> {
+    if replay {
+        return None;
+    }
+    let mut config = serde_json::Map::new();
+    if !settings.mcp_servers.is_empty() && !settings.ephemeral {
+        let servers = settings.mcp_servers.iter().map(|(name, server)| (name.clone(), server.clone()));
+        config.insert("mcp_servers".to_string(), serde_json::Value::Object(servers.collect()));
+    }
+    if let Some(window) = settings.context_window {
+        config.insert("model_context_window".to_string(), window.into());
+    }
+    (!config.is_empty()).then_some(config)
 }
 
 pub(super) fn start_error(error: CodexError) -> BackendError {
@@ -578,6 +594,21 @@ mod tests {
     use clawbridge_bridge::supervisor::Containment;
 
     use super::*;
+
+    #[test]
+    fn the_hosts_context_window_cap_is_the_threads_model_context_window_and_side_work_keeps_it() {
+        let backend = CodexBackend::native();
+        let mut settings = OpenSettings { context_window: Some(64_000), ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let config = backend.thread_options(&settings, &tools).config.unwrap();
+        assert_eq!(serde_json::Value::Object(config), serde_json::json!({"model_context_window": 64_000}));
+        settings.ephemeral = true;
+        settings.mcp_servers.insert("probe".into(), serde_json::json!({"command": "node"}));
+        let config = backend.thread_options(&settings, &tools).config.unwrap();
+        assert_eq!(serde_json::Value::Object(config), serde_json::json!({"model_context_window": 64_000}));
+        settings.context_window = None;
+        assert_eq!(backend.thread_options(&settings, &tools).config, None);
+    }
 
     #[test]
     fn the_users_mcp_servers_go_into_the_thread_config_and_only_their_keyed_hash_into_the_binding() {

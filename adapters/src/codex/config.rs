@@ -184,6 +184,18 @@ impl CodexConfig {
         // (quoted: a TOML string, whatever the user's own `set` table holds).
         args.push("-c".into());
         args.push(format!("shell_environment_policy.set.{CONTAINMENT_VAR}=\"{CONTAINMENT_VALUE_ARG}\"").into());
+        // The credentials are for Codex's own model requests, never for the agent: each tool
+        // command gets them emptied (`set`, which no user policy overrides), and the shell snapshot
+        // is off, because Codex writes a login shell's exported environment, the credentials
+        // included, to `$CODEX_HOME/shell_snapshots/` (docs/peers/codex.md#route-auth).
+        if !self.secret_env.is_empty() {
+            args.push("-c".into());
+            args.push("features.shell_snapshot=false".into());
+        }
+        for (name, _) in &self.secret_env {
+            args.push("-c".into());
+            args.push(format!("shell_environment_policy.set.{name}=\"\"").into());
+        }
         let mut env = self.env.clone();
         // Another originator would change the userAgent the version gate parses.
         env.remove.push("CODEX_INTERNAL_ORIGINATOR_OVERRIDE".into());

@@ -17,8 +17,8 @@
 use std::collections::{HashMap, HashSet};
 
 use clawbridge_bridge::events::{
-    CappedText, Event, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalKind, ToolCall, ToolFinish, ToolImage,
-    ToolOutcome, TurnTerminal, Usage,
+    CappedText, Event, LastCall, NativeMutation, Plan, PlanStep, PlanStepStatus, TerminalCause, TerminalKind, ToolCall,
+    ToolFinish, ToolImage, ToolOutcome, TurnTerminal, Usage,
 };
 use clawbridge_bridge::input::image_from_data_url;
 use clawbridge_protocol::codex::{
@@ -139,6 +139,11 @@ pub struct TurnMapper {
     /// The message of the last final (`willRetry:false`) `error` notification, for a failed turn whose
     /// `turn.error` is missing.
     last_error: Option<String>,
+    /// Whether that final error was Codex's transport failure ([`TurnMapper::is_transport`]).
+    last_error_transport: bool,
+    /// The detail of the last retried error when Codex classed it as its transport
+    /// ([`is_transport_failure`]): what a final error of class `other` repeats when the retries ran out.
+    retried_transport: Option<String>,
     /// The last transient (`willRetry:true`) error and how many came: what a turn that then stalls
     /// or is abandoned was waiting on, named in its terminal message.
     last_retry: Option<(u32, String)>,
@@ -167,6 +172,8 @@ impl TurnMapper {
             final_reasoning: HashSet::new(),
             reasoning_part: HashMap::new(),
             last_error: None,
+            last_error_transport: false,
+            retried_transport: None,
             last_retry: None,
             usage_baseline: None,
         }
@@ -279,13 +286,36 @@ impl TurnMapper {
                         reasoning_tokens: turn.reasoning_output_tokens,
                     }),
                 );
+                // `last` is the latest model call alone: its prompt size and cache use, with the
+                // window Codex applies to the thread (what the host shows as the session's context).
+                let last = &usage.last;
+                let call = LastCall {
+                    usage: Usage {
+                        input_tokens: last.input_tokens,
+                        output_tokens: last.output_tokens,
+                        cached_input_tokens: last.cached_input_tokens,
+                        reasoning_tokens: last.reasoning_output_tokens,
+                    },
+                    cache_write_tokens: last.cache_write_input_tokens,
+                    context_window: usage.model_context_window.filter(|w| *w > 0),
+                };
+                self.push(&mut out, Event::LastCall(call));
             }
             // `willRetry:true` is transient: Codex retries and the turn goes on. A final error only
             // explains the `failed` turn/completed that follows.
-            N::Error(n) if !n.will_retry => self.last_error = Some(describe_error(&n.error)),
+            N::Error(n) if !n.will_retry => {
+                self.last_error = Some(describe_error(&n.error));
+                self.last_error_transport = self.is_transport(&n.error);
+            }
             // Shown to the host as progress, so a retrying endpoint is visible before the turn ends.
             N::Error(n) => {
                 let message = describe_error(&n.error);
+                self.retried_transport = n
+                    .error
+                    .codex_error_info
+                    .as_ref()
+                    .filter(|info| is_transport_failure(info))
+                    .map(|_| n.error.additional_details.as_deref().unwrap_or(&n.error.message).trim().to_owned());
                 let counted = self.last_retry.as_ref().map_or(1, |(count, _)| count + 1);
                 // 0.169 numbers its retries in the message (`Reconnecting... 2/5`); a count of our
                 // own stands in when it does not.
@@ -391,7 +421,7 @@ impl TurnMapper {
         // Codex compacted the thread by itself (its auto-compaction, mid-turn or before it).
         if item.item_type() == Some("contextCompaction") {
             let item_id = item.id().unwrap_or_default().to_string();
-            self.push(out, Event::ContextCompacted { item_id });
+            self.push(out, Event::ContextCompacted { item_id, tokens_before: None, tokens_after: None });
             return;
         }
         match item {
@@ -480,10 +510,19 @@ impl TurnMapper {
         for item in &turn.items {
             self.on_item_completed(item, out);
         }
+        let mut cause = None;
         let (kind, message) = match &turn.status {
             Some(TurnStatus::Completed) => (TerminalKind::Ok, None),
             Some(TurnStatus::Interrupted) => (TerminalKind::Aborted, None),
             Some(TurnStatus::Failed) => {
+                // The turn's own error classifies it; without a class, the final error notification's.
+                let transport = match turn.error.as_ref() {
+                    Some(error) if error.codex_error_info.is_some() => self.is_transport(error),
+                    _ => self.last_error_transport,
+                };
+                if transport {
+                    cause = Some(TerminalCause::ProviderTransport);
+                }
                 let message = turn
                     .error
                     .as_ref()
@@ -507,7 +546,20 @@ impl TurnMapper {
         // Tools the turn ended on without ever reporting their end.
         let outcome = ToolOutcome::left_open(kind);
         self.close_open_tools(&outcome, out);
-        self.terminate(kind, message, out);
+        self.terminated = true;
+        self.push(out, Event::TurnTerminal(TurnTerminal { kind, message, cause }));
+    }
+
+    /// Whether a final error is Codex's transport failure: its class says so, or (codex 0.169) the
+    /// class is `other` and the error repeats the retried transport error's detail: when its stream
+    /// retries run out, Codex fails the turn with the last retry's detail as the message and the class
+    /// `other`, while each retry before it carried `responseStreamDisconnected`.
+    fn is_transport(&self, error: &TurnError) -> bool {
+        match &error.codex_error_info {
+            Some(CodexErrorInfo::Other) => self.retried_transport.as_deref() == Some(error.message.trim()),
+            Some(info) => is_transport_failure(info),
+            None => false,
+        }
     }
 
     fn terminate(&mut self, kind: TerminalKind, message: Option<String>, out: &mut Vec<Event>) {
@@ -658,6 +710,20 @@ fn retry_numbers(message: &str) -> Option<(u32, u32)> {
     let last = message.split_whitespace().next_back()?;
     let (n, m) = last.split_once('/')?;
     Some((n.parse().ok()?, m.parse().ok()?))
+}
+
+/// Whether Codex classified a failure as its transport to the provider, the transient kind OpenClaw
+/// lets a failed settled tool turn be finalized after: no connection or a response stream that broke
+/// off, with no HTTP status (no error response came). A failure with an HTTP status is the provider's
+/// answer (a 5xx, a 429; 0.169 retries a 503 as `responseStreamDisconnected` with its status), and
+/// `responseTooManyFailedAttempts` does not say what failed; neither is one.
+fn is_transport_failure(info: &CodexErrorInfo) -> bool {
+    match info {
+        CodexErrorInfo::HttpConnectionFailed { http_status_code }
+        | CodexErrorInfo::ResponseStreamConnectionFailed { http_status_code }
+        | CodexErrorInfo::ResponseStreamDisconnected { http_status_code } => http_status_code.is_none(),
+        _ => false,
+    }
 }
 
 /// The HTTP status an error carries, when a response came.

@@ -44,15 +44,30 @@ impl NativeOps for CodexBackend {
     }
 
     fn compact(&self, settings: OpenSettings, native_id: String) -> BoxFuture<'_, Result<Compacted, BackendError>> {
-        Box::pin(async move {
+        Box::pin(clawbridge_bridge::native_ops::within_compact_limit(async move {
             let tools = tool_policy::apply(&settings.native_tools)?;
             let options = self.thread_options(&settings, &tools);
-            let mut session = self.own_server(&settings).await?;
+            // The shared server that keeps the thread loaded between attempts compacts it (no
+            // other process may resume it); else an app-server of its own.
+            let held = self.server_pool().and_then(|pool| {
+                CodexSession::on_server_holding(pool, &native_id, self.config(&settings, &tools), inert_hooks())
+            });
+            let mut session = match held {
+                Some(session) => {
+                    tracing::info!(thread = %native_id, "compacting on the shared codex app-server that holds the thread");
+                    session
+                }
+                None => self.own_server(&settings).await?,
+            };
             let report = session.compact_thread(&native_id, &options, COMPACT_LIMIT).await;
             session.shutdown().await;
             let report = report.map_err(|error| BackendError::Conversation { source: Box::new(error) })?;
-            Ok(Compacted { tokens_before: report.tokens_before, tokens_after: report.tokens_after })
-        })
+            Ok(Compacted {
+                tokens_before: report.tokens_before,
+                tokens_after: report.tokens_after,
+                item_id: report.item_id,
+            })
+        }))
     }
 
     fn list_mcp_tools(

@@ -383,6 +383,22 @@ impl CodexSession {
         Ok(CodexSession::assemble(ServerLink::Shared(seat), events, activity, handler, hooks, config, server_version))
     }
 
+    /// A session on the shared server of `pool` that keeps `thread_id` loaded between attempts
+    /// ([`ServerPool::seat_holding`](super::shared::ServerPool::seat_holding)), for native work
+    /// on that thread; `None` when no server of the pool has it loaded.
+    pub fn on_server_holding(
+        pool: &super::shared::ServerPool,
+        thread_id: &str,
+        config: CodexConfig,
+        hooks: SessionHooks,
+    ) -> Option<CodexSession> {
+        let (activity, handler) = session_handler(&config, &hooks);
+        let mut seat = pool.seat_holding(thread_id, handler.clone())?;
+        let events = seat.take_events()?;
+        let server_version = seat.version().clone();
+        Some(CodexSession::assemble(ServerLink::Shared(seat), events, activity, handler, hooks, config, server_version))
+    }
+
     fn assemble(
         link: ServerLink,
         events: PeerEvents,
@@ -653,9 +669,17 @@ impl CodexSession {
     /// shared server may lend it to the next session as it is; any other end (failed, aborted,
     /// timed out: a turn may still run in it) leaves it to a resume.
     fn hand_back_loaded(&mut self, thread_id: &str, result: &AttemptResult) {
+        self.release_loaded(thread_id, result.terminal.kind == TerminalKind::Ok);
+    }
+
+    /// Lets go of `thread_id`: when it ended `idle` (a completed turn or compaction), the shared
+    /// server lists it as loaded again, so a later session on that server adopts it without a
+    /// resume, and a compaction or deletion finds the process that holds it (no other may resume
+    /// or archive it).
+    fn release_loaded(&mut self, thread_id: &str, idle: bool) {
         let ServerLink::Shared(seat) = &self.link else { return };
         let Some(loaded) = self.loaded.take_if(|loaded| loaded.thread_id == thread_id) else { return };
-        if result.terminal.kind == TerminalKind::Ok {
+        if idle {
             seat.remember_live(&loaded.thread_id, loaded.settings, loaded.model);
         }
     }
@@ -773,6 +797,8 @@ pub struct CompactReport {
     pub tokens_before: Option<u64>,
     /// The context's input tokens after it, when Codex reported them.
     pub tokens_after: Option<u64>,
+    /// The `contextCompaction` item's id, when Codex sent the item.
+    pub item_id: Option<String>,
 }
 
 impl CodexSession {
@@ -803,7 +829,8 @@ impl CodexSession {
         limit: Duration,
     ) -> Result<CompactReport, CodexError> {
         let params = resume_params(thread_id, options);
-        let _: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
+        let resumed: ThreadStartResponse = self.request_outside_turn(methods::THREAD_RESUME, &params).await?;
+        self.note_loaded(thread_id, options, resumed.model);
         self.claim_thread(thread_id);
         let _: Value = self
             .request_outside_turn(methods::THREAD_COMPACT_START, &serde_json::json!({"threadId": thread_id}))
@@ -824,8 +851,11 @@ impl CodexSession {
             };
             match ServerNotification::from_raw(&note.method, note.params.as_deref()) {
                 ServerNotification::ThreadCompacted(n) if n.thread_id == thread_id => compacted = true,
-                ServerNotification::ItemCompleted(n) if n.thread_id == thread_id => {
-                    compacted |= n.item.item_type() == Some("contextCompaction");
+                ServerNotification::ItemCompleted(n)
+                    if n.thread_id == thread_id && n.item.item_type() == Some("contextCompaction") =>
+                {
+                    compacted = true;
+                    report.item_id = n.item.id().filter(|id| !id.is_empty()).map(str::to_string).or(report.item_id);
                 }
                 ServerNotification::ThreadTokenUsageUpdated(n) if n.thread_id == thread_id => {
                     let input = n.token_usage.last.input_tokens;
@@ -837,6 +867,7 @@ impl CodexSession {
                 }
                 ServerNotification::TurnCompleted(n) if n.thread_id == thread_id => {
                     return if compacted {
+                        self.release_loaded(thread_id, true);
                         Ok(report)
                     } else {
                         let why =

@@ -573,6 +573,19 @@ impl ServerPool {
         Ok(seat)
     }
 
+    /// A seat on the server that still has `thread_id` loaded, idle and held by no session, taking
+    /// the thread off its idle list (so no session adopts it meanwhile). Native work outside
+    /// attempts (a compaction) runs there: Codex refuses to resume the thread from any other
+    /// process ("already has an active writer"), and `thread/unsubscribe` does not release it
+    /// (docs/peers/codex.md#compaction). `None`: no server of the pool has it loaded.
+    pub fn seat_holding(&self, thread_id: &str, handler: Arc<CodexRequestHandler>) -> Option<ServerSeat> {
+        let server = self.servers.items().into_iter().find(|server| {
+            let mut table = server.routes.table();
+            table.gone.is_none() && !table.threads.contains_key(thread_id) && table.live.remove(thread_id).is_some()
+        })?;
+        server.0.seat(handler)
+    }
+
     /// Archives `thread_id` on the server that still has it loaded, idle and held by no session
     /// (Codex refuses `thread/archive` from another process while one holds the thread: "already
     /// has an active writer"). The thread is taken off the server's idle list first, so no session

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use clawbridge_bridge::events::{
-    Event, NativeMutation, PlanStepStatus, TerminalKind, ToolOutcome, TurnTerminal, Usage,
+    Event, LastCall, NativeMutation, PlanStepStatus, TerminalCause, TerminalKind, ToolOutcome, TurnTerminal, Usage,
 };
 use clawbridge_protocol::codex::{ServerNotification, ThreadItem};
 use serde_json::{Value, json};
@@ -148,6 +148,23 @@ fn plan_updates_and_plan_items_become_plans() {
     ];
     assert_eq!(statuses, expected);
     assert_eq!(plans[1].to_text(), "1. do it\n");
+}
+
+#[test]
+fn the_last_call_is_codex_s_last_breakdown_with_the_window_it_applies() {
+    let report = note(
+        "thread/tokenUsage/updated",
+        json!({"threadId": TH, "turnId": TU, "tokenUsage": {
+            "total": {"inputTokens": 900, "outputTokens": 50, "cachedInputTokens": 300, "totalTokens": 950},
+            "last": {"inputTokens": 600, "outputTokens": 30, "cachedInputTokens": 200, "cacheWriteInputTokens": 100,
+                     "reasoningOutputTokens": 4, "totalTokens": 630},
+            "modelContextWindow": 60800}}),
+    );
+    let (_, events) = run(&[turn_started(), report, turn_completed("completed", json!([]))]);
+    let calls: Vec<LastCall> =
+        events.iter().filter_map(|e| if let Event::LastCall(c) = e { Some(*c) } else { None }).collect();
+    let usage = Usage { input_tokens: 600, output_tokens: 30, cached_input_tokens: 200, reasoning_tokens: 4 };
+    assert_eq!(calls, [LastCall { usage, cache_write_tokens: 100, context_window: Some(60800) }]);
 }
 
 #[test]
@@ -512,6 +529,91 @@ fn failed_turns_carry_the_error_and_retries_are_not_terminal() {
 }
 
 #[test]
+fn a_turn_codex_failed_on_its_transport_says_so_and_a_provider_error_does_not() {
+    let failed = |info: Value| {
+        note(
+            "turn/completed",
+            json!({"threadId": TH, "turn": {"id": TU, "items": [], "status": "failed",
+                   "error": {"message": "stream disconnected before completion", "codexErrorInfo": info}}}),
+        )
+    };
+    // No connection (no HTTP status: no response came) or a stream that broke off: the transport.
+    for info in [
+        json!({"responseStreamDisconnected": {"httpStatusCode": null}}),
+        json!({"responseStreamDisconnected": {}}),
+        json!({"httpConnectionFailed": {}}),
+        json!({"responseStreamConnectionFailed": {"httpStatusCode": null}}),
+    ] {
+        let (_, events) = run(&[turn_started(), failed(info.clone())]);
+        assert_eq!(terminal(&events).kind, TerminalKind::Failed, "{info}");
+        assert_eq!(terminal(&events).cause, Some(TerminalCause::ProviderTransport), "{info}");
+    }
+    // The provider answered (a status), a 5xx class, exhausted retries or no class: not the transport.
+    for info in [
+        json!({"httpConnectionFailed": {"httpStatusCode": 502}}),
+        json!({"responseStreamConnectionFailed": {"httpStatusCode": 429}}),
+        json!({"responseStreamDisconnected": {"httpStatusCode": 503}}),
+        json!({"responseTooManyFailedAttempts": {}}),
+        json!("internalServerError"),
+        json!("brandNewThing"),
+        Value::Null,
+    ] {
+        let (_, events) = run(&[turn_started(), failed(info.clone())]);
+        assert_eq!(terminal(&events).kind, TerminalKind::Failed, "{info}");
+        assert_eq!(terminal(&events).cause, None, "{info}");
+    }
+    // Without turn.error, the final error notification's class decides.
+    let disconnected = note(
+        "error",
+        json!({"threadId": TH, "turnId": TU, "willRetry": false,
+               "error": {"message": "stream disconnected", "codexErrorInfo": {"responseStreamDisconnected": {}}}}),
+    );
+    let (_, events) = run(&[turn_started(), disconnected, turn_completed("failed", json!([]))]);
+    assert_eq!(terminal(&events).cause, Some(TerminalCause::ProviderTransport));
+    // Codex 0.169 when its stream retries run out: each retry is `responseStreamDisconnected` with
+    // the failure as its detail; the final error repeats that detail, classed `other`.
+    let retried = |details: &str| {
+        note(
+            "error",
+            json!({"threadId": TH, "turnId": TU, "willRetry": true,
+                   "error": {"message": "Reconnecting... 2/2", "codexErrorInfo": {"responseStreamDisconnected": {}},
+                             "additionalDetails": details}}),
+        )
+    };
+    let gave_up = note(
+        "turn/completed",
+        json!({"threadId": TH, "turn": {"id": TU, "items": [], "status": "failed",
+               "error": {"message": "stream disconnected before completion: stream closed before response.completed",
+                         "codexErrorInfo": "other"}}}),
+    );
+    let detail = "stream disconnected before completion: stream closed before response.completed";
+    let (_, events) = run(&[turn_started(), retried(detail), gave_up.clone()]);
+    assert_eq!(terminal(&events).cause, Some(TerminalCause::ProviderTransport));
+    // `other` after another retried failure, or with no retry at all, is not the transport.
+    let (_, events) = run(&[turn_started(), retried("something else"), gave_up.clone()]);
+    assert_eq!(terminal(&events).cause, None);
+    // A retried 503 (0.169 classes it `responseStreamDisconnected` with the status) is no transport.
+    let retried_503 = note(
+        "error",
+        json!({"threadId": TH, "turnId": TU, "willRetry": true,
+               "error": {"message": "Reconnecting... 2/2", "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 503}},
+                         "additionalDetails": detail}}),
+    );
+    let (_, events) = run(&[turn_started(), retried_503, gave_up.clone()]);
+    assert_eq!(terminal(&events).cause, None);
+    let (_, events) = run(&[turn_started(), gave_up]);
+    assert_eq!(terminal(&events).cause, None);
+    // A transport failure Codex still retries is progress, not the turn's class.
+    let retrying = note(
+        "error",
+        json!({"threadId": TH, "turnId": TU, "willRetry": true,
+               "error": {"message": "Reconnecting... 1/5", "codexErrorInfo": {"responseStreamDisconnected": {}}}}),
+    );
+    let (_, events) = run(&[turn_started(), retrying, turn_completed("failed", json!([]))]);
+    assert_eq!(terminal(&events).cause, None);
+}
+
+#[test]
 fn other_threads_turns_and_unknown_methods_are_ignored() {
     let other_thread =
         note("item/agentMessage/delta", json!({"threadId": "th-2", "turnId": TU, "itemId": "m", "delta": "x"}));
@@ -821,6 +923,10 @@ fn codex_s_own_compaction_in_a_turn_is_one_context_compacted_event() {
         turn_completed("completed", json!([])),
     ]);
     let compacted: Vec<_> = events.iter().filter(|e| matches!(e, Event::ContextCompacted { .. })).collect();
-    assert_eq!(compacted, [&Event::ContextCompacted { item_id: "cc-1".into() }], "{events:?}");
+    assert_eq!(
+        compacted,
+        [&Event::ContextCompacted { item_id: "cc-1".into(), tokens_before: None, tokens_after: None }],
+        "{events:?}"
+    );
     assert!(events.contains(&Event::AssistantFinal { item_id: "msg_1".into(), text: "Done".into() }));
 }

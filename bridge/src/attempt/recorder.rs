@@ -5,7 +5,7 @@ pub use clawbridge_protocol::attempt::{AttemptResult, Classification, ItemLifecy
 use serde_json::Value;
 
 use super::hooks::ToolTerminalReport;
-use crate::events::{Event, TerminalCause, TerminalKind, ToolFinish, TurnTerminal, Usage};
+use crate::events::{Event, LastCall, TerminalCause, TerminalKind, ToolFinish, TurnTerminal, Usage};
 
 /// Folds a turn's events into an [`AttemptResult`], and hands out each tool terminal exactly once.
 #[derive(Debug, Default)]
@@ -24,6 +24,8 @@ pub struct AttemptRecorder {
     plan: bool,
     /// Latest usage.
     usage: Option<Usage>,
+    /// Latest model call.
+    last_call: Option<LastCall>,
     /// Calls started, by id (ordered for a stable tool list).
     started: BTreeMap<String, usize>,
     /// Finished calls in finish order.
@@ -66,6 +68,7 @@ impl AttemptRecorder {
             }
             Event::Plan(plan) => self.plan |= !plan.to_text().trim().is_empty(),
             Event::Usage(usage) => self.usage = Some(*usage),
+            Event::LastCall(call) => self.last_call = Some(*call),
             Event::ToolStarted(call) => {
                 self.model_responded = true;
                 let next = self.started.len();
@@ -162,6 +165,7 @@ impl AttemptRecorder {
             native_session_id,
             assistant_texts,
             usage: self.usage,
+            last_call: self.last_call,
             classification,
             replay: ReplayMetadata { had_potential_side_effects: self.side_effects, replay_safe },
             tools: self.finished,

@@ -33,11 +33,24 @@ export CLAWBRIDGE_CONTAINMENT="$tok"
 fifos=$(mktemp -d "${TMPDIR:-/tmp}/clawbridge-remote.XXXXXX") || exit 125
 mkfifo "$fifos/in" || { rmdir "$fifos"; exit 125; }
 sweep() {
-  # Everything carrying the marker but this shell; a few rounds for what was being started.
+  # Everything carrying the marker but this shell. A process being started as a round looks (forked
+  # after its list of /proc was taken, or between fork and exec) shows up in a later round, so the
+  # sweep ends only after two rounds in a row a moment apart found nothing (at most 20 rounds).
   unset CLAWBRIDGE_CONTAINMENT
-  for round in 1 2 3; do
+  # The feeder below is a fork of this shell, so it lacks the marker: stopped by its pid (not yet
+  # reaped, so not reused), before it could start another marked `sleep` after the rounds.
+  [ -n "${feeder:-}" ] && kill -KILL "$feeder" 2>/dev/null
+  quiet=0
+  round=0
+  while [ "$quiet" -lt 2 ] && [ "$round" -lt 20 ]; do
+    round=$((round + 1))
     found=$(grep -lF -- "$marker" /proc/[0-9]*/environ 2>/dev/null)
-    [ -n "$found" ] || break
+    if [ -z "$found" ]; then
+      quiet=$((quiet + 1))
+      sleep 0.05 2>/dev/null || sleep 1
+      continue
+    fi
+    quiet=0
     for file in $found; do
       pid=${file#/proc/}
       pid=${pid%/environ}
@@ -63,6 +76,7 @@ trap 'kill -KILL "$agent" 2>/dev/null; sweep; exit 143' HUP INT TERM
   sleep "$grace"
   kill -KILL "$agent" 2>/dev/null
 } >/dev/null 2>&1 &
+feeder=$!
 exec 3<&-
 wait "$agent"
 status=$?

@@ -395,6 +395,23 @@ impl RpcPeer {
         self.out.finish();
     }
 
+    /// Waits until our output has ended: after [`finish_output`](Self::finish_output), once every
+    /// line sent before it is written and the stream is shut down.
+    pub async fn output_ended(&self) {
+        self.out.ended().await;
+    }
+
+    /// Answers a line the peer wrote that could not be read as a request, with `id: null` as
+    /// JSON-RPC asks (its id, if it had one, was never read), in order with everything else we send.
+    pub async fn answer_unreadable(&self, error: ErrorObject) -> Result<(), RpcError> {
+        let outcome = Err(error);
+        let reply = outgoing::Reply::new(self.config.dialect, &RequestId::Null, &outcome);
+        match self.out.send_json(&reply).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.explain_send_failure("(an answer with id null)", e).await),
+        }
+    }
+
     /// Waits until the stream has ended and every request read from it is answered (or was
     /// withdrawn): what a server waits for before it closes its output after the peer closed its
     /// side, so answers to requests pipelined just before the end are not lost.
@@ -593,6 +610,11 @@ impl ReaderTask {
             }
             Ok(RawMessage::Response { id, outcome }) => {
                 let Some((waiter, number)) = self.waiter(&id) else {
+                    // A malformed answer is refused as one whether or not its request still waits
+                    // (that request may just have timed out): the peer hears of its bad line either way.
+                    if let Err(Err(shape)) = outcome.map_err(decode_error_object) {
+                        return self.malformed_answer(&line, shape).await;
+                    }
                     return self.problem(StreamProblem::UnmatchedResponse { id }).await;
                 };
                 if line.len() > waiter.answer_cap {
@@ -970,6 +992,30 @@ mod tests {
                 matches!(problem, Some(PeerEvent::Problem(StreamProblem::NotJsonRpc { .. }))),
                 "{answer}: {problem:?}"
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_malformed_answer_to_no_waiting_request_is_still_reported_as_malformed() {
+        // Its request may just have timed out: whether the peer hears of its bad line must not
+        // depend on that race.
+        let (output, mut host_writes) = tokio::io::duplex(4096);
+        let config = PeerConfig { strict_jsonrpc: true, ..PeerConfig::default() };
+        let (_peer, mut events) =
+            RpcPeer::start(output, tokio::io::sink(), config, Arc::new(RejectAll), Arc::new(NoProcess));
+        for (line, malformed) in [
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":5}}"#, true),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"late"}}"#, false),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, false),
+        ] {
+            host_writes.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+            let problem = tokio::time::timeout(Duration::from_secs(60), events.recv()).await.unwrap();
+            let reported_malformed = match problem {
+                Some(PeerEvent::Problem(StreamProblem::NotJsonRpc { .. })) => true,
+                Some(PeerEvent::Problem(StreamProblem::UnmatchedResponse { .. })) => false,
+                other => panic!("{line}: {other:?}"),
+            };
+            assert_eq!(reported_malformed, malformed, "{line}");
         }
     }
 

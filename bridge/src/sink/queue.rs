@@ -253,9 +253,10 @@ pub fn event_bytes(event: &Event) -> usize {
         }
         Event::ModelRetry { message, .. }
         | Event::ModelInUse { model: message }
-        | Event::ContextCompacted { item_id: message } => message.len(),
+        | Event::ContextCompacted { item_id: message, .. } => message.len(),
         Event::TurnTerminal(terminal) => terminal.message.as_ref().map_or(0, String::len),
         Event::Usage(_)
+        | Event::LastCall(_)
         | Event::ModelCallStarted {}
         | Event::BudgetPaused { .. }
         | Event::BudgetResumed { .. }

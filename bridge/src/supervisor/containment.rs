@@ -258,46 +258,72 @@ impl Scanner {
     /// One walk over `/proc` (stat of each process, the environment of those outside the group and
     /// cgroup) sorted by `marks`. With `freeze`, each token carrier found running is sent SIGSTOP
     /// the moment it is found, so one that forks and exits (a pid that keeps moving) is caught.
+    ///
+    /// A process born after the listing was read is not in it, and one listed may exit before it
+    /// is read: a pid that keeps moving can fall between the two. So the walk lists `/proc` again
+    /// and reads just the pids that appeared since (few, read at once, so the window is short),
+    /// until a listing shows none or [`FOLLOW_UP_WALKS`] passed.
     pub(crate) fn find(&mut self, marks: &Marks, freeze: bool) -> Found {
         let mut found = Found::default();
         let in_cgroup: std::collections::HashSet<i32> =
             marks.cgroup.as_deref().map(listed_members).unwrap_or_default().into_iter().collect();
         let group = marks.group.filter(|g| self.may_signal_group(g.pgid));
-        let Ok(all) = procfs::process::all_processes() else {
-            return found;
-        };
-        for process in all.flatten() {
-            let Ok(stat) = process.stat() else { continue };
-            if matches!(stat.state, 'Z' | 'X' | 'x') {
-                continue;
+        let mut listed = std::collections::HashSet::new();
+        for _ in 0..=FOLLOW_UP_WALKS {
+            let Ok(all) = procfs::process::all_processes() else {
+                break;
+            };
+            // One at a time, never collected: each entry holds an open descriptor of its directory.
+            let mut fresh = 0usize;
+            for process in all.flatten().filter(|process| listed.insert(process.pid)) {
+                fresh += 1;
+                self.sort(&process, marks, group, &in_cgroup, freeze, &mut found);
             }
-            let mut seen =
-                Seen { pid: stat.pid, pgrp: stat.pgrp, stopped: matches!(stat.state, 'T' | 't'), pidfd: None };
-            if group.is_some_and(|g| stat.pgrp == g.pgid && g.started_since.is_none_or(|t| stat.starttime >= t)) {
-                found.group.push(seen);
-            } else if in_cgroup.contains(&stat.pid) {
-                if self.may_signal(stat.pid, stat.pgrp) {
-                    found.by_cgroup.push(seen);
-                }
-            } else if let Some(token) = &marks.token
-                && self.may_signal(stat.pid, stat.pgrp)
-            {
-                if !self.carries(stat.pid, token) {
-                    continue;
-                }
-                seen.pidfd = pidfd(stat.pid);
-                // The start time of the walk's stat, read again after the pidfd was opened: the
-                // pidfd is the process whose environment was read, not a reuse of its pid.
-                if start_ticks(stat.pid) != Some(stat.starttime) {
-                    continue;
-                }
-                if freeze && !seen.stopped && !send(&seen, Signal::SIGSTOP) {
-                    continue; // gone meanwhile
-                }
-                found.by_token.push(seen);
+            if fresh == 0 {
+                break;
             }
         }
         found
+    }
+
+    /// Puts `process` where `marks` say it belongs in `found` (nowhere when it belongs to none).
+    fn sort(
+        &mut self,
+        process: &procfs::process::Process,
+        marks: &Marks,
+        group: Option<GroupMark>,
+        in_cgroup: &std::collections::HashSet<i32>,
+        freeze: bool,
+        found: &mut Found,
+    ) {
+        let Ok(stat) = process.stat() else { return };
+        if matches!(stat.state, 'Z' | 'X' | 'x') {
+            return;
+        }
+        let mut seen = Seen { pid: stat.pid, pgrp: stat.pgrp, stopped: matches!(stat.state, 'T' | 't'), pidfd: None };
+        if group.is_some_and(|g| stat.pgrp == g.pgid && g.started_since.is_none_or(|t| stat.starttime >= t)) {
+            found.group.push(seen);
+        } else if in_cgroup.contains(&stat.pid) {
+            if self.may_signal(stat.pid, stat.pgrp) {
+                found.by_cgroup.push(seen);
+            }
+        } else if let Some(token) = &marks.token
+            && self.may_signal(stat.pid, stat.pgrp)
+        {
+            if !self.carries(stat.pid, token) {
+                return;
+            }
+            seen.pidfd = pidfd(stat.pid);
+            // The start time of the walk's stat, read again after the pidfd was opened: the
+            // pidfd is the process whose environment was read, not a reuse of its pid.
+            if start_ticks(stat.pid) != Some(stat.starttime) {
+                return;
+            }
+            if freeze && !seen.stopped && !send(&seen, Signal::SIGSTOP) {
+                return; // gone meanwhile
+            }
+            found.by_token.push(seen);
+        }
     }
 
     fn carries(&mut self, pid: i32, token: &Token) -> bool {
@@ -335,6 +361,10 @@ fn send(seen: &Seen, signal: Signal) -> bool {
 fn start_ticks(pid: i32) -> Option<u64> {
     procfs::process::Process::new(pid).ok()?.stat().ok().map(|s| s.starttime)
 }
+
+/// How many times one walk lists `/proc` again for the pids that appeared while it read the last
+/// listing (on a busy machine new pids never stop appearing, so the walk must end somewhere).
+const FOLLOW_UP_WALKS: usize = 4;
 
 /// How long the kill loops wait between scans at first, and at most: a scan reads every process's
 /// `/proc` entries, so the wait grows while something is still found.

@@ -188,6 +188,8 @@ impl TranscriptMirror {
             | Event::ModelCallStarted {}
             | Event::BudgetPaused { .. }
             | Event::BudgetResumed { .. }
+            // The last call's facts go into the attempt result, not the transcript.
+            | Event::LastCall(_)
             // A compaction has no v4 message shape; the host counts it from the event.
             | Event::ContextCompacted { .. }
             | Event::Unknown => {}

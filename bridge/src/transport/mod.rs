@@ -7,6 +7,7 @@ pub mod bearer;
 pub mod child_duplex;
 mod codec;
 pub mod endpoint;
+pub mod thread_writer;
 mod writer;
 pub mod ws;
 

@@ -80,6 +80,8 @@ pub struct LineSender {
     stalled: Arc<OnceLock<Duration>>,
     /// Whether our reading of this peer is held back now, which stops the write clock.
     hold: Arc<ReadHold>,
+    /// Cancelled by the writer task as its last act, once the stream is shut down.
+    ended: CancellationToken,
 }
 
 /// Counts the places where our reading of the peer's output is held back by our own backpressure
@@ -184,6 +186,12 @@ impl LineSender {
         self.finish.cancel();
     }
 
+    /// Waits until the writer task has ended and shut the stream down (after [`finish`](Self::finish):
+    /// everything sent was written).
+    pub async fn ended(&self) {
+        self.ended.cancelled().await;
+    }
+
     /// Whether the writer has stopped.
     pub fn is_closed(&self) -> bool {
         self.close.is_cancelled() || self.queue.is_closed()
@@ -250,6 +258,7 @@ where
     let budget = Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
     let stalled = Arc::new(OnceLock::new());
     let hold = Arc::new(ReadHold::default());
+    let ended = CancellationToken::new();
     let writer = Writer {
         close: close.clone(),
         finish: finish.clone(),
@@ -257,9 +266,10 @@ where
         stalled: stalled.clone(),
         write_timeout,
         hold: hold.clone(),
+        ended: ended.clone(),
     };
     let task = tokio::spawn(writer.write_lines(stream, rx));
-    (LineSender { queue: tx, budget, close, finish, stalled, hold }, task)
+    (LineSender { queue: tx, budget, close, finish, stalled, hold, ended }, task)
 }
 
 /// The writer task's side of a [`LineSender`].
@@ -276,6 +286,8 @@ struct Writer {
     write_timeout: Option<Duration>,
     /// While held, the write clock stands still.
     hold: Arc<ReadHold>,
+    /// Cancelled when the task ends.
+    ended: CancellationToken,
 }
 
 impl Writer {
@@ -284,7 +296,8 @@ impl Writer {
         stream: W,
         mut queue: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     ) -> std::io::Result<()> {
-        let Writer { close, finish, budget, stalled, write_timeout, hold } = self;
+        let Writer { close, finish, budget, stalled, write_timeout, hold, ended } = self;
+        let _ended = ended.drop_guard();
         let mut out = tokio::io::BufWriter::new(stream);
         let result = async {
             loop {

@@ -95,6 +95,10 @@ pub struct AssistantMessage {
     /// An API error newer CLIs attach to a synthetic assistant message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
+    /// The message is the CLI's own report of a failed API request (model `<synthetic>`, its text
+    /// `API Error: …`), not the model's words; the `result` that follows carries the failure.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub is_api_error_message: Option<bool>,
     /// The line's own id.
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
@@ -288,12 +292,33 @@ pub struct ResultMessage {
     /// The line's own id.
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
-    /// Everything else (`api_error_status`, `structured_output`, `ttft_ms`, …).
+    /// On a turn the API failed (`terminal_reason` `api_error`): the CLI's class of the failure,
+    /// such as `connection_failed` (docs/peers/claude.md#error-results).
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub api_error: Option<String>,
+    /// On a turn the API failed: the HTTP status the provider answered, `null` when none came.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub api_error_status: Option<u16>,
+    /// Everything else (`structured_output`, `ttft_ms`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }
 
+/// The `api_error` classes of Claude Code 2.1.328 that say the transport to the provider failed:
+/// the connection was lost or could not be made, the stream stopped arriving, the machine slept
+/// mid-request.
+const TRANSPORT_API_ERRORS: [&str; 3] = ["connection_failed", "stream_idle_timeout", "computer_slept"];
+
 impl ResultMessage {
+    /// Whether the CLI failed the turn on its transport to the provider, after its own retries: an
+    /// API failure of a transport class with no HTTP status (no response came). A status the
+    /// provider answered (a 5xx, a 429) is the provider's failure, not the transport's.
+    pub fn is_transport_failure(&self) -> bool {
+        self.is_failure()
+            && self.api_error_status.is_none()
+            && self.api_error.as_deref().is_some_and(|class| TRANSPORT_API_ERRORS.contains(&class))
+    }
+
     /// Whether the turn failed: `is_error`, or any subtype but `success` (and no subtype at all).
     pub fn is_failure(&self) -> bool {
         self.is_error == Some(true) || !matches!(self.subtype, Some(ResultSubtype::Success))

@@ -1,6 +1,6 @@
 //! `system` lines (`subtype` tagged): the per-turn `init`, request status, auto-denied permissions,
-//! API retries, and a catch-all for the many others (`thinking_tokens`, `compact_boundary`, `hook_*`,
-//! `task_*`, …) that carry nothing a turn's events need.
+//! API retries, compaction boundaries, and a catch-all for the many others (`thinking_tokens`,
+//! `hook_*`, `task_*`, …) that carry nothing a turn's events need.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,8 @@ tagged_enum! {
         PermissionDenied(PermissionDenied) = "permission_denied",
         /// A model request failed and the CLI retries it after a delay.
         ApiRetry(ApiRetry) = "api_retry",
+        /// The CLI compacted the conversation (`/compact`, or its own auto-compaction).
+        CompactBoundary(CompactBoundary) = "compact_boundary",
     }
 }
 
@@ -29,6 +31,7 @@ impl SystemMessage {
             SystemMessage::Status(m) => m.session_id.as_deref(),
             SystemMessage::PermissionDenied(m) => m.session_id.as_deref(),
             SystemMessage::ApiRetry(m) => m.session_id.as_deref(),
+            SystemMessage::CompactBoundary(m) => m.session_id.as_deref(),
             SystemMessage::Other(u) => u.get_str("session_id"),
         }
     }
@@ -156,6 +159,43 @@ pub struct ApiRetry {
     #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Everything else (`uuid`, `no_response`, …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `system/compact_boundary`: the conversation was compacted; what follows continues from the
+/// summary (Claude Code 2.1.328 sends `compact_metadata` with `trigger`, `pre_tokens`,
+/// `post_tokens`, `cumulative_dropped_tokens`, `duration_ms`; an auto-compaction also names the
+/// preserved messages).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactBoundary {
+    /// What the compaction did.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub compact_metadata: Option<CompactMetadata>,
+    /// The session the line belongs to (absent on some auto-compaction boundaries).
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The line's own id.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// Everything else (`logical_parent_uuid`, …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `compact_boundary.compact_metadata`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompactMetadata {
+    /// `manual` (`/compact`) or `auto` (the CLI's own, past its auto-compact threshold).
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The context's size before, in tokens.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub pre_tokens: Option<u64>,
+    /// The context's size after, in tokens.
+    #[serde(default, deserialize_with = "lenient::opt", skip_serializing_if = "Option::is_none")]
+    pub post_tokens: Option<u64>,
+    /// Everything else (`cumulative_dropped_tokens`, `duration_ms`, `preserved_segment`, …).
     #[serde(flatten)]
     pub extra: Extra,
 }

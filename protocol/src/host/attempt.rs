@@ -42,6 +42,13 @@ pub struct AttemptRunParams {
     /// Extra system prompt text the host prepared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra_system_prompt: Option<String>,
+    /// OpenClaw's workspace bootstrap files (AGENTS.md, SOUL.md, USER.md, …) rendered as system
+    /// guidance (protocol version 3). The native side gets it after `extraSystemPrompt`, but unlike
+    /// that it is not part of the session's identity: the files change between turns (a user edits
+    /// USER.md, OpenClaw drops BOOTSTRAP.md once set up), and a change must not replace the native
+    /// session (Claude Code's next turn sees it; a resumed Codex thread keeps its first files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap_context: Option<String>,
     /// The workspace directory.
     pub workspace_dir: String,
     /// The working directory, when it differs from `workspaceDir`.
@@ -136,6 +143,12 @@ pub struct AttemptRunParams {
     /// nothing to send; the bridge then resumes as before and seeds nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<TranscriptHistory>,
+    /// (protocol version 3) The context window, in tokens, the operator capped this run's model
+    /// to (the host's `contextTokenBudget` when an `authoredContextTokenCap` or a configured model
+    /// window set it). Applied to the native runtime where it has a knob (Codex thread config
+    /// `model_context_window`, so its auto-compaction works within it); absent: the runtime's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// `isolation` of a side-work run: where its ephemeral native session starts from.
@@ -149,6 +162,13 @@ pub enum Isolation {
     /// conversation so far (side questions); the session's own thread is left as it was. A
     /// session with no usable binding runs fresh.
     Fork,
+    /// (protocol version 3) The final answer of a settled tool turn (`finalizeSettledTurn`): a
+    /// fresh native session, tool-less as `fresh`, whose prompt is seeded with the run's
+    /// `history` (the session's transcript, with the turn's settled tool calls and results), so
+    /// the model sees the completed work and has nothing to repeat it with. Not a copy of the
+    /// native thread: a Codex `thread/fork` keeps the source thread's tools. A run without history
+    /// entries is refused with `preflightFailed`.
+    Settle,
 }
 
 /// The context engine's assembled context for one turn (`attempt/run` `context`).
@@ -339,6 +359,7 @@ impl AttemptRunParams {
             .sum();
         ids + self.prompt.len()
             + text(&self.extra_system_prompt)
+            + text(&self.bootstrap_context)
             + self.context.as_ref().map_or(0, |c| c.text.len() + text(&c.epoch))
             + images
             + env

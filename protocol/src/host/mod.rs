@@ -66,12 +66,13 @@ pub use crate::attempt::{Classification, ItemLifecycle, ReplayMetadata, ToolMeta
 
 /// The protocol version this build prefers (and, today, the only one it speaks).
 ///
-/// Version 2 added the session-lifecycle and side-work methods (docs/host-protocol.md#versions). A
-/// version-1 plugin cannot drive them, so version 1 is no longer spoken: the two refuse each other at
-/// `initialize` instead of failing later on a missing method.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version 2 added the session-lifecycle and side-work methods, version 3 the settled-turn
+/// finalization, context budgets and Claude Code's native work (docs/host-protocol.md#versions). An
+/// older plugin cannot drive them, so older versions are no longer spoken: the two refuse each other
+/// at `initialize` instead of failing later on a missing method or field.
+pub const PROTOCOL_VERSION: u32 = 3;
 /// The oldest host protocol version this build speaks.
-pub const MIN_PROTOCOL_VERSION: u32 = 2;
+pub const MIN_PROTOCOL_VERSION: u32 = 3;
 /// The newest host protocol version this build speaks.
 pub const MAX_PROTOCOL_VERSION: u32 = PROTOCOL_VERSION;
 /// Every version this build speaks; `initialize` with any other fails with

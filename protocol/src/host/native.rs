@@ -89,6 +89,11 @@ pub struct SessionCompactResponse {
     /// The context's size after, in tokens, when the native side reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_after: Option<u64>,
+    /// The native side's id of the compaction (Codex's `contextCompaction` item, Claude Code's
+    /// `compact_boundary` line), when it gave one: the key of the host's transcript entry for it
+    /// (protocol version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
 }
 
 /// The most MCP servers an attempt names ([`super::AttemptRunParams::mcp_servers`]).

@@ -19,9 +19,9 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> T {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{text} does not decode: {e}"))
 }
 
-const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":2,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":true}}"#;
-const INITIALIZE_RESULT: &str = r#"{"protocolVersion":2,"supportedProtocolVersions":{"min":2,"max":2},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":64,"streamingDeltas":true},"logFile":"/home/me/.local/state/clawbridge/logs/clawbridge.log"}"#;
-const VERSION_ERROR: &str = r#"{"code":-32010,"message":"host protocol version 3 is not supported: clawbridge 0.1.0 speaks version 2; upgrade whichever side is older","data":{"bridgeVersion":"0.1.0","requestedVersion":3,"supportedVersions":{"max":2,"min":2}}}"#;
+const INITIALIZE_PARAMS: &str = r#"{"protocolVersion":3,"host":{"name":"openclaw","version":"2026.9.6"},"capabilities":{"hostTools":true,"approvals":true,"toolTerminals":true,"transcriptAppend":true,"userInput":true}}"#;
+const INITIALIZE_RESULT: &str = r#"{"protocolVersion":3,"supportedProtocolVersions":{"min":3,"max":3},"bridge":{"name":"clawbridge","version":"0.1.0"},"harnesses":[{"id":"clawbridge-codex","label":"Codex (clawbridge)","backend":"codex","available":true,"providerIds":[]}],"backends":[{"id":"codex","available":true,"version":"0.169.0"},{"id":"claude","available":false,"detail":"claude not found on PATH"}],"capabilities":{"maxConcurrentAttempts":64,"streamingDeltas":true},"logFile":"/home/me/.local/state/clawbridge/logs/clawbridge.log"}"#;
+const VERSION_ERROR: &str = r#"{"code":-32010,"message":"host protocol version 4 is not supported: clawbridge 0.1.0 speaks version 3; upgrade whichever side is older","data":{"bridgeVersion":"0.1.0","requestedVersion":4,"supportedVersions":{"max":3,"min":3}}}"#;
 const TOOL_STARTED_EVENT: &str = r#"{"attemptId":"run-a:1","seq":1,"event":{"type":"toolStarted","callId":"call_1","toolName":"exec","arguments":{"command":"echo hi"},"native":true,"nativeMutation":{"mutatingAction":false,"replaySafe":true}}}"#;
 const OBSERVE_PARAMS: &str = r#"{"attemptId":"run-a:1","toolCallId":"call_6","toolName":"write","arguments":{"content":"y","path":"x.txt"},"executionStarted":true,"outcome":"failure","failure":{"error":"EACCES: permission denied","errorCode":"EACCES","timedOut":false},"nativeMutation":{"mutatingAction":true,"replaySafe":false}}"#;
 const CANCELLED_RESULT: &str = r#"{"attemptId":"run-b:1","terminal":{"kind":"aborted","message":"user pressed stop","cause":"cancelled"},"nativeSessionId":"th-9","assistantTexts":[],"replay":{"hadPotentialSideEffects":false,"replaySafe":true},"tools":[],"itemLifecycle":{"startedCount":0,"completedCount":0,"activeCount":0},"transcriptOwned":true}"#;
@@ -40,7 +40,7 @@ fn every_string_here_is_in_the_doc() {
 
 #[test]
 fn versions_are_one_consistent_range() {
-    assert_eq!(PROTOCOL_VERSION, 2);
+    assert_eq!(PROTOCOL_VERSION, 3);
     assert!(SUPPORTED_PROTOCOL_VERSIONS.contains(&PROTOCOL_VERSION));
     assert_eq!(VersionRange::SUPPORTED, VersionRange { min: MIN_PROTOCOL_VERSION, max: MAX_PROTOCOL_VERSION });
     assert_eq!(negotiate(PROTOCOL_VERSION, "0.1.0"), Ok(PROTOCOL_VERSION));
@@ -48,13 +48,13 @@ fn versions_are_one_consistent_range() {
 
 #[test]
 fn an_unsupported_version_is_an_error_naming_both_versions_and_the_range() {
-    for requested in [0, 1, 3, u32::MAX] {
+    for requested in [0, 1, 2, 4, u32::MAX] {
         let error = negotiate(requested, "0.1.0").expect_err("no silent downgrade");
         assert_eq!(error.code, errors::UNSUPPORTED_PROTOCOL_VERSION);
         assert!(error.message.contains(&format!("version {requested} ")), "{}", error.message);
-        assert!(error.message.contains("clawbridge 0.1.0 speaks version 2"), "{}", error.message);
+        assert!(error.message.contains("clawbridge 0.1.0 speaks version 3"), "{}", error.message);
     }
-    assert_eq!(encode(&negotiate(3, "0.1.0").unwrap_err()), VERSION_ERROR);
+    assert_eq!(encode(&negotiate(4, "0.1.0").unwrap_err()), VERSION_ERROR);
 }
 
 #[test]
@@ -148,6 +148,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
             native_session_id: Some("th-9".into()),
             assistant_texts: vec![],
             usage: None,
+            last_call: None,
             classification: None,
             replay: ReplayMetadata { had_potential_side_effects: false, replay_safe: true },
             tools: vec![],
@@ -168,7 +169,7 @@ fn a_cancelled_attempt_result_is_the_documented_bytes() {
 #[test]
 fn host_input_is_decoded_tolerantly() {
     // Unknown fields anywhere are ignored; missing optional parts default.
-    let params: InitializeParams = decode(r#"{"protocolVersion":2,"future":{"x":1}}"#);
+    let params: InitializeParams = decode(r#"{"protocolVersion":3,"future":{"x":1}}"#);
     assert_eq!(params.capabilities, HostCapabilities::default(), "a missing capability is false");
     assert_eq!(params.host, PeerInfo::default());
     // The version itself is required: guessing it would be a silent downgrade.

@@ -114,10 +114,12 @@ impl Server {
         let server = self.clone();
         Ok(Box::pin(async move {
             let _guard = guard;
-            let Some(ops) = harness.backend.native_ops() else {
+            let Some(ops) = harness.backend.native_ops().filter(|ops| ops.compacts()) else {
                 return not_compacted(format!("{} has no native compactor", harness.info.id));
             };
-            let settings = plain_settings(&harness, &server, params.cwd.as_deref(), params.model_id.as_deref());
+            let mut settings = plain_settings(&harness, &server, params.cwd.as_deref(), params.model_id.as_deref());
+            // The host session, so a backend that keeps a warm process per session can retire it.
+            settings.session_key.clone_from(&params.session_id);
             tracing::info!(session = %params.session_id, thread = %native_id, trigger = ?params.trigger, "compacting");
             let outcome = tokio::select! {
                 outcome = ops.compact(settings, native_id.clone()) => outcome,
@@ -130,6 +132,7 @@ impl Server {
                     native_session_id: Some(native_id),
                     tokens_before: done.tokens_before,
                     tokens_after: done.tokens_after,
+                    item_id: done.item_id,
                 }),
                 Err(error) => {
                     let why = error_chain(&error);
