@@ -113,6 +113,11 @@ pub fn run(ctx: &Setup<'_>, backend: &str, generated: &Generated) -> anyhow::Res
                 writeln!(input, "{answer}")?;
                 input.flush()?;
             }
+            // What the plugin answers when no observer is registered: nothing to resolve.
+            (Some("host/toolTerminal/observe"), Some(id)) => {
+                writeln!(input, r#"{{"jsonrpc":"2.0","id":{},"result":{{}}}}"#, id.get())?;
+                input.flush()?;
+            }
             (Some(method), Some(id)) => {
                 writeln!(
                     input,

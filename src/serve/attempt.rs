@@ -17,7 +17,7 @@ use clawbridge_bridge::supervisor::PidRegistry;
 use clawbridge_bridge::transcript::{Message, ModelLabel};
 use clawbridge_protocol::host::errors::{self, PreflightErrorData, PreflightPhase};
 use clawbridge_protocol::host::{
-    AttemptEventParams, AttemptRunParams, AttemptRunResponse, HostCapabilities, Isolation, ProjectionNotice,
+    AttemptEventRef, AttemptRunParams, AttemptRunResponse, HostCapabilities, Isolation, ProjectionNotice,
     TranscriptAppendParams, methods,
 };
 use clawbridge_protocol::jsonrpc::ErrorObject;
@@ -479,7 +479,7 @@ struct HostEventStream {
 impl EventStage for HostEventStream {
     fn on_event<'a>(&'a mut self, event: &'a Event) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let note = AttemptEventParams { attempt_id: self.attempt_id.clone(), seq: self.seq, event: event.clone() };
+            let note = AttemptEventRef { attempt_id: &self.attempt_id, seq: self.seq, event };
             self.seq += 1;
             if let Err(error) = self.peer.notify(methods::ATTEMPT_EVENT, Some(&note)).await {
                 tracing::debug!(%error, "could not stream an attempt event");

@@ -23,3 +23,16 @@ pub struct AttemptEventParams {
     /// The event.
     pub event: Event,
 }
+
+/// [`AttemptEventParams`] as the bridge sends it: the same JSON, borrowing the event the pipeline
+/// holds, so streaming an event to the host copies none of its text.
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptEventRef<'a> {
+    /// As [`AttemptEventParams::attempt_id`].
+    pub attempt_id: &'a str,
+    /// As [`AttemptEventParams::seq`].
+    pub seq: u64,
+    /// As [`AttemptEventParams::event`].
+    pub event: &'a Event,
+}

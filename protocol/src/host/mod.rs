@@ -36,7 +36,7 @@ pub use attempt::{
     AttemptSteerParams, AttemptSteerResponse, CancelStatus, HistoryEntry, ImageInput, Isolation, ProjectionNotice,
     RouteAuth, SessionPersistence, SteerStatus, TranscriptHistory,
 };
-pub use event::{AttemptEvent, AttemptEventParams};
+pub use event::{AttemptEvent, AttemptEventParams, AttemptEventRef};
 pub use harness::{
     HarnessInfo, HarnessInputs, HarnessListParams, HarnessListResponse, ModelProviderFacts, RuntimeArtifact,
     RuntimePolicy, SupportsParams, SupportsResponse,

@@ -115,6 +115,8 @@ fn events_and_tool_terminals_are_the_documented_bytes() {
     let event = AttemptEventParams { attempt_id: "run-a:1".into(), seq: 1, event: AttemptEvent::ToolStarted(call) };
     assert_eq!(encode(&event), TOOL_STARTED_EVENT);
     assert_eq!(decode::<AttemptEventParams>(TOOL_STARTED_EVENT), event);
+    let sent = AttemptEventRef { attempt_id: &event.attempt_id, seq: event.seq, event: &event.event };
+    assert_eq!(encode(&sent), TOOL_STARTED_EVENT, "the borrowing twin the bridge sends writes the same bytes");
 
     let report = ToolTerminalReport {
         tool_call_id: "call_6".into(),
