@@ -166,6 +166,50 @@ async fn an_interrupt_mid_turn_ends_aborted_without_orphans() {
     assert!(!live.sandbox.work().join("slow.txt").exists());
 }
 
+/// A lightweight turn's CLI reads none of the working directory's instruction files; an ordinary
+/// one reads them (the control: each marker can reach the model in this sandbox).
+#[tokio::test]
+async fn a_cli_told_to_skip_project_docs_sends_the_model_neither_agents_md_nor_claude_md() {
+    const AGENTS_MARKER: &str = "agents-marker-3d17: keep the log tidy";
+    const CLAUDE_MARKER: &str = "claude-marker-b4e0: speak in haiku";
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    // AGENTS.md is read where a project has no CLAUDE.md of its own, so each file has its own dir.
+    let agents_dir = live.sandbox.work().join("agents");
+    let claude_dir = live.sandbox.work().join("claude");
+    for (dir, file, marker) in [(&agents_dir, "AGENTS.md", AGENTS_MARKER), (&claude_dir, "CLAUDE.md", CLAUDE_MARKER)] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(file), format!("# Instructions\n\n{marker}\n")).unwrap();
+    }
+    let hooks = || SessionHooks {
+        approver: Arc::new(FixedApprover(ApprovalDecision::Allow)),
+        tools: Arc::new(NoHostTools),
+        observer: Arc::new(NoObserver),
+    };
+    let cancel = CancellationToken::new();
+    for (dir, marker) in [(&agents_dir, AGENTS_MARKER), (&claude_dir, CLAUDE_MARKER)] {
+        for skip in [false, true] {
+            let mut config = live.config();
+            config.skip_project_docs = skip;
+            config.cwd = Some(dir.clone());
+            let mut session = ClaudeSession::connect(config, hooks()).await.expect("the real claude starts");
+            let prompt = format!("Say hello ({}, skip: {skip}).", dir.display());
+            let (result, _) = turn(&mut session, &prompt, &cancel).await;
+            assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+            session.shutdown().await;
+            let requests: Vec<String> = live
+                .mock
+                .model_requests()
+                .iter()
+                .map(|r| r.body.to_string())
+                .filter(|body| body.contains(&prompt))
+                .collect();
+            assert!(!requests.is_empty(), "the turn asked the model");
+            let saw = requests.iter().any(|body| body.contains(marker));
+            assert_eq!(saw, !skip, "{marker:?} reached the model iff not skipped (skip: {skip}): {requests:?}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_second_turn_reuses_the_warm_process() {
     let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };

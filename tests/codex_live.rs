@@ -406,3 +406,35 @@ async fn steering_adds_input_to_the_running_turn() {
     );
     session.shutdown().await;
 }
+
+/// A thread whose config sets `project_doc_max_bytes = 0` (what a lightweight turn asks for) sends
+/// the model none of the working directory's AGENTS.md; a thread without it does (the control).
+#[tokio::test]
+async fn a_thread_with_no_project_doc_budget_sends_the_model_no_agents_md() {
+    const AGENTS_MARKER: &str = "agents-marker-6c02: keep the log tidy";
+    let Some(live) = live(json!({"default": {"text": "Hello from the mock model."}})).await else { return };
+    std::fs::write(live.sandbox.work().join("AGENTS.md"), format!("# Agents\n\n{AGENTS_MARKER}\n")).unwrap();
+    let mut session = live.connect(ApprovalDecision::Allow, Arc::new(RecordingObserver::default())).await;
+    for skip in [false, true] {
+        let mut options = live.options();
+        if skip {
+            let config = json!({"project_doc_max_bytes": 0});
+            options.config = config.as_object().cloned();
+        }
+        let thread = session.start_thread(&options).await.unwrap();
+        let prompt = format!("Say hello (skip: {skip}).");
+        let (result, _) = turn(&mut session, &thread.thread_id, &prompt).await;
+        assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
+        let requests: Vec<String> = live
+            .mock
+            .model_requests()
+            .iter()
+            .map(|r| r.body.to_string())
+            .filter(|body| body.contains(&prompt))
+            .collect();
+        assert!(!requests.is_empty(), "the turn asked the model");
+        let saw = requests.iter().any(|body| body.contains(AGENTS_MARKER));
+        assert_eq!(saw, !skip, "AGENTS.md reached the model iff not skipped (skip: {skip}): {requests:?}");
+    }
+    session.shutdown().await;
+}

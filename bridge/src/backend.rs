@@ -202,6 +202,9 @@ pub struct OpenSettings {
     /// The context window the host capped the model to, in tokens, for a backend with a knob for
     /// it (Codex `model_context_window`); `None`: the runtime's own.
     pub context_window: Option<u64>,
+    /// The native runtime must not read the working directory's project docs (AGENTS.md,
+    /// CLAUDE.md) of its own: the host runs a lightweight or tool-less turn.
+    pub skip_native_project_docs: bool,
 }
 
 /// The host's system prompt, then the bootstrap files, a blank line between; `None` when both

@@ -15,7 +15,8 @@
 // read a project's AGENTS.md themselves from their working directory (Codex 0.169.0 as a project
 // doc, Claude Code 2.1.328 as "project instructions"), so when that directory is the bootstrap
 // workspace AGENTS.md is left out (as OpenClaw's bundled Codex harness leaves it to Codex); from
-// another working directory the agent workspace's AGENTS.md is sent. Files OpenClaw reports
+// another working directory, or on a turn that skips the native project docs
+// (`skipsNativeProjectDocs`), the agent workspace's AGENTS.md is sent. Files OpenClaw reports
 // missing (`[MISSING] Expected at:`) are not sent.
 
 import { resolve } from "node:path";
@@ -36,6 +37,19 @@ const ORDER = ["agents.md", "soul.md", "identity.md", "user.md", "tools.md", "bo
 function basename(path) {
   const normalized = path.replace(/\\/g, "/");
   return normalized.slice(normalized.lastIndexOf("/") + 1).toLowerCase();
+}
+
+/**
+ * Whether the native runtime must read none of its working directory's project docs (AGENTS.md,
+ * CLAUDE.md) by itself: OpenClaw's lightweight bootstrap mode and tool-less turns, for which its
+ * bundled Codex harness sets the native project-document budget to zero. Sent as `attempt/run`
+ * `skipNativeProjectDocs` (docs/host-protocol.md).
+ *
+ * @param {any} params the attempt params
+ * @returns {boolean}
+ */
+export function skipsNativeProjectDocs(params) {
+  return params?.bootstrapContextMode === "lightweight" || params?.disableTools === true;
 }
 
 /**
@@ -85,7 +99,9 @@ export async function bootstrapGuidance(sdk, harnessId, params, logger) {
     return undefined;
   }
   const cwd = typeof params.cwd === "string" && params.cwd ? params.cwd : workspaceDir;
-  const nativeReadsAgentsMd = NATIVE_AGENTS_MD_READERS.has(harnessId) && resolve(cwd) === resolve(workspaceDir);
+  // A turn that skips the native project docs gets AGENTS.md from OpenClaw, if its mode keeps it.
+  const nativeReadsAgentsMd =
+    NATIVE_AGENTS_MD_READERS.has(harnessId) && resolve(cwd) === resolve(workspaceDir) && !skipsNativeProjectDocs(params);
   const files = (Array.isArray(contextFiles) ? contextFiles : []).filter(
     (file) =>
       file &&

@@ -33,7 +33,7 @@ import { compactSession, createMcpToolCatalog, createModelCatalog, offersModelCa
 import { appliesMcpServers, attemptMcpServers } from "./mcp-servers.js";
 import { recordCompaction } from "./compaction-entry.js";
 import { contextWindowParam } from "./budget.js";
-import { bootstrapGuidance } from "./bootstrap.js";
+import { BOOTSTRAP_HARNESSES, bootstrapGuidance, skipsNativeProjectDocs } from "./bootstrap.js";
 
 /** `-32034`: the attempt failed before any model or tool work (docs/host-protocol.md). */
 const PREFLIGHT_FAILED = -32034;
@@ -315,6 +315,7 @@ async function runAttempt(runtime, harnessId, params, authMode) {
       // replaces the native session (bootstrap.js).
       const bootstrap = SIDE_WORK_HARNESSES.has(harnessId) ? await bootstrapGuidance(runtime.options.sdk, harnessId, params, logger) : undefined;
       if (bootstrap) run.bootstrapContext = bootstrap;
+      if (BOOTSTRAP_HARNESSES.has(harnessId) && skipsNativeProjectDocs(params)) run.skipNativeProjectDocs = true;
       // The context engine's assembled context, once per epoch (context-engine.js).
       const context = SIDE_WORK_HARNESSES.has(harnessId) ? await assembledContext(runtime.options.sdk, harnessId, params, logger) : undefined;
       if (context) run.context = context;

@@ -56,6 +56,8 @@ export async function runIsolatedCompletion(runtime, harnessId, params, authMode
     provider: String(params?.provider ?? ""),
     modelId: String(params?.modelId ?? ""),
     disableTools: true,
+    // A tool-less internal completion: no project docs of the native runtime's own (bootstrap.js).
+    skipNativeProjectDocs: true,
     isolation: "fresh",
   };
   if (typeof params?.systemPrompt === "string" && params.systemPrompt) run.extraSystemPrompt = params.systemPrompt;

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { MAX_BOOTSTRAP_CHARS, bootstrapGuidance, bootstrapWorkspace, renderBootstrap } from "../src/bootstrap.js";
+import { MAX_BOOTSTRAP_CHARS, bootstrapGuidance, bootstrapWorkspace, renderBootstrap, skipsNativeProjectDocs } from "../src/bootstrap.js";
 
 const files = [
   { path: "/agent/USER.md", content: "Call me Sam." },
@@ -82,4 +82,13 @@ test("the guidance is bounded", () => {
   const text = renderBootstrap([{ path: "/w/TOOLS.md", content: "x".repeat(MAX_BOOTSTRAP_CHARS * 2) }]);
   assert.equal(text.length, MAX_BOOTSTRAP_CHARS);
   assert.match(text, /cut here/);
+});
+
+test("a turn that skips the native project docs gets AGENTS.md from OpenClaw instead", async () => {
+  for (const params of [{ bootstrapContextMode: "lightweight" }, { disableTools: true }]) {
+    assert.equal(skipsNativeProjectDocs(params), true);
+    const text = await bootstrapGuidance(sdkReturning(files).sdk, "clawbridge-codex", { workspaceDir: "/agent", ...params }, quiet);
+    assert.match(text, /Keep the log tidy/, `${JSON.stringify(params)}: the native runtime does not read it this time`);
+  }
+  assert.equal(skipsNativeProjectDocs({ bootstrapContextMode: "full", disableTools: false }), false);
 });

@@ -1,13 +1,19 @@
 // The host capability members that shape native processes and their approvals:
-// `preparedEnvironment()` reaches `attempt/run` as `processEnv` (src/prepared-env.js), and
+// `preparedEnvironment()` reaches `attempt/run` as `processEnv` (src/prepared-env.js), a
+// lightweight or tool-less turn as `skipNativeProjectDocs` (src/bootstrap.js), and
 // `prepareMutableFileApproval` binds a native command's files around its approval
 // (src/file-approval.js).
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 import { decideWithFileBinding } from "../src/file-approval.js";
 import { decideApproval } from "../src/host-requests.js";
+import { fakeCodex } from "./support/fake-codex.js";
 import { attemptParams, fakeHost, pluginUnderTest } from "./support/fakes.js";
 
 const DEMO = "clawbridge-demo";
@@ -117,4 +123,31 @@ test("a denied command is not revalidated, and other approvals are not bound at 
   const fileChange = { kind: "fileChange", callId: "c2", toolName: "apply_patch", arguments: { path: "a.txt" } };
   assert.deepEqual(await decideWithFileBinding(patch.attempt, fileChange, decideApproval), { decision: "allowForSession" });
   assert.deepEqual(patch.prepared, []);
+});
+
+test("a lightweight or tool-less turn asks the native runtime to skip its own project docs; an ordinary one does not", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "clawbridge-fake-codex-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = pluginUnderTest({ codexBin: fakeCodex(dir, { mode: "plain" }) });
+  t.after(env.cleanup);
+  const cases = [
+    [{ bootstrapContextMode: "lightweight" }, true],
+    [{ disableTools: true }, true],
+    [{ bootstrapContextMode: "full" }, false],
+    [{}, false],
+  ];
+  for (const [extra, skips] of cases) {
+    const { params } = attemptParams();
+    Object.assign(params, extra);
+    const result = await env.harness("clawbridge-codex").runAttempt(params);
+    assert.equal(result.terminal.kind, "ok", JSON.stringify(result.terminal));
+    const run = env.protocol.sent.filter((m) => m.method === "attempt/run").at(-1);
+    assert.equal(run.params.skipNativeProjectDocs === true, skips, `${JSON.stringify(extra)}: ${JSON.stringify(run.params)}`);
+    if (!skips) assert.equal("skipNativeProjectDocs" in run.params, false);
+  }
+  // The demo harness has no native project docs to skip.
+  const { params } = attemptParams();
+  params.bootstrapContextMode = "lightweight";
+  await env.harness(DEMO).runAttempt(params);
+  assert.equal("skipNativeProjectDocs" in env.protocol.sent.filter((m) => m.method === "attempt/run").at(-1).params, false);
 });

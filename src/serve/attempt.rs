@@ -135,6 +135,7 @@ pub fn open_settings(
         ephemeral: isolated,
         mcp_servers: params.mcp_servers.clone(),
         context_window: params.context_window.filter(|w| *w > 0),
+        skip_native_project_docs: params.skip_native_project_docs,
     }
 }
 

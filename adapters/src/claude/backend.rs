@@ -140,6 +140,7 @@ impl ClaudeBackend {
         config.registry.clone_from(&settings.registry);
         config.resume.clone_from(&settings.resume);
         config.ephemeral = settings.ephemeral;
+        config.skip_project_docs = settings.skip_native_project_docs;
         // Side work gets none of the user's MCP servers (as on Codex's ephemeral threads).
         if !settings.ephemeral {
             config.mcp_servers.0.clone_from(&settings.mcp_servers);
@@ -163,7 +164,8 @@ impl ClaudeBackend {
         let fingerprints = config
             .fingerprints(&settings.host_tools, &auth_profile)
             .with("processEnv", settings.process_env_material())
-            .with("bootstrapContext", config.bootstrap_context.as_deref().unwrap_or_default());
+            .with("bootstrapContext", config.bootstrap_context.as_deref().unwrap_or_default())
+            .with("skipProjectDocs", if config.skip_project_docs { "1" } else { "" });
         let key = &settings.session_key;
         if let Some(mut warm) = self.pool.take(key, &fingerprints) {
             if settings.resume.is_some() && warm.session().session_id() == settings.resume.as_deref() {

@@ -116,6 +116,11 @@ impl fmt::Debug for McpServers {
     }
 }
 
+/// The variable that turns off Claude Code's loading of instruction files (CLAUDE.md, and the
+/// AGENTS.md it reads where CLAUDE.md would be), found in the 2.1.328 binary and checked by a live
+/// test (docs/peers/claude.md#project-instructions).
+const SKIP_PROJECT_DOCS_VARIABLE: &str = "CLAUDE_CODE_DISABLE_CLAUDE_MDS";
+
 /// How to launch `claude -p --input-format stream-json …` and the policies of a session with it.
 #[derive(Clone, Debug)]
 pub struct ClaudeConfig {
@@ -133,6 +138,10 @@ pub struct ClaudeConfig {
     pub bootstrap_context: Option<String>,
     /// `--setting-sources` (e.g. `""` for none, `user,project`); `None` keeps the CLI's default.
     pub setting_sources: Option<String>,
+    /// The CLI loads no instruction files of its own (the project's CLAUDE.md and AGENTS.md, the
+    /// user's `~/.claude/CLAUDE.md`): `CLAUDE_CODE_DISABLE_CLAUDE_MDS=1` in its environment. For the
+    /// host's lightweight and tool-less turns. Not in the binding, only in a warm CLI's key.
+    pub skip_project_docs: bool,
     /// `--allowedTools` rules (permission-rule syntax); calls they match skip `can_use_tool`.
     pub allowed_tools: Vec<String>,
     /// `--disallowedTools` rules.
@@ -204,6 +213,7 @@ impl ClaudeConfig {
             append_system_prompt: None,
             bootstrap_context: None,
             setting_sources: None,
+            skip_project_docs: false,
             allowed_tools: Vec::new(),
             disallowed_tools: Vec::new(),
             permission_mode: "default".into(),
@@ -265,6 +275,9 @@ impl ClaudeConfig {
         let mut env = self.env.clone();
         for (name, value) in &self.secret_env {
             env.set.push((name.into(), value.expose().into()));
+        }
+        if self.skip_project_docs {
+            env.set.push((SKIP_PROJECT_DOCS_VARIABLE.into(), "1".into()));
         }
         env.without("CLAUDECODE")
     }

@@ -322,6 +322,10 @@ fn thread_config(settings: &OpenSettings, replay: bool) -> Option<serde_json::Ma
     if let Some(window) = settings.context_window {
         config.insert("model_context_window".to_string(), window.into());
     }
+    if settings.skip_native_project_docs {
+        // Codex's budget for the project docs it reads itself; none is read at 0.
+        config.insert("project_doc_max_bytes".to_string(), 0.into());
+    }
     (!config.is_empty()).then_some(config)
 }
 
@@ -608,6 +612,17 @@ mod tests {
         assert_eq!(serde_json::Value::Object(config), serde_json::json!({"model_context_window": 64_000}));
         settings.context_window = None;
         assert_eq!(backend.thread_options(&settings, &tools).config, None);
+    }
+
+    #[test]
+    fn a_turn_without_native_project_docs_sets_codexs_project_doc_budget_to_zero() {
+        let backend = CodexBackend::native();
+        let mut settings = OpenSettings { skip_native_project_docs: true, ..OpenSettings::default() };
+        let tools = tool_policy::apply(&settings.native_tools).unwrap();
+        let config = backend.thread_options(&settings, &tools).config.expect("a config override");
+        assert_eq!(serde_json::Value::Object(config), serde_json::json!({"project_doc_max_bytes": 0}));
+        settings.skip_native_project_docs = false;
+        assert_eq!(backend.thread_options(&settings, &tools).config, None, "Codex's own budget otherwise");
     }
 
     #[test]

@@ -149,6 +149,12 @@ pub struct AttemptRunParams {
     /// `model_context_window`, so its auto-compaction works within it); absent: the runtime's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// (protocol version 3) The native runtime reads none of the working directory's project
+    /// docs of its own (Codex `project_doc_max_bytes = 0`; Claude Code with its CLAUDE.md and
+    /// AGENTS.md loading off), as OpenClaw's bundled Codex harness runs lightweight and tool-less
+    /// turns. Absent or false: it reads them as it always does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_native_project_docs: bool,
 }
 
 /// `isolation` of a side-work run: where its ephemeral native session starts from.
@@ -304,6 +310,8 @@ impl std::fmt::Debug for AttemptRunParams {
             .field("context_bytes", &self.context.as_ref().map(|c| c.text.len()))
             .field("mcp_servers", &self.mcp_servers.keys().collect::<Vec<_>>())
             .field("history_entries", &self.history.as_ref().map(|h| h.entries.len()))
+            .field("context_window", &self.context_window)
+            .field("skip_native_project_docs", &self.skip_native_project_docs)
             .finish_non_exhaustive()
     }
 }
