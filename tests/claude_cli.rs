@@ -64,3 +64,29 @@ fn a_replayed_claude_turn_runs_end_to_end_and_a_lost_session_file_is_named() {
     assert!(stdout.starts_with("Hello from the mock model."), "{stdout}");
     assert!(stdout.lines().last().unwrap().starts_with("— ok · 0 tool call(s)"), "{stdout}");
 }
+
+/// `--json` is data, byte for byte, on a pipe too: an assistant text with DEL (which JSON leaves
+/// unescaped) and a C1 control reaches stdout as the model wrote it, not stripped as a terminal
+/// control would be.
+#[test]
+fn json_output_on_a_pipe_keeps_every_byte_of_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = std::fs::read_to_string(
+        clawbridge_fixtures::peers::repo_root().join("fixtures/recordings/claude/plain-text.jsonl"),
+    )
+    .unwrap();
+    assert!(recorded.contains("Hello from the mock model."));
+    let text = "Hello \u{7f}from the \u{9b}mock model.";
+    let escaped = serde_json::to_string(text).unwrap();
+    let recording = dir.path().join("controls.jsonl");
+    std::fs::write(&recording, recorded.replace("\"Hello from the mock model.\"", &escaped)).unwrap();
+    let claude = clawbridge_fixtures::replay_launcher(dir.path(), "claude", recording.to_str().unwrap());
+
+    let out = run(dir.path(), &claude, &["--session", "c1", "--json", "Say hello."]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8 JSONL");
+    let events: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).expect("JSONL")).collect();
+    let result = &events.last().unwrap()["result"];
+    assert_eq!(result["assistantTexts"], serde_json::json!([text]), "{stdout:?}");
+    assert!(stdout.contains('\u{7f}'), "DEL is written as it is: {stdout:?}");
+}

@@ -44,9 +44,7 @@ impl View {
 
     fn show(&mut self, event: &Event) {
         if self.json {
-            if let Ok(line) = serde_json::to_string(event) {
-                self.screen.json_line(&line);
-            }
+            self.screen.json_line(event);
             return;
         }
         let screen = &self.screen;
@@ -88,8 +86,7 @@ impl View {
     /// own session kind (`thread`, `claude session`).
     pub fn summary(&self, result: &AttemptResult, session: &str, transcript: &Path, native: &str) {
         if self.json {
-            let line = serde_json::json!({"type": "result", "result": result});
-            self.screen.json_line(&line.to_string());
+            self.screen.json_line(&serde_json::json!({"type": "result", "result": result}));
             self.screen.flush();
             return;
         }

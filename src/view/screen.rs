@@ -144,11 +144,16 @@ impl Screen {
         }
     }
 
-    /// Raw bytes on stdout (a JSONL event), kept until [`Screen::flush`] or the next other write:
-    /// no spinner is ever drawn with `--json`.
-    pub fn json_line(&self, line: &str) {
+    /// `value` as one JSONL line on stdout, serialised straight into the kept bytes, which wait
+    /// for [`Screen::flush`] or the next other write: no spinner is ever drawn with `--json`.
+    pub fn json_line<T: serde::Serialize + ?Sized>(&self, value: &T) {
         let mut state = self.lock();
-        state.pending.extend_from_slice(line.as_bytes());
+        let start = state.pending.len();
+        if serde_json::to_writer(&mut state.pending, value).is_err() {
+            // Nothing half-written is left behind (the events are plain data; this never happens).
+            state.pending.truncate(start);
+            return;
+        }
         state.pending.push(b'\n');
         if state.pending.len() >= MAX_PENDING_BYTES {
             state.write_pending();
@@ -236,13 +241,16 @@ impl Drop for Screen {
 }
 
 impl State {
-    /// The kept JSONL lines, in one write.
+    /// The kept JSONL lines, in one write, to stdout itself: JSON is data, so it bypasses the
+    /// colour adapter, which on a pipe would strip bytes it takes for terminal controls (DEL,
+    /// which JSON leaves unescaped in a string) and scan every byte to find them.
     fn write_pending(&mut self) {
         if self.pending.is_empty() {
             return;
         }
-        let _ = self.out.write_all(&self.pending);
-        let _ = self.out.flush();
+        let mut raw: &std::io::Stdout = self.out.as_inner();
+        let _ = raw.write_all(&self.pending);
+        let _ = raw.flush();
         self.pending.clear();
         // A burst far larger than usual is not kept allocated for the rest of the run.
         self.pending.shrink_to(MAX_PENDING_BYTES);
