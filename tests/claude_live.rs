@@ -196,13 +196,7 @@ async fn a_cli_told_to_skip_project_docs_sends_the_model_neither_agents_md_nor_c
             let (result, _) = turn(&mut session, &prompt, &cancel).await;
             assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
             session.shutdown().await;
-            let requests: Vec<String> = live
-                .mock
-                .model_requests()
-                .iter()
-                .map(|r| r.body.to_string())
-                .filter(|body| body.contains(&prompt))
-                .collect();
+            let requests = live.mock.model_bodies_with(&prompt);
             assert!(!requests.is_empty(), "the turn asked the model");
             let saw = requests.iter().any(|body| body.contains(marker));
             assert_eq!(saw, !skip, "{marker:?} reached the model iff not skipped (skip: {skip}): {requests:?}");

@@ -425,13 +425,7 @@ async fn a_thread_with_no_project_doc_budget_sends_the_model_no_agents_md() {
         let prompt = format!("Say hello (skip: {skip}).");
         let (result, _) = turn(&mut session, &thread.thread_id, &prompt).await;
         assert_eq!(result.terminal.kind, TerminalKind::Ok, "{:?}", result.terminal);
-        let requests: Vec<String> = live
-            .mock
-            .model_requests()
-            .iter()
-            .map(|r| r.body.to_string())
-            .filter(|body| body.contains(&prompt))
-            .collect();
+        let requests = live.mock.model_bodies_with(&prompt);
         assert!(!requests.is_empty(), "the turn asked the model");
         let saw = requests.iter().any(|body| body.contains(AGENTS_MARKER));
         assert_eq!(saw, !skip, "AGENTS.md reached the model iff not skipped (skip: {skip}): {requests:?}");
