@@ -138,9 +138,9 @@ pub struct ClaudeConfig {
     pub bootstrap_context: Option<String>,
     /// `--setting-sources` (e.g. `""` for none, `user,project`); `None` keeps the CLI's default.
     pub setting_sources: Option<String>,
-    /// The CLI loads no instruction files of its own (the project's CLAUDE.md and AGENTS.md, the
-    /// user's `~/.claude/CLAUDE.md`): `CLAUDE_CODE_DISABLE_CLAUDE_MDS=1` in its environment. For the
-    /// host's lightweight and tool-less turns. Not in the binding, only in a warm CLI's key.
+    /// The CLI loads none of the working directory's instruction files (CLAUDE.md, and AGENTS.md in
+    /// its place): `CLAUDE_CODE_DISABLE_CLAUDE_MDS=1` in its environment. For the host's lightweight
+    /// and tool-less turns. Not in the binding, only in a warm CLI's key.
     pub skip_project_docs: bool,
     /// `--allowedTools` rules (permission-rule syntax); calls they match skip `can_use_tool`.
     pub allowed_tools: Vec<String>,
