@@ -70,6 +70,24 @@ const row = db.prepare("select entry_json from session_nodes where session_key =
 process.stdout.write(row?.entry_json ?? "null");
 "#;
 
+/// After the native runtime compacted by itself once: the harness was told
+/// (`onAutoCompactionSucceeded` logs it), core counted it on the session, and the transcript holds
+/// one `auto` compaction entry of `backend`; returns the entries.
+async fn assert_one_auto_compaction(run: &OpenClawHome<'_>, gateway: &Gateway, backend: &str) -> Vec<Value> {
+    assert!(
+        gateway.output().contains("the native runtime compacted its context"),
+        "the bridge's contextCompacted reached the harness's onAutoCompactionSucceeded:\n{}",
+        gateway.output()
+    );
+    let row = session_row(run).await;
+    assert_eq!(row["compactionCount"], 1, "core counted the auto-compaction on the session: {row:#}");
+    let entries = compaction_entries(run).await;
+    assert_eq!(entries.len(), 1, "one transcript entry for the auto-compaction: {entries:#?}");
+    assert_eq!(entries[0]["details"]["trigger"], "auto", "{entries:#?}");
+    assert_eq!(entries[0]["details"]["backend"], backend, "{entries:#?}");
+    entries
+}
+
 /// The bridge's log lines about compaction and threads (for failure messages).
 fn bridge_log(run: &OpenClawHome<'_>) -> String {
     let path = clawbridge::logfile::path_in(&run.bridge_state);
@@ -146,17 +164,7 @@ async fn claude_compacts_natively_by_itself_and_on_compact_and_the_transcript_sh
     assert!(body.contains("kumquat") && body.contains("juniper"), "it summarizes the conversation: {body}");
     let last = requests.last().expect("the turn's query").body.to_string();
     assert!(last.contains(SUMMARY) && last.contains("Turn four"), "the query continues from the summary: {last}");
-    assert!(
-        gateway.output().contains("the native runtime compacted its context"),
-        "the bridge's contextCompacted reached the harness's onAutoCompactionSucceeded:\n{}",
-        gateway.output()
-    );
-    let row = session_row(&run).await;
-    assert_eq!(row["compactionCount"], 1, "core counted the auto-compaction on the session: {row:#}");
-    let entries = compaction_entries(&run).await;
-    assert_eq!(entries.len(), 1, "one transcript entry for the auto-compaction: {entries:#?}");
-    assert_eq!(entries[0]["details"]["trigger"], "auto", "{entries:#?}");
-    assert_eq!(entries[0]["details"]["backend"], "clawbridge-claude");
+    let entries = assert_one_auto_compaction(&run, &gateway, "clawbridge-claude").await;
     assert!(entries[0]["details"]["tokensBefore"].as_u64().unwrap_or(0) >= 190_000, "{entries:#?}");
     assert!(entries[0]["details"]["tokensAfter"].as_u64().is_some(), "{entries:#?}");
     assert_eq!(run.bound_native_session(), native, "the compacted Claude session is still the session's");
@@ -262,17 +270,7 @@ async fn codex_compacts_natively_by_itself_and_on_compact_and_the_transcript_sho
     );
     let last = requests.last().expect("the turn's request").body.to_string();
     assert!(last.contains(SUMMARY) && last.contains("Turn four"), "the turn continues from the summary: {last}");
-    assert!(
-        gateway.output().contains("the native runtime compacted its context"),
-        "the bridge's contextCompacted reached onAutoCompactionSucceeded:\n{}",
-        gateway.output()
-    );
-    let row = session_row(&run).await;
-    assert_eq!(row["compactionCount"], 1, "core counted the auto-compaction on the session: {row:#}");
-    let entries = compaction_entries(&run).await;
-    assert_eq!(entries.len(), 1, "one transcript entry for the auto-compaction: {entries:#?}");
-    assert_eq!(entries[0]["details"]["trigger"], "auto", "{entries:#?}");
-    assert_eq!(entries[0]["details"]["backend"], "clawbridge-codex");
+    assert_one_auto_compaction(&run, &gateway, "clawbridge-codex").await;
     assert_eq!(run.bound_native_session(), thread, "the compacted thread is still the session's");
 
     // `/compact`: Codex's `thread/compact/start` on the bound thread.
