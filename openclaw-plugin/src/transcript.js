@@ -1,6 +1,6 @@
 // @ts-check
-// `host/transcript/append`: one group of rows the bridge mirrored (a tool call with its result, an
-// assistant message), stored the way OpenClaw's own harnesses store a turn: each row through the
+// `host/transcript/append`: one group of rows the bridge mirrored (what a burst of events made: tool
+// calls with their results, assistant messages), stored the way OpenClaw's own harnesses store a turn: each row through the
 // before-message-write hook (which may rewrite or block it), then the whole group in one atomic
 // append by identity (all rows or none: a crash never leaves a tool call without its result), then
 // one transcript update published for the rows that were new. Keys the store already holds are
@@ -20,7 +20,7 @@ import { ErrorCodes, RpcReplyError } from "./rpc-client.js";
  * }} TranscriptApi
  */
 
-/** The most rows one group may hold (the bridge sends a tool call and its result, or fewer). */
+/** The most rows one group may hold (the bridge sends at most 129: 128, plus a call's result). */
 const MAX_GROUP_ROWS = 256;
 
 /**

@@ -405,8 +405,8 @@ fn host_pipeline_for(job: &AttemptJob, label: ModelLabel) -> Pipeline {
 
 /// The pipeline `serve` runs an attempt's turn through on the host connection `peer`: every event
 /// streamed as a numbered `attempt/event` notification, then (when `mirror` is given) mirrored into
-/// the host session `session_id`'s transcript, each group of rows a `host/transcript/append` the host
-/// acknowledges before the next event is taken; while the queue in front holds its byte cap, the
+/// the host session `session_id`'s transcript, the rows of each burst of events one
+/// `host/transcript/append` the host acknowledges before the next event is taken; while the queue in front holds its byte cap, the
 /// turn reads no further native line (docs/peers/pipes.md#backpressure). Public so the benchmarks measure this very pipeline.
 pub fn host_pipeline(peer: &RpcPeer, attempt_id: &str, session_id: &str, mirror: Option<MirrorSpec>) -> Pipeline {
     let stream = HostEventStream { peer: peer.clone(), attempt_id: attempt_id.to_string(), seq: 0 };

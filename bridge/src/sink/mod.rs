@@ -8,6 +8,7 @@ mod pipeline;
 pub mod queue;
 
 pub use pipeline::{
-    EventStage, FLUSH_DEADLINE, GatedSink, MirrorSpec, Mirrored, Pipeline, PipelineSender, StoreError, TranscriptStore,
+    EventStage, FLUSH_DEADLINE, GatedSink, MAX_HELD_ROW_BYTES, MAX_HELD_ROWS, MirrorSpec, Mirrored, Pipeline,
+    PipelineSender, StoreError, TranscriptStore,
 };
 pub use queue::{EventQueue, MAX_QUEUED_BYTES};

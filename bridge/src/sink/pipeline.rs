@@ -1,7 +1,11 @@
 //! The pipeline: a turn's events leave the session's (synchronous) sink through the [`EventQueue`]
-//! and are processed by one task in order: every [`EventStage`] first, then the transcript mirror,
-//! whose rows are stored (and acknowledged) before the next event is taken. Finishing waits until
-//! every event went through, and closes the rows of a turn whose terminal never reached the mirror.
+//! and are processed by one task in order: every [`EventStage`] first, then the transcript mirror.
+//! The mirror's rows are held and stored as one group per burst — when nothing more is ready, at
+//! least every [`FLUSH_DEADLINE`], at the turn's terminal, and once [`MAX_HELD_ROWS`] or
+//! [`MAX_HELD_ROW_BYTES`] are held — each store acknowledged before the next event is taken, right
+//! after the stages flushed what they buffered, so a host never sees a row before the events that
+//! made it. Finishing waits until every event went through, and closes the rows of a turn whose
+//! terminal never reached the mirror.
 //! A turn's sink from [`Pipeline::gated`] or [`Pipeline::sender`] holds the turn back while the
 //! queue is full ([`super::queue::MAX_QUEUED_BYTES`]).
 
@@ -9,7 +13,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::queue::{EventQueue, room_in};
+use super::queue::{EventQueue, message_bytes, room_in};
 use crate::attempt::AttemptResult;
 use crate::attempt::driver::TurnSink;
 use crate::events::Event;
@@ -32,6 +36,14 @@ pub trait EventStage: Send + 'static {
 /// The longest a buffered stage holds what it wrote while events keep coming: the queue is
 /// rarely empty under a steady stream, and a reader must not wait for the turn's end to see it.
 pub const FLUSH_DEADLINE: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// The most rows held for one group: a store's group stays small enough for any host to take
+/// whole (the OpenClaw plugin refuses groups of more than 256).
+pub const MAX_HELD_ROWS: usize = 128;
+
+/// The held rows' bytes (as [`message_bytes`] counts them) past which they are stored at once, so
+/// holding rows for a burst never adds more than this to a turn's memory.
+pub const MAX_HELD_ROW_BYTES: usize = 1 << 20;
 
 /// Why a store does not hold a group of rows.
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +167,7 @@ impl Pipeline {
             Some((spec, store)) => (Some(spec), Some(store)),
             None => (None, None),
         };
-        let processor = Processor { stages, spec, store, mirror: None, error: None };
+        let processor = Processor { stages, spec, store, mirror: None, held: HeldRows::default(), error: None };
         let task = tokio::spawn(processor.run(queue.clone()));
         Pipeline { queue, task }
     }
@@ -213,8 +225,36 @@ struct Processor {
     store: Option<Box<dyn TranscriptStore>>,
     /// The turn's mirror, once it started.
     mirror: Option<TranscriptMirror>,
+    /// Rows made since the last store, stored together at the end of the burst.
+    held: HeldRows,
     /// The first failed append.
     error: Option<StoreError>,
+}
+
+/// Rows made but not yet stored, counted so holding them stays bounded.
+#[derive(Debug, Default)]
+struct HeldRows {
+    /// In the order the mirror made them.
+    rows: Vec<Message>,
+    /// Their [`message_bytes`].
+    bytes: usize,
+}
+
+impl HeldRows {
+    fn extend(&mut self, rows: Vec<Message>) {
+        self.bytes += rows.iter().map(message_bytes).sum::<usize>();
+        self.rows.extend(rows);
+    }
+
+    /// Whether the held rows must be stored before more are made.
+    fn is_full(&self) -> bool {
+        self.rows.len() >= MAX_HELD_ROWS || self.bytes >= MAX_HELD_ROW_BYTES
+    }
+
+    fn take(&mut self) -> Vec<Message> {
+        self.bytes = 0;
+        std::mem::take(&mut self.rows)
+    }
 }
 
 /// Closes the queue when the pipeline's task ends however it ends: a stage that panics must not
@@ -236,36 +276,51 @@ impl Processor {
             for stage in &mut self.stages {
                 stage.on_event(&event).await;
             }
-            // A buffered stage's writes go out once per burst rather than once per event, the
-            // burst being what is ready now, cut at the deadline.
-            if queue.is_empty() || flushed.elapsed() >= FLUSH_DEADLINE {
-                self.flush_stages().await;
+            let rows = self.mirror_rows(&event);
+            self.held.extend(rows);
+            // What the stages buffered and the rows held go out once per burst rather than once
+            // per event, the burst being what is ready now, cut at the deadline; a turn's last
+            // rows go out with its terminal.
+            let ends_turn = matches!(event, Event::TurnTerminal(_));
+            if queue.is_empty() || ends_turn || self.held.is_full() || flushed.elapsed() >= FLUSH_DEADLINE {
+                self.flush().await;
                 flushed = tokio::time::Instant::now();
             }
-            let Some(spec) = self.spec.as_mut() else { continue };
-            if let Event::ModelInUse { model } = &event {
-                // A mirror that starts later names it too.
-                if !model.trim().is_empty() {
-                    spec.label.model.clone_from(model);
-                }
-            }
-            let mut messages = Vec::new();
-            if let Event::TurnStarted { turn_id } = &event {
-                if self.mirror.is_none() {
-                    let mirror = TranscriptMirror::new(spec.scope.clone(), turn_id.clone(), spec.label.clone());
-                    if let Some(prompt) = &spec.prompt {
-                        messages.push(mirror.prompt(prompt.clone()));
-                    }
-                    self.mirror = Some(mirror);
-                }
-            }
-            if let Some(mirror) = self.mirror.as_mut() {
-                messages.extend(mirror.on_event(&event));
-            }
-            self.append(messages).await;
         }
-        self.flush_stages().await;
+        self.flush().await;
         self
+    }
+
+    /// The rows `event` makes: the prompt and whatever the mirror makes of it, once the turn started.
+    fn mirror_rows(&mut self, event: &Event) -> Vec<Message> {
+        let Some(spec) = self.spec.as_mut() else { return Vec::new() };
+        if let Event::ModelInUse { model } = event {
+            // A mirror that starts later names it too.
+            if !model.trim().is_empty() {
+                spec.label.model.clone_from(model);
+            }
+        }
+        let mut messages = Vec::new();
+        if let Event::TurnStarted { turn_id } = event {
+            if self.mirror.is_none() {
+                let mirror = TranscriptMirror::new(spec.scope.clone(), turn_id.clone(), spec.label.clone());
+                if let Some(prompt) = &spec.prompt {
+                    messages.push(mirror.prompt(prompt.clone()));
+                }
+                self.mirror = Some(mirror);
+            }
+        }
+        if let Some(mirror) = self.mirror.as_mut() {
+            messages.extend(mirror.on_event(event));
+        }
+        messages
+    }
+
+    /// Flushes the stages, then stores the held rows (events before the rows they made).
+    async fn flush(&mut self) {
+        self.flush_stages().await;
+        let rows = self.held.take();
+        self.append(rows).await;
     }
 
     async fn flush_stages(&mut self) {
@@ -275,22 +330,42 @@ impl Processor {
     }
 
     /// Stores one group of rows; a failure is kept (the first) and logged, and the turn goes on.
+    /// Groups of at most [`MAX_HELD_ROWS`] (one event, a turn's end with many open calls, may make
+    /// more) are stored one after the other.
     async fn append(&mut self, messages: Vec<Message>) {
         let Some(store) = self.store.as_mut() else { return };
-        if messages.is_empty() {
-            return;
-        }
-        if let Err(error) = store.append(messages).await {
-            tracing::warn!(%error, "the transcript store did not take a group of rows");
-            self.error.get_or_insert(error);
+        for group in groups_of(messages) {
+            if let Err(error) = store.append(group).await {
+                tracing::warn!(%error, "the transcript store did not take a group of rows");
+                self.error.get_or_insert(error);
+            }
         }
     }
+}
+
+/// Cuts `rows` into groups of at most [`MAX_HELD_ROWS`], plus one where a cut would part a tool
+/// call's row from the result that follows it (a group is stored whole or not at all, and a call
+/// must never be stored without its result beside it).
+fn groups_of(rows: Vec<Message>) -> Vec<Vec<Message>> {
+    let mut groups: Vec<Vec<Message>> = Vec::new();
+    let mut group = Vec::new();
+    for row in rows {
+        let parts_a_pair = matches!(group.last(), Some(Message::Assistant(_))) && matches!(row, Message::ToolResult(_));
+        if group.len() >= MAX_HELD_ROWS && !parts_a_pair {
+            groups.push(std::mem::take(&mut group));
+        }
+        group.push(row);
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{TerminalKind, TurnTerminal};
+    use crate::events::{TerminalKind, ToolCall, ToolFinish, ToolOutcome, TurnTerminal};
     use std::sync::Mutex;
 
     /// Keeps what it is given, failing the appends after `fail_after`.
@@ -385,6 +460,113 @@ mod tests {
         let last_event = log.iter().rposition(|&what| what == "event").unwrap();
         let first_after_burst = log.iter().position(|&what| what == "flush").unwrap();
         assert!(first_after_burst < last_event, "the first burst was flushed before the late event came");
+    }
+
+    /// Logs each store's row count into the log the stages write too.
+    struct Groups(Arc<Mutex<Vec<&'static str>>>, Arc<Mutex<Vec<usize>>>);
+
+    impl TranscriptStore for Groups {
+        fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
+            self.0.lock().unwrap().push("store");
+            self.1.lock().unwrap().push(messages.len());
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn call(id: &str, arguments: serde_json::Value) -> ToolCall {
+        ToolCall { call_id: id.into(), tool_name: "exec".into(), arguments, native: true, native_mutation: None }
+    }
+
+    fn finished(id: &str) -> Event {
+        Event::ToolFinished(ToolFinish {
+            call: call(id, serde_json::json!({})),
+            outcome: ToolOutcome::Success,
+            exit_code: Some(0),
+            execution_started: true,
+            output: None,
+        })
+    }
+
+    /// A pipeline with a logging stage and store, mirroring (without a prompt row) turn `t`.
+    fn logged() -> (Pipeline, Arc<Mutex<Vec<&'static str>>>, Arc<Mutex<Vec<usize>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let groups = Arc::new(Mutex::new(Vec::new()));
+        let spec = MirrorSpec { scope: "s".into(), label: label(), prompt: None };
+        let store = Groups(log.clone(), groups.clone());
+        let pipeline = Pipeline::start(vec![Box::new(Flushes(log.clone()))], Some((spec, Box::new(store))));
+        (pipeline, log, groups)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_of_rows_is_stored_as_one_group_after_the_stages_flushed() {
+        let (pipeline, log, groups) = logged();
+        // Queued before the task runs (one thread, paused clock): one burst.
+        pipeline.push(&Event::TurnStarted { turn_id: "t".into() });
+        for n in 0..10 {
+            pipeline.push(&Event::ToolStarted(call(&format!("c{n}"), serde_json::json!({}))));
+            pipeline.push(&finished(&format!("c{n}")));
+        }
+        tokio::task::yield_now().await;
+        pipeline.push(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }));
+        pipeline.finish(&result(TerminalKind::Ok)).await;
+        let groups = groups.lock().unwrap();
+        // Ten calls, ten results, then the final assistant row with the terminal.
+        assert_eq!(groups.iter().sum::<usize>(), 21, "{groups:?}");
+        assert_eq!(groups.first(), Some(&20), "the burst's rows in one group: {groups:?}");
+        let log = log.lock().unwrap();
+        for (at, what) in log.iter().enumerate() {
+            if *what == "store" {
+                assert_eq!(
+                    log.get(at.wrapping_sub(1)),
+                    Some(&"flush"),
+                    "the stages flush before rows are stored: {log:?}"
+                );
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn held_rows_are_stored_once_they_reach_the_row_or_byte_cap() {
+        let (pipeline, _log, groups) = logged();
+        pipeline.push(&Event::TurnStarted { turn_id: "t".into() });
+        for n in 0..(MAX_HELD_ROWS + 10) {
+            pipeline.push(&Event::ToolStarted(call(&format!("c{n}"), serde_json::json!({}))));
+        }
+        // Each row holds a quarter of the byte cap: every fourth row fills the hold.
+        let big = serde_json::json!({ "text": "x".repeat(MAX_HELD_ROW_BYTES / 4) });
+        for n in 0..8 {
+            pipeline.push(&Event::ToolStarted(call(&format!("big{n}"), big.clone())));
+        }
+        pipeline.finish(&result(TerminalKind::Ok)).await;
+        let groups = groups.lock().unwrap();
+        assert_eq!(groups.first(), Some(&MAX_HELD_ROWS), "the row cap cuts the first group: {groups:?}");
+        assert!(groups.iter().all(|&rows| rows <= MAX_HELD_ROWS), "the closing rows are cut too: {groups:?}");
+        // The ten small rows left over and four big ones fill the hold; the other four big rows are
+        // what was held when the queue ran empty.
+        assert_eq!(groups.get(1..3), Some(&[14, 4][..]), "the byte cap cuts the big rows: {groups:?}");
+        // The closing rows (a failed result per open call, the final row) come from `finish`.
+        assert!(groups.iter().sum::<usize>() > MAX_HELD_ROWS + 18, "{groups:?}");
+    }
+
+    #[test]
+    fn a_cut_never_parts_a_call_from_its_result() {
+        let assistant = |id: &str| {
+            let mut mirror = TranscriptMirror::new("s", "t", label());
+            mirror.on_event(&Event::ToolStarted(call(id, serde_json::json!({})))).remove(0)
+        };
+        let result_row = |id: &str| {
+            let mut mirror = TranscriptMirror::new("s", "t", label());
+            mirror.on_event(&finished(id)).pop().unwrap()
+        };
+        let mut rows: Vec<Message> = (0..MAX_HELD_ROWS - 1).map(|n| result_row(&format!("r{n}"))).collect();
+        rows.push(assistant("c"));
+        rows.push(result_row("c"));
+        rows.push(result_row("d"));
+        let groups = groups_of(rows);
+        let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [MAX_HELD_ROWS + 1, 1], "the pair stays together, the next row starts a group");
+        assert!(matches!(groups[0].last(), Some(Message::ToolResult(_))));
+        assert!(groups_of(Vec::new()).is_empty());
     }
 
     /// Panics on the first event it is given.

@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::events::{CappedOutput, Event, ToolCall, ToolOutcome};
+use crate::transcript::{ContentBlock, Message};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -282,6 +283,39 @@ fn outcome_bytes(outcome: &ToolOutcome) -> usize {
 
 fn output_bytes(output: &CappedOutput) -> usize {
     output.text.len() + output.images.iter().map(|i| i.data.len() + i.mime_type.len() + EVENT_OVERHEAD).sum::<usize>()
+}
+
+/// A transcript row's heap, approximately, counted as [`event_bytes`] counts an event: its texts,
+/// its tool arguments and details walked node by node, plus a fixed overhead per row and block.
+pub fn message_bytes(message: &Message) -> usize {
+    let blocks = |content: &[ContentBlock]| content.iter().map(block_bytes).sum::<usize>();
+    let texts = match message {
+        Message::User(user) => user.content.len(),
+        Message::Assistant(assistant) => blocks(&assistant.content),
+        Message::ToolResult(result) => {
+            result.tool_call_id.len()
+                + result.tool_name.len()
+                + blocks(&result.content)
+                + result.details.as_ref().map_or(0, value_bytes)
+        }
+        // A row kind this build does not know: counted as its overhead only.
+        _ => 0,
+    };
+    EVENT_OVERHEAD + texts + message.idempotency_key().map_or(0, str::len)
+}
+
+fn block_bytes(block: &ContentBlock) -> usize {
+    let texts = match block {
+        ContentBlock::Text { text } => text.len(),
+        ContentBlock::Thinking { thinking, thinking_signature } => {
+            thinking.len() + thinking_signature.as_ref().map_or(0, String::len)
+        }
+        ContentBlock::ToolCall { id, name, arguments } => id.len() + name.len() + value_bytes(arguments),
+        ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
+        // A block kind this build does not know: counted as its overhead only.
+        _ => 0,
+    };
+    EVENT_OVERHEAD + texts
 }
 
 /// A JSON value's heap, approximately (lengths, not capacities): each node's own size, its strings and keys. Walked with
