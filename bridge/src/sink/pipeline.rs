@@ -463,7 +463,7 @@ mod tests {
     }
 
     /// Logs each store's row count into the log the stages write too.
-    struct Groups(Arc<Mutex<Vec<&'static str>>>, Arc<Mutex<Vec<usize>>>);
+    struct Groups(Log, GroupSizes);
 
     impl TranscriptStore for Groups {
         fn append(&mut self, messages: Vec<Message>) -> BoxFuture<'_, Result<(), StoreError>> {
@@ -487,8 +487,14 @@ mod tests {
         })
     }
 
+    /// What the stages and the store did, in order ("event", "flush", "store").
+    type Log = Arc<Mutex<Vec<&'static str>>>;
+
+    /// The row count of each group stored.
+    type GroupSizes = Arc<Mutex<Vec<usize>>>;
+
     /// A pipeline with a logging stage and store, mirroring (without a prompt row) turn `t`.
-    fn logged() -> (Pipeline, Arc<Mutex<Vec<&'static str>>>, Arc<Mutex<Vec<usize>>>) {
+    fn logged() -> (Pipeline, Log, GroupSizes) {
         let log = Arc::new(Mutex::new(Vec::new()));
         let groups = Arc::new(Mutex::new(Vec::new()));
         let spec = MirrorSpec { scope: "s".into(), label: label(), prompt: None };
