@@ -282,6 +282,11 @@ impl Processor {
             // per event, the burst being what is ready now, cut at the deadline; a turn's last
             // rows go out with its terminal.
             let ends_turn = matches!(event, Event::TurnTerminal(_));
+            if queue.is_empty() && !ends_turn {
+                // The producer is often between two events of one native line: one turn of the
+                // scheduler lets it queue them, so the burst goes out in one write, not two.
+                tokio::task::yield_now().await;
+            }
             if queue.is_empty() || ends_turn || self.held.is_full() || flushed.elapsed() >= FLUSH_DEADLINE {
                 self.flush().await;
                 flushed = tokio::time::Instant::now();
@@ -439,6 +444,14 @@ mod tests {
         }
     }
 
+    /// Lets a pipeline on the test's one thread take everything queued and flush it (it yields
+    /// once itself before a flush, so one yield of ours is not enough).
+    async fn drain() {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_burst_of_ready_events_is_flushed_once_and_the_last_event_is_always_flushed() {
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -448,7 +461,7 @@ mod tests {
         for n in 0..100 {
             pipeline.push(&Event::AssistantDelta { item_id: format!("i{n}"), delta: "x".into() });
         }
-        tokio::task::yield_now().await;
+        drain().await;
         pipeline.push(&Event::TurnStarted { turn_id: "t".into() });
         pipeline.finish(&result(TerminalKind::Ok)).await;
         let log = log.lock().unwrap();
@@ -512,7 +525,7 @@ mod tests {
             pipeline.push(&Event::ToolStarted(call(&format!("c{n}"), serde_json::json!({}))));
             pipeline.push(&finished(&format!("c{n}")));
         }
-        tokio::task::yield_now().await;
+        drain().await;
         pipeline.push(&Event::TurnTerminal(TurnTerminal { kind: TerminalKind::Ok, message: None, cause: None }));
         pipeline.finish(&result(TerminalKind::Ok)).await;
         let groups = groups.lock().unwrap();
