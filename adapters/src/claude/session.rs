@@ -723,10 +723,10 @@ mod tests {
         assert!(lines[1].contains("the next prompt"), "{lines:?}");
     }
 
-    /// A CLI that stops reading fills the writer's queue: the interrupt gives up queuing its line
-    /// in bounded time instead of holding the driver (and its grace) forever.
-    #[tokio::test]
-    async fn an_interrupt_to_a_cli_that_stopped_reading_does_not_hold_the_turn() {
+    /// A stand-in CLI that reads nothing and keeps its stdout open, its writer stuck on one line
+    /// and its queue (of one) full with another, so the next write waits. The notes' sender is
+    /// returned so the channel stays open, as under a live handler.
+    async fn a_cli_that_stopped_reading() -> (Live, mpsc::Sender<ControlNote>) {
         let spec = CommandSpec::new("/bin/sh").args(["-c", "exec sleep 600"]);
         let config = PeerConfig {
             dialect: Dialect::ClaudeControl,
@@ -737,12 +737,18 @@ mod tests {
         let (conn, events) =
             AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
         let peer = conn.peer().clone();
-        // One line the writer is stuck writing, one that fills its queue.
         for filler in ["x".repeat(1 << 20), "y".into()] {
             peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
         }
-        let (_notes_tx, notes) = mpsc::channel(1);
-        let mut live = Live { conn, events, notes, _mcp_file: None };
+        let (notes_tx, notes) = mpsc::channel(1);
+        (Live { conn, events, notes, _mcp_file: None }, notes_tx)
+    }
+
+    /// A CLI that stops reading fills the writer's queue: the interrupt gives up queuing its line
+    /// in bounded time instead of holding the driver (and its grace) forever.
+    #[tokio::test]
+    async fn an_interrupt_to_a_cli_that_stopped_reading_does_not_hold_the_turn() {
+        let (mut live, _notes) = a_cli_that_stopped_reading().await;
         let gate = SteerGate::default();
         let version = Version::new(2, 1, 328);
         let mut turn = ClaudeTurn {
@@ -765,23 +771,8 @@ mod tests {
     /// a part that never comes.
     #[tokio::test]
     async fn a_steered_line_lost_while_the_turn_waits_for_it_ends_the_turn_with_the_cause() {
-        // A stand-in CLI that reads nothing and keeps its stdout open.
-        let spec = CommandSpec::new("/bin/sh").args(["-c", "exec sleep 600"]);
-        let config = PeerConfig {
-            dialect: Dialect::ClaudeControl,
-            outgoing_queue: 1,
-            write_timeout: None,
-            ..PeerConfig::default()
-        };
-        let (conn, events) =
-            AgentConnection::spawn(&spec, SpawnOptions::default(), config, Arc::new(RejectAll)).expect("sh starts");
-        let peer = conn.peer().clone();
-        // One line the writer is stuck writing, one that fills its queue: the steer's write waits.
-        for filler in ["x".repeat(1 << 20), "y".into()] {
-            peer.notify("user", Some(&UserLine::text(&filler))).await.unwrap();
-        }
-        let (_notes_tx, notes) = mpsc::channel(1);
-        let mut live = Live { conn, events, notes, _mcp_file: None };
+        let (mut live, _notes) = a_cli_that_stopped_reading().await;
+        let peer = live.conn.peer().clone();
         let gate = Arc::new(SteerGate::default());
         gate.open(peer.clone());
         let steer = tokio::spawn({
