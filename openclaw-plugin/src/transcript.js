@@ -1,10 +1,10 @@
 // @ts-check
 // `host/transcript/append`: one group of rows the bridge mirrored (what a burst of events made: tool
-// calls with their results, assistant messages), stored the way OpenClaw's own harnesses store a turn: each row through the
-// before-message-write hook (which may rewrite or block it), then the whole group in one atomic
-// append by identity (all rows or none: a crash never leaves a tool call without its result), then
-// one transcript update published for the rows that were new. Keys the store already holds are
-// matched, not duplicated, so a retried or healing group is harmless.
+// calls with their results, assistant messages), stored the way OpenClaw's own harnesses store a
+// turn: each row through the before-message-write hook (which may rewrite or block it), then the
+// whole group in one atomic append by identity (all rows or none: a crash never leaves a tool call
+// without its result), then one transcript update published for the rows that were new. Keys the
+// store already holds are matched, not duplicated, so a retried or healing group is harmless.
 
 import { approxBytes } from "./bounds.js";
 import { ErrorCodes, RpcReplyError } from "./rpc-client.js";

@@ -42,7 +42,8 @@ pub const FLUSH_DEADLINE: std::time::Duration = std::time::Duration::from_micros
 pub const MAX_HELD_ROWS: usize = 128;
 
 /// The held rows' bytes (as [`message_bytes`] counts them) past which they are stored at once, so
-/// holding rows for a burst never adds more than this to a turn's memory.
+/// holding rows for a burst adds no more than this, plus the rows of the one event that passed it,
+/// to a turn's memory.
 pub const MAX_HELD_ROW_BYTES: usize = 1 << 20;
 
 /// Why a store does not hold a group of rows.
