@@ -125,7 +125,16 @@ cd fuzz
 for target in "${targets[@]}"; do
     mkdir -p "$work/corpus/$target"
     echo "fuzz.sh: $target for ${seconds}s" >&2
-    cargo "${toolchain[@]}" fuzz run "${profile[@]}" --target-dir "$work" "$target" "$work/corpus/$target" "$seeds/$target" -- \
-        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >&2
+    # libFuzzer prints a line per new input; that log is kept in a file and shown only when the
+    # target fails, so a short run leaves a few lines and the suite's summary stays readable.
+    log="$work/logs/$target.log"
+    mkdir -p "$work/logs"
+    if ! cargo "${toolchain[@]}" fuzz run "${profile[@]}" --target-dir "$work" "$target" "$work/corpus/$target" "$seeds/$target" -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 80 "$log" >&2
+        echo "fuzz.sh: $target failed; its whole log is $log" >&2
+        exit 1
+    fi
+    grep -E '^(Done [0-9]+ runs|stat::peak_rss_mb)' "$log" | sed "s/^/fuzz.sh: $target: /" >&2
 done
 echo "fuzz.sh: ${#targets[@]} target(s) ran ${seconds}s each without a crash" >&2
