@@ -4,9 +4,12 @@
 //! 0.16.0 (the cheaper of the two agents to start) → the scripted mock model. The reply must be in
 //! the exec's answer and in OpenClaw's own transcript.
 
+mod common;
+
 use clawbridge_fixtures::peers::acp::{AcpAgent, AcpSandbox, text_mock};
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, text_of};
-use clawbridge_fixtures::peers::{describe_requests, peer_or_skip, peers_required};
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard, text_of};
+use clawbridge_fixtures::peers::peers_required;
+use common::openclaw::{OpenClawPeers, assert_exec_ok, describe_exec};
 
 const PROMPT: &str = "Say hello.";
 const ANSWER: &str = "Hello from the mock model.";
@@ -19,24 +22,16 @@ async fn openclaw_runs_a_turn_on_codex_acp_through_the_plugin() {
         eprintln!("skipped: peers not installed: {why}");
         return;
     }
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
 
     let acp = AcpSandbox::new(agent, &text_mock()).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &acp.sandbox,
-        Harness::acp(&acp),
-        &acp.mock,
-    );
+    let run = peers.home(&acp.sandbox, Harness::acp(&acp), &acp.mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec(PROMPT, &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&acp.mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &acp.mock);
+    assert_exec_ok(&exec, &acp.mock);
     assert!(exec["final"].as_str().unwrap_or("").contains(ANSWER), "{}", describe());
     assert_eq!(acp.mock.model_requests().len(), 1, "one model call: {}", describe());
 

@@ -16,11 +16,12 @@
 //!   new bridge) resumes the same Claude session, and the model sees the edited file, not the old
 //!   one. (Codex keeps a thread's first developer instructions: docs/peers/codex.md.)
 
-use std::path::Path;
+mod common;
 
-use clawbridge_fixtures::mock_model::{LoggedRequest, MockModel};
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::mock_model::LoggedRequest;
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::{OpenClawPeers, assert_exec_ok, describe_exec};
 use serde_json::json;
 
 /// The operator's cap on the mock model's context (its configured window is 128 000).
@@ -31,17 +32,6 @@ const PROMPT_TOKENS: u64 = 4_321;
 /// What SOUL.md and AGENTS.md say; each must reach the model exactly once.
 const SOUL_MARKER: &str = "soul-marker-7f3a: answer like a lighthouse keeper";
 const AGENTS_MARKER: &str = "agents-marker-91bd: keep the log tidy";
-
-/// An OpenClaw home in `sandbox` running `harness` through this build's bridge against `mock`.
-fn home<'a>(
-    node: &Path,
-    openclaw: &Path,
-    sandbox: &'a Sandbox,
-    harness: Harness,
-    mock: &MockModel,
-) -> OpenClawHome<'a> {
-    OpenClawHome::new(node, openclaw, Path::new(env!("CARGO_BIN_EXE_clawbridge")), sandbox, harness, mock)
-}
 
 /// Writes the workspace's bootstrap files (OpenClaw keeps files that exist).
 fn write_bootstrap_files(sandbox: &Sandbox) {
@@ -59,15 +49,13 @@ fn assert_bootstrap_reached_the_model(requests: &[LoggedRequest]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_the_operators_context_cap_reaches_codex_and_its_window_and_prompt_size_reach_the_session_store() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({"default": {"text": "Budget answer.",
                                       "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 9}}});
     let mock = start_mock(&scenario).await.unwrap();
-    let run = home(&node, &openclaw, &sandbox, Harness::Codex(codex), &mock);
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let mut config = run.config();
     config["models"]["providers"]["mock"]["models"][0]["contextTokens"] = json!(CAP);
     run.write_config(&config);
@@ -75,8 +63,8 @@ async fn codex_the_operators_context_cap_reaches_codex_and_its_window_and_prompt
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec("Say something within budget.", &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     let session_id = exec["sessionId"].as_str().expect("a session id");
     let entry = run.session_entry(session_id).await;
     let entry_text = || format!("{entry:#}\n{}", describe());
@@ -93,21 +81,19 @@ async fn codex_the_operators_context_cap_reaches_codex_and_its_window_and_prompt
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_the_window_claude_code_reports_and_its_prompt_size_reach_the_session_store() {
-    let Some(claude) = peer_or_skip("claude") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({"default": {"text": "Budget answer.",
                                       "usage": {"input_tokens": PROMPT_TOKENS, "output_tokens": 9}}});
     let mock = start_mock(&scenario).await.unwrap();
-    let run = home(&node, &openclaw, &sandbox, Harness::Claude(claude), &mock);
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec("Say something within budget.", &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     let session_id = exec["sessionId"].as_str().expect("a session id");
     let entry = run.session_entry(session_id).await;
     // Claude Code 2.1.328 reports a 1 000 000-token window for the mock's model in its result's
@@ -136,13 +122,11 @@ fn request_with(requests: &[LoggedRequest], prompt: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_the_bootstrap_files_reach_the_model_once_and_an_edit_keeps_the_claude_session() {
-    let Some(claude) = peer_or_skip("claude") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&json!({"default": {"text": "Noted."}})).await.unwrap();
-    let run = home(&node, &openclaw, &sandbox, Harness::Claude(claude), &mock);
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
     run.write_config(&run.config());
     write_bootstrap_files(&sandbox);
     let user_md = sandbox.work().join("USER.md");

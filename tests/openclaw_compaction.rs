@@ -18,12 +18,15 @@
 //!
 //! One OpenClaw home, one gateway and one native session per harness serve every assertion.
 
+mod common;
+
 use clawbridge_fixtures::mock_model::LoggedRequest;
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, parse_json_output};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Gateway, agent_turn, free_port, gateway_call, reply_text, with_gateway,
 };
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 const SESSION: &str = "compaction-1";
@@ -106,9 +109,7 @@ fn is_claude_summarization(request: &LoggedRequest) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_compacts_natively_by_itself_and_on_compact_and_the_transcript_shows_each_once() {
-    let Some(claude) = peer_or_skip("claude") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -124,14 +125,7 @@ async fn claude_compacts_natively_by_itself_and_on_compact_and_the_transcript_sh
         "default": {"text": "Noted."}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Claude(claude),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
     let mut config = run.config();
     // Claude Code 2.1.328's auto-compact window, lowered so a mock turn's usage passes it.
     config["plugins"]["entries"]["clawbridge"]["config"]["env"]["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = json!("100000");
@@ -207,9 +201,7 @@ async fn claude_compacts_natively_by_itself_and_on_compact_and_the_transcript_sh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_compacts_natively_by_itself_and_on_compact_and_the_transcript_shows_each_once() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -223,14 +215,7 @@ async fn codex_compacts_natively_by_itself_and_on_compact_and_the_transcript_sho
         "default": {"text": SUMMARY}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     // codex 0.169.0's auto-compaction limit (a `ConfigToml` key), low enough for the mock's usage.
     let codex_config = sandbox.codex_home().join("config.toml");
     let toml = std::fs::read_to_string(&codex_config).unwrap();

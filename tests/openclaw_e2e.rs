@@ -6,11 +6,14 @@
 //! (`openclaw agent --local --session-id …`, a new OpenClaw process and a new bridge) must resume
 //! the same Codex thread.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use clawbridge_fixtures::peers::codex::{MARKER, command_mock};
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, text_of, tool_calls};
-use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard, text_of, tool_calls};
+use clawbridge_fixtures::peers::{Sandbox, start_mock};
+use common::openclaw::{OpenClawPeers, assert_exec_ok, describe_exec};
 use serde_json::json;
 
 const FIRST_PROMPT: &str = "Please run the live test command.";
@@ -20,30 +23,20 @@ const HARNESS: &str = "clawbridge-codex";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openclaw_runs_a_codex_turn_through_the_plugin_and_the_next_turn_resumes_the_thread() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let mut scenario = command_mock(false);
     scenario["default"] = json!({"text": SECOND_ANSWER});
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
 
     // Turn 1: agent exec.
     let exec = run.exec(FIRST_PROMPT, &[]).await;
-    let describe =
-        || format!("exec: {exec:#}\nmock saw:\n{}", clawbridge_fixtures::peers::describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     assert!(exec["final"].as_str().unwrap_or("").contains(MARKER), "{}", describe());
     let session_id = exec["sessionId"].as_str().expect("a session id").to_string();
 

@@ -5,9 +5,12 @@
 //! One `openclaw agent` turn through a gateway on 127.0.0.1: `openclaw agent exec` initialises no
 //! global hook runner for a plugin harness's hooks (docs/peers/openclaw.md#before_agent_finalize).
 
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+mod common;
+
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, agent_turn, free_port, reply_text, with_gateway};
-use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::json;
 
 const PROMPT: &str = "Summarise the plan.";
@@ -49,9 +52,7 @@ fn write_reviewer(dir: &std::path::Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_a_revision_before_agent_finalize_asks_for_runs_as_a_follow_up_turn_on_the_same_thread() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -59,14 +60,7 @@ async fn codex_a_revision_before_agent_finalize_asks_for_runs_as_a_follow_up_tur
         "default": {"text": FIRST_ANSWER}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let reviewer = sandbox.root().join("finalize-reviewer");
     write_reviewer(&reviewer);
     let mut config = run.config();

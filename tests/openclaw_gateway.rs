@@ -11,11 +11,14 @@
 //! native agent ask its own question (Codex `request_user_input`, Claude Code `AskUserQuestion`),
 //! answered through the gateway as well.
 
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+mod common;
+
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Approver, Gateway, agent_turn, free_port, reply_text, with_gateway,
 };
 use clawbridge_fixtures::peers::{Sandbox, claude, codex, describe_requests, peer_or_skip, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 const HELLO: &str = "Hello from the mock.";
@@ -53,12 +56,10 @@ async fn people_answer_through_the_gateway(
     marker: &str,
     native_question: bool,
 ) {
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&mock).await.unwrap();
-    let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
-    let home = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, harness, &mock);
+    let home = peers.home(&sandbox, harness, &mock);
     let port = free_port();
     home.write_config(&with_gateway(home.config(), port));
     let _temp_root = TempRootGuard::snapshot();

@@ -5,11 +5,14 @@
 //! seeds a new native session with that history, the host is told why, and the binding is replaced.
 //! What the model received is read from the mock's request log.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, text_of};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 const FIRST_PROMPT: &str = "Remember the code word pelican-seven.";
@@ -19,10 +22,6 @@ const EMBEDDED_PROMPT: &str = "Note the second code word walrus-three.";
 const ANSWER: &str = "Noted from the mock.";
 /// What the plugin logs when the bridge reports a projection (openclaw-plugin/src/history.js).
 const NOTICE: &str = "a new native session was started with";
-
-fn peers(name: &str) -> Option<(PathBuf, PathBuf, PathBuf)> {
-    Some((peer_or_skip(name)?, peer_or_skip("node")?, peer_or_skip("openclaw")?))
-}
 
 /// `openclaw agent --local` on `session_id`: its JSON result and everything it printed.
 async fn turn(run: &OpenClawHome<'_>, session_id: &str, prompt: &str) -> (Value, String) {
@@ -68,17 +67,10 @@ fn find_files(dir: &Path, name: &str, out: &mut Vec<PathBuf>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_a_deleted_session_file_is_reseeded_with_the_transcript_and_the_host_is_told() {
-    let Some((claude, node, openclaw)) = peers("claude") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&json!({"rules": [], "default": {"text": ANSWER}})).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Claude(claude),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
 
@@ -127,17 +119,10 @@ async fn claude_a_deleted_session_file_is_reseeded_with_the_transcript_and_the_h
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn() {
-    let Some((codex, node, openclaw)) = peers("codex") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&json!({"rules": [], "default": {"text": ANSWER}})).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let mut config = run.config();
     // The route the embedded runner calls: the mock serves the Responses API.
     config["models"]["providers"]["mock"]["api"] = json!("openai-responses");
@@ -182,17 +167,10 @@ async fn codex_a_turn_on_openclaws_own_runtime_reaches_the_next_clawbridge_turn(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_a_rewind_then_a_turn_shows_the_model_the_rewound_history_not_the_old_thread() {
-    let Some((codex, node, openclaw)) = peers("codex") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&json!({"rules": [], "default": {"text": ANSWER}})).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let port = free_port();
     run.write_config(&with_gateway(run.config(), port));
     let _temp_root = TempRootGuard::snapshot();

@@ -13,14 +13,17 @@
 //! - A bridge SIGKILLed while the model stalls: the binding was already on disk, and the next turn
 //!   runs on the same native thread or session, whose history holds turn 1.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clawbridge_fixtures::mock_model::MockModel;
 use clawbridge_fixtures::peers::openclaw::{
     Harness, OpenClawHome, TempRootGuard, parse_json_output, processes_with_env,
 };
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 /// A 4×4 red PNG, as base64.
@@ -52,22 +55,6 @@ impl Peer {
             Peer::Claude => Harness::Claude(binary),
         }
     }
-}
-
-/// The peers a test needs, or `None` (a printed skip) without them.
-fn peers(peer: Peer) -> Option<(PathBuf, PathBuf, PathBuf)> {
-    Some((peer_or_skip(peer.name())?, peer_or_skip("node")?, peer_or_skip("openclaw")?))
-}
-
-fn home<'a>(
-    peer: Peer,
-    binary: PathBuf,
-    node: &Path,
-    openclaw: &Path,
-    sandbox: &'a Sandbox,
-    mock: &MockModel,
-) -> OpenClawHome<'a> {
-    OpenClawHome::new(node, openclaw, Path::new(env!("CARGO_BIN_EXE_clawbridge")), sandbox, peer.harness(binary), mock)
 }
 
 /// The model requests (Responses or Messages API) the mock answered.
@@ -123,7 +110,7 @@ fn vision_model(config: &mut Value) {
 }
 
 async fn images_and_a_thinking_level_reach_the_model(peer: Peer) {
-    let Some((binary, node, openclaw)) = peers(peer) else { return };
+    let Some((binary, peers)) = OpenClawPeers::with_peer(peer.name()) else { return };
     let sandbox = Sandbox::new().unwrap();
     let picture = sandbox.work().join("pixel.png");
     std::fs::write(&picture, decode_base64(PIXEL_PNG)).unwrap();
@@ -142,7 +129,7 @@ async fn images_and_a_thinking_level_reach_the_model(peer: Peer) {
         "default": {"text": "the read tool was not offered"}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
+    let run = peers.home(&sandbox, peer.harness(binary), &mock);
     let mut config = run.config();
     vision_model(&mut config);
     run.write_config(&config);
@@ -227,7 +214,7 @@ fn bridge_processes(run: &OpenClawHome<'_>) -> Vec<i32> {
 }
 
 async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
-    let Some((binary, node, openclaw)) = peers(peer) else { return };
+    let Some((binary, peers)) = OpenClawPeers::with_peer(peer.name()) else { return };
     let sandbox = Sandbox::new().unwrap();
     // Turn 1's model answer never comes (each event waits a minute); turn 2 is answered.
     let scenario = json!({
@@ -236,7 +223,7 @@ async fn a_bridge_killed_mid_turn_resumes_the_same_native_session(peer: Peer) {
         "default": {"text": SECOND_ANSWER}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
+    let run = peers.home(&sandbox, peer.harness(binary), &mock);
     let mut config = run.config();
     // Without host tools the turn runs under fewer moving parts; only the kill can break the session.
     config["plugins"]["entries"]["clawbridge"]["config"]["hostTools"] = json!(false);
@@ -333,7 +320,7 @@ fn decode_base64(text: &str) -> Vec<u8> {
 }
 
 async fn a_backgrounded_command_is_not_reported_failed(peer: Peer) {
-    let Some((binary, node, openclaw)) = peers(peer) else { return };
+    let Some((binary, peers)) = OpenClawPeers::with_peer(peer.name()) else { return };
     let sandbox = Sandbox::new().unwrap();
     let call = match peer {
         // Unified exec: past `yield_time_ms` the command keeps running in the background.
@@ -350,7 +337,7 @@ async fn a_backgrounded_command_is_not_reported_failed(peer: Peer) {
         "default": {"text": "nothing"}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = home(peer, binary, &node, &openclaw, &sandbox, &mock);
+    let run = peers.home(&sandbox, peer.harness(binary), &mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
     let exec = run.exec("Start a sleep in the background, please.", &[]).await;

@@ -12,11 +12,14 @@
 //! thread is archived); then, on a second key, `sessions.rewind` (withSessionContextReset: the cut
 //! session's binding is invalidated, and the next turn's model request lacks the rewound-away turn).
 
+mod common;
+
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Gateway, agent_turn_on_key, free_port, gateway_call, reply_text, with_gateway,
 };
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 const KEY: &str = "agent:main:life-one";
@@ -68,13 +71,10 @@ fn bridge_log(home: &OpenClawHome<'_>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_session_reset_delete_and_rewind_through_the_gateway_reach_the_native_binding_in_order() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&scenario()).await.unwrap();
-    let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
-    let home = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, Harness::Codex(codex), &mock);
+    let home = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let port = free_port();
     home.write_config(&with_gateway(home.config(), port));
     let _temp_root = TempRootGuard::snapshot();

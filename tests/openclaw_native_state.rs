@@ -9,9 +9,12 @@
 //! tool through the harness's `loadMcpToolCatalog`. One OpenClaw home and one native session per
 //! test serve every assertion, to keep the CLI start-ups (15-18 s each) few.
 
+mod common;
+
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{Gateway, free_port, with_gateway};
-use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, describe_requests, start_mock};
+use common::openclaw::{OpenClawPeers, assert_exec_ok, bridge_bin};
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
@@ -96,9 +99,7 @@ async fn effective_mcp_tools(run: &OpenClawHome<'_>, key: &str) -> (Value, Vec<(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_models() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -116,22 +117,15 @@ async fn codex_compacts_natively_on_compact_and_the_model_list_shows_codex_model
         "default": {"text": SUMMARY}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Codex(codex),
-        &mock,
-    );
-    let (config, server_log) = with_probe_server(run.config(), &node, &sandbox);
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
+    let (config, server_log) = with_probe_server(run.config(), &peers.node, &sandbox);
     let port = free_port();
     run.write_config(&with_gateway(config, port));
     let _temp_root = TempRootGuard::snapshot();
 
     // Turn 1 binds the session to a Codex thread, and calls the MCP server's tool.
     let exec = run.exec(FIRST_PROMPT, &[]).await;
-    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
+    assert_exec_ok(&exec, &mock);
     let calls = std::fs::read_to_string(&server_log).unwrap_or_default();
     assert!(
         calls.lines().any(|l| l.contains("\"tools/call\"") && l.contains("kumquat")),
@@ -238,7 +232,7 @@ async fn bridge_catalog(run: &OpenClawHome<'_>) -> Vec<String> {
 /// [`bridge_catalog`] asks.
 async fn bridge_catalog_models(run: &OpenClawHome<'_>) -> Vec<Value> {
     let harness = run.harness.id();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_clawbridge"));
+    let mut command = tokio::process::Command::new(bridge_bin());
     command
         .arg("serve")
         .env_clear()
@@ -290,9 +284,7 @@ const CLAUDE_ANSWER: &str = "I looked kumquat up.";
 /// Code's `initialize` answer as `anthropic/<id>` rows, ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_calls_the_users_mcp_server_and_the_inventories_show_its_tool_and_models() {
-    let Some(claude) = peer_or_skip("claude") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
 
     let sandbox = Sandbox::new().unwrap();
     let scenario = json!({
@@ -306,21 +298,14 @@ async fn claude_calls_the_users_mcp_server_and_the_inventories_show_its_tool_and
         "default": {"text": "Nothing to do."}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        Harness::Claude(claude),
-        &mock,
-    );
-    let (config, server_log) = with_probe_server(run.config(), &node, &sandbox);
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
+    let (config, server_log) = with_probe_server(run.config(), &peers.node, &sandbox);
     let port = free_port();
     run.write_config(&with_gateway(config, port));
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec(CLAUDE_PROMPT, &[]).await;
-    assert_eq!(exec["ok"], true, "{exec:#}\n{}", describe_requests(&mock.requests()));
+    assert_exec_ok(&exec, &mock);
     let calls = std::fs::read_to_string(&server_log).unwrap_or_default();
     assert!(
         calls.lines().any(|l| l.contains("\"tools/call\"") && l.contains("kumquat")),

@@ -12,6 +12,8 @@
 //! turn is `openclaw agent` through the running gateway, approved by a client there, as in
 //! tests/openclaw_gateway.rs.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,18 +22,17 @@ use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard}
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Approver, Gateway, agent_turn, free_port, reply_text, with_gateway,
 };
-use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, repo_root, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, repo_root, start_mock};
+use common::openclaw::{OpenClawPeers, bridge_bin};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_clawbridge");
 const PROMPT: &str = "Show me what the demo does.";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_without_a_bridge_path() {
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
-    let path = node_first_path(&node);
+    let path = node_first_path(&peers.node);
 
     // Both tarballs, packed as a release would pack them. The binary: this test's own build,
     // stripped as a release's is (a fifth of the bytes to copy, gzip and hash; same code).
@@ -75,7 +76,7 @@ async fn the_packed_plugin_installs_into_a_fresh_openclaw_and_runs_a_turn_withou
     let registry = NpmRegistry::start(&[(platform_manifest, platform_tgz.as_path())]).unwrap();
     let tarball_path = format!("/-/tarball/{name}/{platform_version}");
     let mock = start_mock(&json!({"default": {"text": "never asked: the demo plays a recording"}})).await.unwrap();
-    let mut run = OpenClawHome::without_bridge_path(&node, &openclaw, &sandbox, Harness::Demo, &mock);
+    let mut run = OpenClawHome::without_bridge_path(&peers.node, &peers.openclaw, &sandbox, Harness::Demo, &mock);
     run.extra_env.push(("npm_config_registry".into(), registry.url().into()));
     // npm's own update check asks the registry for `npm` (now and then, by its cache's age): off, so
     // every request the registry sees is the install's.
@@ -175,7 +176,7 @@ fn tar_file(tarball: &Path, file: &str) -> Value {
 /// installed (else the unstripped copy: slower to pack, same proof).
 fn stripped_copy(sandbox: &Sandbox) -> PathBuf {
     let copy = sandbox.root().join("clawbridge");
-    std::fs::copy(BIN, &copy).expect("copying the binary");
+    std::fs::copy(bridge_bin(), &copy).expect("copying the binary");
     match Command::new("strip").arg(&copy).status() {
         Ok(status) if status.success() => {}
         other => eprintln!("strip unavailable ({other:?}): packing the unstripped binary"),

@@ -11,8 +11,11 @@
 //! deny at all) is refused the same way: the native harnesses declare their surface's canonical
 //! OpenClaw names (`conversationToolPolicyNativeTools`), and core checks them against the profile.
 
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, parse_json_output};
+mod common;
+
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard, parse_json_output};
 use clawbridge_fixtures::peers::{Sandbox, claude, codex, describe_requests, peer_or_skip, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::json;
 
 const PROMPT: &str = "Please run the live test command.";
@@ -26,12 +29,10 @@ async fn refused_without_a_shell(
     label: &str,
     marker: &str,
 ) {
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&scenario).await.unwrap();
-    let bridge = std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge"));
-    let run = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, harness, &mock);
+    let run = peers.home(&sandbox, harness, &mock);
     let mut config = run.config();
     for (key, value) in tools.as_object().expect("a tools object") {
         config["tools"][key] = value.clone();

@@ -18,13 +18,16 @@
 //!    synthetic failed result (the repair is the plugin's, the same for every harness); Claude:
 //!    OpenClaw is interrupted mid-turn (an external abort) and the turn closes as aborted.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clawbridge_fixtures::mock_model::MockModel;
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, processes_with_env, tool_calls};
-use clawbridge_fixtures::peers::{Sandbox, peer_or_skip, start_mock};
+use clawbridge_fixtures::peers::{Sandbox, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 /// The text OpenClaw prints for a timeout whose terminal says `source: "idle"`.
@@ -141,13 +144,10 @@ fn whole_tool_rows(messages: &[Value]) {
 }
 
 async fn check(peer: Peer) {
-    let Some(binary) = peer_or_skip(peer.name) else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((binary, peers)) = OpenClawPeers::with_peer(peer.name) else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&scenario(peer.shell_tool)).await.unwrap();
-    let bridge = Path::new(env!("CARGO_BIN_EXE_clawbridge"));
-    let run = OpenClawHome::new(&node, &openclaw, bridge, &sandbox, (peer.harness)(binary), &mock);
+    let run = peers.home(&sandbox, (peer.harness)(binary), &mock);
     run.write_config(&run.config());
     let _temp_root = TempRootGuard::snapshot();
     let label = peer.name;

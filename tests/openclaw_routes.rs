@@ -4,12 +4,15 @@
 //! login is used, when the harness owns auth), a failing endpoint shows as retry progress and a
 //! failure that names the cause, and the README's OpenClaw configuration, copied verbatim, runs.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use clawbridge_fixtures::peers::claude::MARKER as CLAUDE_MARKER;
 use clawbridge_fixtures::peers::codex::{MARKER as CODEX_MARKER, command_mock};
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard};
 use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use common::openclaw::{OpenClawPeers, assert_exec_ok, bridge_bin, describe_exec};
 use serde_json::{Value, json};
 
 /// A key OpenClaw holds for the route; it must reach the native runtime and nothing on disk.
@@ -18,10 +21,6 @@ const ROUTE_KEY: &str = "sk-openclaw-route-canary-7f3a";
 const ANTHROPIC_MODEL: &str = "anthropic/claude-sonnet-4-6";
 /// A stock `openai` model of openclaw 2026.9.6's catalog.
 const OPENAI_MODEL: &str = "openai/gpt-5.5";
-
-fn bridge_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_clawbridge"))
-}
 
 /// The plugin's config object inside `config`.
 fn plugin_config(config: &mut Value) -> &mut Value {
@@ -65,12 +64,10 @@ fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_openclaw_prepared() {
-    let Some(claude) = peer_or_skip("claude") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((claude, peers)) = OpenClawPeers::with_peer("claude") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&json!({"default": {"text": format!("Routed: {CLAUDE_MARKER}")}})).await.unwrap();
-    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Claude(claude), &mock);
+    let run = peers.home(&sandbox, Harness::Claude(claude), &mock);
     let mut config = run.config();
     use_model(&mut config, ANTHROPIC_MODEL, "clawbridge-claude");
     // The endpoint and key are OpenClaw's, on its stock provider; the bridge has neither.
@@ -85,8 +82,8 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec("Say something routed.", &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     assert!(exec["final"].as_str().unwrap_or("").contains(CLAUDE_MARKER), "{}", describe());
     // The harness ran it: the bridge bound the OpenClaw session to a Claude session of that model.
     let bound = bindings(&run.bridge_state);
@@ -106,13 +103,11 @@ async fn claude_on_the_stock_anthropic_provider_runs_a_turn_with_the_route_auth_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_on_the_stock_openai_provider_runs_a_turn_with_its_own_login_when_it_owns_auth() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&command_mock(false)).await.unwrap();
     // OpenClawHome writes Codex's own config (CODEX_HOME/config.toml → the mock): its native login.
-    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     let mut config = run.config();
     use_model(&mut config, OPENAI_MODEL, "clawbridge-codex");
     plugin_config(&mut config)["auth"] = json!({"clawbridge-codex": "harness"});
@@ -125,8 +120,8 @@ async fn codex_on_the_stock_openai_provider_runs_a_turn_with_its_own_login_when_
 
     // The stock provider's route facts (compatibleIds [openclaw, codex]) admit clawbridge-codex.
     let exec = run.exec("Please run the live test command.", &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     assert!(exec["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe());
     assert_eq!(exec["provider"], "openai", "{}", describe());
     run.bound_native_session();
@@ -170,12 +165,10 @@ fn command_printing_the_route_key() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let mock = start_mock(&command_printing_the_route_key()).await.unwrap();
-    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     codex_config_without_a_provider(&sandbox);
     let mut config = run.config();
     use_model(&mut config, "route/route-model", "clawbridge-codex");
@@ -186,8 +179,8 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
     let _temp_root = TempRootGuard::snapshot();
 
     let exec = run.exec("Please run the live test command.", &[]).await;
-    let describe = || format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(exec["ok"], true, "{}", describe());
+    let describe = || describe_exec(&exec, &mock);
+    assert_exec_ok(&exec, &mock);
     assert!(exec["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe());
     run.bound_native_session();
     let requests = mock.model_requests();
@@ -210,13 +203,11 @@ async fn codex_with_host_auth_talks_to_the_endpoint_and_key_openclaw_prepared() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_codex_whose_endpoint_fails_shows_retry_progress_and_a_failure_naming_the_cause() {
-    let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some((codex, peers)) = OpenClawPeers::with_peer("codex") else { return };
     let sandbox = Sandbox::new().unwrap();
     let outage = json!({"default": {"error": {"status": 500, "message": "scripted outage", "in_stream": true}}});
     let mock = start_mock(&outage).await.unwrap();
-    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Codex(codex), &mock);
+    let run = peers.home(&sandbox, Harness::Codex(codex), &mock);
     codex_config_without_a_provider(&sandbox);
     let mut config = run.config();
     use_model(&mut config, "route/route-model", "clawbridge-codex");
@@ -266,13 +257,12 @@ fn readme_config() -> String {
 async fn the_readme_configuration_copied_verbatim_runs_claude_codex_and_a_second_turn() {
     let Some(claude) = peer_or_skip("claude") else { return };
     let Some(codex) = peer_or_skip("codex") else { return };
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let sandbox = Sandbox::new().unwrap();
     let mut scenario = command_mock(false);
     scenario["default"] = json!({"text": format!("Answered: {CLAUDE_MARKER}")});
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(&node, &openclaw, bridge_bin(), &sandbox, Harness::Claude(claude.clone()), &mock);
+    let run = peers.home(&sandbox, Harness::Claude(claude.clone()), &mock);
 
     // Only the placeholders the README names, and the anthropic endpoint pointed at the mock.
     let text = readme_config()
@@ -294,8 +284,8 @@ async fn the_readme_configuration_copied_verbatim_runs_claude_codex_and_a_second
 
     // A Claude turn on the default model.
     let first = run.exec("Say something.", &[]).await;
-    let describe = |exec: &Value| format!("exec: {exec:#}\nmock saw:\n{}", describe_requests(&mock.requests()));
-    assert_eq!(first["ok"], true, "{}", describe(&first));
+    let describe = |exec: &Value| describe_exec(exec, &mock);
+    assert_exec_ok(&first, &mock);
     assert!(first["final"].as_str().unwrap_or("").contains(CLAUDE_MARKER), "{}", describe(&first));
     assert_eq!(first["provider"], "anthropic");
     let session = first["sessionId"].as_str().expect("a session id").to_string();
@@ -309,7 +299,7 @@ async fn the_readme_configuration_copied_verbatim_runs_claude_codex_and_a_second
 
     // A Codex turn on the other model of the same configuration.
     let codex_turn = run.exec("Please run the live test command.", &["--model", OPENAI_MODEL]).await;
-    assert_eq!(codex_turn["ok"], true, "{}", describe(&codex_turn));
+    assert_exec_ok(&codex_turn, &mock);
     assert!(codex_turn["final"].as_str().unwrap_or("").contains(CODEX_MARKER), "{}", describe(&codex_turn));
 
     // The bridge used the README's default state dir, and logged there.

@@ -21,12 +21,15 @@
 //! catalog adopted, docs/openclaw-contract.md), and the fork's first turn starts a native thread
 //! seeded with the forked history, while the source session keeps its own thread.
 
+mod common;
+
 use clawbridge_fixtures::mock_model::{LoggedRequest, MockModel, RequestView};
 use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard, text_of, tool_calls};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Gateway, agent_turn_on_key, free_port, gateway_call, reply_text, with_gateway,
 };
 use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::json;
 
 const SESSION: &str = "settled-1";
@@ -60,8 +63,7 @@ async fn claude_a_settled_tool_turn_without_a_reply_is_finalized_in_a_tool_less_
 /// The settled-turn story on one harness; with `fork`, then the fork story on the same home
 /// through a gateway.
 async fn settled_turn(harness: Harness, fork: bool) {
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let codex = matches!(harness, Harness::Codex(_));
 
     let sandbox = Sandbox::new().unwrap();
@@ -90,14 +92,7 @@ async fn settled_turn(harness: Harness, fork: bool) {
         "default": {"text": "Noted."}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        harness,
-        &mock,
-    );
+    let run = peers.home(&sandbox, harness, &mock);
     let port = free_port();
     run.write_config(&if fork { with_gateway(run.config(), port) } else { run.config() });
     let _temp_root = TempRootGuard::snapshot();

@@ -14,12 +14,15 @@
 //! Core also runs an isolated completion of its own after each turn (the progress narrator's
 //! recap, a JSON prompt): those requests are told apart by their latest user text.
 
+mod common;
+
 use clawbridge_fixtures::mock_model::{LoggedRequest, RequestView};
-use clawbridge_fixtures::peers::openclaw::{Harness, OpenClawHome, TempRootGuard};
+use clawbridge_fixtures::peers::openclaw::{Harness, TempRootGuard};
 use clawbridge_fixtures::peers::openclaw_gateway::{
     Gateway, agent_turn, free_port, gateway_call, reply_text, with_gateway,
 };
 use clawbridge_fixtures::peers::{Sandbox, describe_requests, peer_or_skip, start_mock};
+use common::openclaw::OpenClawPeers;
 use serde_json::{Value, json};
 
 const SESSION: &str = "side-work-1";
@@ -129,8 +132,7 @@ async fn claude_side_work_leaves_no_trace_and_the_context_engine_reaches_the_mod
 /// The whole story on one harness: two turns of an epoch, a side question, a session title, a
 /// third turn, a new epoch.
 async fn side_work_and_context_engine(harness: Harness) {
-    let Some(node) = peer_or_skip("node") else { return };
-    let Some(openclaw) = peer_or_skip("openclaw") else { return };
+    let Some(peers) = OpenClawPeers::or_skip() else { return };
     let codex = matches!(harness, Harness::Codex(_));
 
     let sandbox = Sandbox::new().unwrap();
@@ -142,14 +144,7 @@ async fn side_work_and_context_engine(harness: Harness) {
         "default": {"text": "Noted."}
     });
     let mock = start_mock(&scenario).await.unwrap();
-    let run = OpenClawHome::new(
-        &node,
-        &openclaw,
-        std::path::Path::new(env!("CARGO_BIN_EXE_clawbridge")),
-        &sandbox,
-        harness,
-        &mock,
-    );
+    let run = peers.home(&sandbox, harness, &mock);
     let engine = sandbox.root().join("marker-engine");
     write_engine(&engine);
     std::fs::write(engine.join("epoch.txt"), "e1").unwrap();

@@ -1,8 +1,10 @@
 //! Helpers shared by the integration tests that drive the scripted fake agent through
 //! `AgentConnection` (tests/foundation.rs, tests/fault_matrix.rs) or watch processes
-//! (tests/serve.rs). Each test crate uses a subset.
+//! (tests/serve.rs), and the live OpenClaw tests' setup ([`openclaw`], tests/openclaw_*.rs). Each
+//! test crate uses a subset.
 #![allow(dead_code)]
 
+pub mod openclaw;
 pub mod raw_host;
 pub mod stub_codex;
 
