@@ -176,6 +176,11 @@ mod lenient {
     /// `Some(T)` when the value decodes as `T`; `None` for `null` or anything else.
     pub fn opt<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
         let value = Value::deserialize(d)?;
+        // The documented `None` for `null`, given before `from_value`, which would build and drop
+        // an error for it: `parent_tool_use_id` is `null` on every main-agent line.
+        if value.is_null() {
+            return Ok(None);
+        }
         Ok(serde_json::from_value(value).ok())
     }
 
