@@ -16,6 +16,8 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visi
 use serde::forward_to_deserialize_any;
 use serde_json::value::RawValue;
 
+pub(crate) mod by_tag;
+
 /// A string that borrows from the input when it has no escapes.
 pub(crate) struct CowStr<'de>(pub(crate) Cow<'de, str>);
 

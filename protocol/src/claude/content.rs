@@ -35,7 +35,11 @@ pub struct ApiMessage {
 }
 
 /// A message's `content`: Anthropic allows a plain string or an array of blocks.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Decoded by its JSON kind in one step (a string, an array, anything else), not as an untagged
+/// enum, which would buffer the value and try each variant in turn: inside a strict decode a block
+/// that does not fit must fail the line, not turn the whole array into [`MessageContent::Other`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum MessageContent {
     /// A plain string (user prompts may be written this way).
@@ -44,6 +48,63 @@ pub enum MessageContent {
     Blocks(Vec<ContentBlock>),
     /// Anything else (`null`, an object), kept as received.
     Other(Value),
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MessageContentVisitor)
+    }
+}
+
+/// Sorts a `content` value by its JSON kind.
+struct MessageContentVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MessageContentVisitor {
+    type Value = MessageContent;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("message content")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(MessageContent::Text(v.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(MessageContent::Text(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Vec::<ContentBlock>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(MessageContent::Blocks)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Value::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(MessageContent::Other)
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::Null))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(MessageContent::Other(Value::from(v)))
+    }
 }
 
 impl Default for MessageContent {

@@ -103,11 +103,24 @@ macro_rules! tagged_enum {
                 }
             }
 
-            /// Decodes a line from its JSON text in one pass: the tag is peeked (borrowed), then the
-            /// variant's fields decode straight from the text with the tag skipped. Never fails, and
-            /// gives what [`from_value`](Self::from_value) gives for the same JSON; only a line that
-            /// lands in the catch-all is built into a `Value` (which the catch-all keeps).
+            /// Decodes a line from its JSON text. Never fails, and gives what
+            /// [`from_value`](Self::from_value) gives for the same JSON (members written twice
+            /// aside, see `decode`). A line that fits its variant exactly decodes in one strict
+            /// pass, nested tagged values included; any other line is decoded again by
+            /// [`from_raw_tolerant`](Self::from_raw_tolerant), which gives the same for the lines
+            /// the strict pass answers.
             pub fn from_raw(raw: &serde_json::value::RawValue) -> Self {
+                match $crate::decode::by_tag::decode_text::<Self>(raw.get()) {
+                    Ok(decoded) => decoded,
+                    Err(_) => Self::from_raw_tolerant(raw),
+                }
+            }
+
+            /// The tolerant decode alone (what [`from_raw`](Self::from_raw) falls back to): the tag
+            /// is peeked (borrowed), then the variant's fields decode from the text with the tag
+            /// skipped and the tolerant field rules; nested tagged values go through a `Value`. Public
+            /// so that tests and fuzz targets can hold the two against each other.
+            pub fn from_raw_tolerant(raw: &serde_json::value::RawValue) -> Self {
                 let text = raw.get();
                 let tag = match $crate::decode::peek_tag(text, $tag) {
                     $crate::decode::Peeked::Tag(tag) => tag,
@@ -158,8 +171,24 @@ macro_rules! tagged_enum {
             }
         }
 
+        impl $crate::decode::by_tag::Tagged for $name {
+            const TAG: &'static str = $tag;
+
+            fn decode_variant<'de, D: serde::Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
+                match tag {
+                    $($wire => <$ty as serde::Deserialize>::deserialize(body).map($name::$variant),)+
+                    _ => Err(serde::de::Error::custom("a tag without a variant")),
+                }
+            }
+        }
+
         impl<'de> serde::Deserialize<'de> for $name {
+            /// Inside a strict decode, the one pass of `decode::by_tag` (which gives up on what
+            /// does not fit a variant); otherwise [`from_value`](Self::from_value), which never fails.
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                if $crate::decode::by_tag::is_strict() {
+                    return $crate::decode::by_tag::deserialize::<Self, D>(deserializer);
+                }
                 <serde_json::Value as serde::Deserialize>::deserialize(deserializer).map($name::from_value)
             }
         }
@@ -168,13 +197,22 @@ macro_rules! tagged_enum {
 
 /// Field decoders that never fail: a value of the wrong type decodes as absent (or empty), so one
 /// drifted field never costs the whole line (a lost `result` would leave the turn without its end).
+///
+/// Inside a strict decode (`decode::by_tag`) each of them decodes its type as such and fails
+/// where it would otherwise drop the value: the strict pass then gives up and the line is decoded
+/// again with these tolerant rules, so a drifted field still costs nothing but that second pass.
 mod lenient {
     use serde::de::DeserializeOwned;
     use serde::{Deserialize, Deserializer};
     use serde_json::Value;
 
+    use crate::decode::by_tag::is_strict;
+
     /// `Some(T)` when the value decodes as `T`; `None` for `null` or anything else.
     pub fn opt<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+        if is_strict() {
+            return Option::<T>::deserialize(d);
+        }
         let value = Value::deserialize(d)?;
         // The documented `None` for `null`, given before `from_value`, which would build and drop
         // an error for it: `parent_tool_use_id` is `null` on every main-agent line.
@@ -187,6 +225,9 @@ mod lenient {
     /// A string, or the empty string for `null` or anything else (for ids and texts that are never
     /// meaningfully absent).
     pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        if is_strict() {
+            return Option::<String>::deserialize(d).map(Option::unwrap_or_default);
+        }
         Ok(match Value::deserialize(d)? {
             Value::String(s) => s,
             _ => String::new(),
@@ -195,12 +236,18 @@ mod lenient {
 
     /// A count: any non-negative number (a float is truncated), else `None`.
     pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        if is_strict() {
+            return Option::<u64>::deserialize(d);
+        }
         let value = Value::deserialize(d)?;
         Ok(value.as_u64().or_else(|| value.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64)))
     }
 
     /// The elements of an array that decode as `T` (others dropped); empty for anything but an array.
     pub fn vec<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Vec<T>, D::Error> {
+        if is_strict() {
+            return Vec::<T>::deserialize(d);
+        }
         Ok(match Value::deserialize(d)? {
             Value::Array(items) => items.into_iter().filter_map(|item| serde_json::from_value(item).ok()).collect(),
             _ => Vec::new(),

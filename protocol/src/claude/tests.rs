@@ -15,11 +15,39 @@ fn decode(value: Value) -> CliMessage {
     decode_text(&text, value)
 }
 
-/// [`decode`] of a line's own text (its members in the order they were written).
+/// [`decode`] of a line's own text (its members in the order they were written), and of the same
+/// line with every tag member written first (as the CLI writes them) and last (where the one-pass
+/// decode holds every member before the tag).
 fn decode_text(text: &serde_json::value::RawValue, value: Value) -> CliMessage {
     let from_raw = CliMessage::from_raw(text);
-    assert_eq!(from_raw, CliMessage::from_value(value), "{}", text.get());
+    let from_value = CliMessage::from_value(value.clone());
+    assert_eq!(from_raw, from_value, "{}", text.get());
+    for tags_first in [true, false] {
+        let reordered = serde_json::value::RawValue::from_string(with_tags(&value, tags_first)).unwrap();
+        assert_eq!(CliMessage::from_raw(&reordered), from_value, "{}", reordered.get());
+    }
     from_raw
+}
+
+/// `value` as JSON text with the members that name a variant (`type`, `subtype`, `behavior`)
+/// written first or last in every object.
+fn with_tags(value: &Value, first: bool) -> String {
+    match value {
+        Value::Object(map) => {
+            let is_tag = |key: &str| ["type", "subtype", "behavior"].contains(&key);
+            let (tags, rest): (Vec<_>, Vec<_>) = map.iter().partition(|(key, _)| is_tag(key));
+            let members = if first { [tags, rest].concat() } else { [rest, tags].concat() };
+            let members: Vec<String> = members
+                .into_iter()
+                .map(|(key, value)| format!("{}:{}", Value::from(key.as_str()), with_tags(value, first)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(|item| with_tags(item, first)).collect::<Vec<_>>().join(","))
+        }
+        scalar => scalar.to_string(),
+    }
 }
 
 #[test]

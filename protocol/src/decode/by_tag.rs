@@ -1,0 +1,243 @@
+//! The strict one-pass decode of a tagged object: the members are read once, in the order they
+//! were written; those before the tag are held as `Value`s (none when the tag comes first, as the
+//! peers write it), and from the tag on, the variant's type decodes straight from the text with the
+//! held members handed to it first. No peek reads the line ahead of the decode, and a nested tagged
+//! object decodes the same way, inside the same pass.
+//!
+//! *Strict* means it gives up (an error) where the tolerant decode would make a catch-all or drop
+//! a drifted field: an unknown or missing tag, a tag written twice, a field of the wrong type. A
+//! caller runs it first and, when it gives up, runs the tolerant decode from the start, so what a
+//! line decodes to never depends on which of the two answered (`claude/tests.rs` holds the two
+//! against each other on every recorded line; the `claude_messages` fuzz target on any input).
+//!
+//! The field decoders that are tolerant (`claude::lenient`) and the tagged enums' `Deserialize`
+//! ask [`is_strict`] which of the two they are part of. That is a flag of the running thread, set
+//! only for the duration of one synchronous decode ([`strictly`]), because serde hands a field
+//! decoder nothing but the deserializer: there is no way to pass it an argument.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
+use serde::forward_to_deserialize_any;
+use serde_json::Value;
+
+use super::{CowStr, error_text};
+
+thread_local! {
+    /// Whether the decode running on this thread is the strict one (see the module docs).
+    static STRICT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the decode running on this thread is the strict one.
+pub(crate) fn is_strict() -> bool {
+    STRICT.with(Cell::get)
+}
+
+/// Runs `decode` as a strict decode; the flag is put back afterwards, also when `decode` unwinds.
+fn strictly<T>(decode: impl FnOnce() -> T) -> T {
+    /// Puts back the flag's value from before.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STRICT.with(|strict| strict.set(self.0));
+        }
+    }
+    let _restore = Restore(STRICT.with(|strict| strict.replace(true)));
+    decode()
+}
+
+/// A type that is one of several variants chosen by a string member of an object.
+pub(crate) trait Tagged: Sized {
+    /// The member that names the variant.
+    const TAG: &'static str;
+
+    /// Decodes the variant named `tag` from `body` (the object's members without the tag); an
+    /// error for a tag that has no variant.
+    fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error>;
+}
+
+/// The strict decode of the tagged object in `text` (the whole text: trailing bytes fail it).
+pub(crate) fn decode_text<T: Tagged>(text: &str) -> Result<T, String> {
+    strictly(|| {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let decoded = deserializer.deserialize_map(ByTag::<T>::new())?;
+        deserializer.end()?;
+        Ok(decoded)
+    })
+    .map_err(|e: serde_json::Error| error_text(&e))
+}
+
+/// The strict decode of a tagged object from any deserializer: what a tagged enum's `Deserialize`
+/// does inside a strict decode.
+pub(crate) fn deserialize<'de, T: Tagged, D: Deserializer<'de>>(deserializer: D) -> Result<T, D::Error> {
+    deserializer.deserialize_map(ByTag::<T>::new())
+}
+
+/// Reads an object's members up to its tag, then has the variant decode the rest.
+struct ByTag<T>(PhantomData<T>);
+
+impl<T> ByTag<T> {
+    fn new() -> Self {
+        ByTag(PhantomData)
+    }
+}
+
+impl<'de, T: Tagged> Visitor<'de> for ByTag<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an object with a `{}` member", T::TAG)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+        let mut before = Vec::new();
+        while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
+            if key == T::TAG {
+                let CowStr(tag) = map.next_value::<CowStr<'de>>()?;
+                let body = Body { before: before.into_iter(), held: None, rest: map, tag: T::TAG };
+                return T::decode_variant(&tag, body);
+            }
+            before.push((key, map.next_value::<Value>()?));
+        }
+        Err(de::Error::custom(format_args!("no `{}` member", T::TAG)))
+    }
+}
+
+/// An object's members without its tag: those read before the tag (held), then the rest of the
+/// object as it is read. It answers a second tag member with an error.
+struct Body<'de, A> {
+    /// The members read before the tag, in the order they were written.
+    before: std::vec::IntoIter<(Cow<'de, str>, Value)>,
+    /// The value of the held member whose key was handed out last.
+    held: Option<Value>,
+    /// The rest of the object.
+    rest: A,
+    /// The tag member's name.
+    tag: &'static str,
+}
+
+impl<'de, A: MapAccess<'de>> Deserializer<'de> for Body<'de, A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_map(self)
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Body<'de, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
+        let key = match self.before.next() {
+            Some((key, value)) => {
+                self.held = Some(value);
+                key
+            }
+            None => match self.rest.next_key::<CowStr<'de>>()? {
+                None => return Ok(None),
+                Some(CowStr(key)) if key == self.tag => {
+                    return Err(de::Error::custom(format_args!("the `{}` member twice", self.tag)));
+                }
+                Some(CowStr(key)) => key,
+            },
+        };
+        match key {
+            Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some),
+            Cow::Owned(key) => seed.deserialize(StringDeserializer::new(key)).map(Some),
+        }
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Self::Error> {
+        match self.held.take() {
+            Some(value) => seed.deserialize(value.into_deserializer()).map_err(de::Error::custom),
+            None => self.rest.next_value_seed(seed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, PartialEq)]
+    enum Shape {
+        Circle(Circle),
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Circle {
+        r: u32,
+        #[serde(default)]
+        inner: Option<Inner>,
+    }
+
+    /// A nested tagged object, decoded inside the same pass.
+    #[derive(Debug, PartialEq)]
+    struct Inner(Box<Shape>);
+
+    impl<'de> Deserialize<'de> for Inner {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            assert!(is_strict(), "a nested decode runs inside the strict one");
+            deserialize::<Shape, D>(d).map(|shape| Inner(Box::new(shape)))
+        }
+    }
+
+    impl Tagged for Shape {
+        const TAG: &'static str = "type";
+        fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
+            match tag {
+                "circle" => Circle::deserialize(body).map(Shape::Circle),
+                _ => Err(de::Error::custom("unknown")),
+            }
+        }
+    }
+
+    fn circle(r: u32, inner: Option<Inner>) -> Shape {
+        Shape::Circle(Circle { r, inner })
+    }
+
+    #[test]
+    fn the_tag_may_stand_anywhere_and_nested_objects_decode_in_the_same_pass() {
+        let inner = || Some(Inner(Box::new(circle(2, None))));
+        assert_eq!(decode_text::<Shape>(r#"{"type":"circle","r":1}"#), Ok(circle(1, None)));
+        assert_eq!(decode_text::<Shape>(r#"{"r":1,"type":"circle"}"#), Ok(circle(1, None)));
+        assert_eq!(
+            decode_text::<Shape>(r#"{"inner":{"r":2,"type":"circle"},"type":"circle","r":1}"#),
+            Ok(circle(1, inner()))
+        );
+        assert_eq!(
+            decode_text::<Shape>(r#"{"type":"circle","r":1,"inner":{"type":"circle","r":2}}"#),
+            Ok(circle(1, inner()))
+        );
+        assert!(!is_strict(), "the flag is put back");
+    }
+
+    #[test]
+    fn it_gives_up_where_the_tolerant_decode_would_make_something_else() {
+        for text in [
+            r#"{"r":1}"#,
+            r#"{"type":"square","r":1}"#,
+            r#"{"type":5,"r":1}"#,
+            r#"{"type":"circle","r":1,"type":"circle"}"#,
+            r#"{"r":1,"type":"circle","r":2}"#,
+            r#"{"type":"circle","r":"x"}"#,
+            r#"{"type":"circle","r":1,"inner":{"type":"square"}}"#,
+            r#"{"type":"circle","r":1} x"#,
+            r#"["type","circle"]"#,
+        ] {
+            assert!(decode_text::<Shape>(text).is_err(), "{text}");
+        }
+        assert!(!is_strict(), "the flag is put back after a failed decode");
+    }
+}
