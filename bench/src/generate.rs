@@ -174,8 +174,10 @@ impl Writer {
         self.recording.write_all(b"\n")?;
         self.generated.recording_lines += 1;
         if dir == Direction::FromAgent {
-            let line = serde_json::to_vec(json)?;
-            self.native.write_all(&line)?;
+            // As the player writes it (the peers' member order), so the native file is what the
+            // bridge reads from the replayed peer.
+            let line = clawbridge_fixtures::recording::line_text(json);
+            self.native.write_all(line.as_bytes())?;
             self.native.write_all(b"\n")?;
             self.generated.native_lines += 1;
             self.generated.native_bytes += line.len() as u64 + 1;

@@ -95,12 +95,56 @@ impl Entry {
         }
     }
 
-    /// The line as it goes on the pipe (compact JSON, or the raw text).
+    /// The line as it goes on the pipe (compact JSON in the peers' member order, see
+    /// [`line_text`], or the raw text).
     pub fn to_line(&self) -> String {
         match (&self.json, &self.raw) {
-            (Some(json), _) => json.to_string(),
+            (Some(json), _) => line_text(json),
             (None, Some(raw)) => raw.clone(),
             (None, None) => String::new(),
+        }
+    }
+}
+
+/// The members that name a variant in the peers' lines, in the order a peer writes them: Claude's
+/// `type` then `subtype`, the `type` of Codex's items and of content blocks, ACP's `sessionUpdate`.
+const TAG_MEMBERS: [&str; 3] = ["type", "subtype", "sessionUpdate"];
+
+/// A recorded line as compact JSON text the way the peers write it. A recording stores each line
+/// parsed, and a parsed object has lost its member order (serde_json keeps members sorted); the
+/// peers write the member that names a variant first in every object (the Claude CLI builds
+/// `{type, subtype, …}`, Codex's internally tagged enums put `type` first, ACP agents
+/// `{sessionUpdate, …}`), which decoders are entitled to find cheaply. So those members come first
+/// here, then the rest in the stored order. (docs/peers/claude.md: no decoder may rely on it.)
+pub fn line_text(json: &Value) -> String {
+    // Serialising a `Value` cannot fail: its keys are strings.
+    serde_json::to_string(&TagsFirst(json)).unwrap_or_else(|_| json.to_string())
+}
+
+/// A `Value` that serialises with the [`TAG_MEMBERS`] of each object first.
+struct TagsFirst<'a>(&'a Value);
+
+impl Serialize for TagsFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Object(map) => {
+                let mut out = serializer.serialize_map(Some(map.len()))?;
+                let tags = TAG_MEMBERS.iter().filter_map(|tag| map.get_key_value(*tag));
+                let rest = map.iter().filter(|(key, _)| !TAG_MEMBERS.contains(&key.as_str()));
+                for (key, value) in tags.chain(rest) {
+                    out.serialize_entry(key, &TagsFirst(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&TagsFirst(item))?;
+                }
+                out.end()
+            }
+            scalar => scalar.serialize(serializer),
         }
     }
 }
