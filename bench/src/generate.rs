@@ -12,7 +12,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
-use clawbridge_fixtures::recording::{Direction, Entry, Header, Recording};
+use clawbridge_fixtures::recording::{Direction, Entry, Header, Recording, TagsFirst};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -140,11 +140,13 @@ struct Writer {
     generated: Generated,
 }
 
-/// A recording entry as written (field order as `fixtures::recording::Entry` serialises).
+/// A recording entry as written (field order as `fixtures::recording::Entry` serialises), its line
+/// in the peers' member order, so the bench's peer, which copies a line's text out of the
+/// recording, writes what the player writes.
 #[derive(Serialize)]
 struct EntryRef<'a> {
     dir: Direction,
-    json: &'a Value,
+    json: TagsFirst<'a>,
 }
 
 impl Writer {
@@ -170,7 +172,7 @@ impl Writer {
     }
 
     fn entry(&mut self, dir: Direction, json: &Value) -> anyhow::Result<()> {
-        serde_json::to_writer(&mut self.recording, &EntryRef { dir, json })?;
+        serde_json::to_writer(&mut self.recording, &EntryRef { dir, json: TagsFirst(json) })?;
         self.recording.write_all(b"\n")?;
         self.generated.recording_lines += 1;
         if dir == Direction::FromAgent {

@@ -121,8 +121,9 @@ pub fn line_text(json: &Value) -> String {
     serde_json::to_string(&TagsFirst(json)).unwrap_or_else(|_| json.to_string())
 }
 
-/// A `Value` that serialises with the [`TAG_MEMBERS`] of each object first.
-struct TagsFirst<'a>(&'a Value);
+/// A `Value` that serialises with the [`TAG_MEMBERS`] of each object first (what [`line_text`]
+/// writes), for writers that serialise a line into something larger or into a stream.
+pub struct TagsFirst<'a>(pub &'a Value);
 
 impl Serialize for TagsFirst<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
