@@ -174,11 +174,22 @@ macro_rules! tagged_enum {
         impl $crate::decode::by_tag::Tagged for $name {
             const TAG: &'static str = $tag;
 
-            fn decode_variant<'de, D: serde::Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
+            fn decode_variant<'de, D: serde::Deserializer<'de>>(
+                tag: &str,
+                body: D,
+            ) -> Option<Result<Self, D::Error>> {
                 match tag {
-                    $($wire => <$ty as serde::Deserialize>::deserialize(body).map($name::$variant),)+
-                    _ => Err(serde::de::Error::custom("a tag without a variant")),
+                    $($wire => Some(<$ty as serde::Deserialize>::deserialize(body).map($name::$variant)),)+
+                    _ => None,
                 }
+            }
+
+            fn has_variant(tag: &str) -> bool {
+                Self::KNOWN_TAGS.contains(&tag)
+            }
+
+            fn untyped(raw: serde_json::Value) -> Self {
+                $name::$other($crate::claude::Undecoded { raw, decode_error: None })
             }
         }
 

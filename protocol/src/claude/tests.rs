@@ -317,3 +317,21 @@ fn without_nulls(value: Value) -> Value {
         other => other,
     }
 }
+
+#[test]
+fn members_written_twice_decode_as_the_tolerant_decode_has_them_in_any_order() {
+    // Found by the `claude_messages` fuzz target: a member written twice inside one written before
+    // the tag. The one pass holds such members as their text, so the duplicate stays an error.
+    for line in [
+        r#"{"message":{"id":"m","stop_reason":null,"stop_reason":null},"type":"assistant","session_id":"s"}"#,
+        r#"{"type":"assistant","message":{"id":"m","stop_reason":null,"stop_reason":null},"session_id":"s"}"#,
+        r#"{"event":{"type":"ping","type":"ping"},"type":"stream_event"}"#,
+        r#"{"type":"stream_event","event":{"type":"content_block_delta","index":1,"index":2}}"#,
+        r#"{"session_id":"a","type":"system","subtype":"thinking_tokens","session_id":"b"}"#,
+        r#"{"type":"system","subtype":"nope","subtype":"init","session_id":"s"}"#,
+        r#"{"uuid":"a","uuid":"b","type":"result","subtype":"success"}"#,
+    ] {
+        let text = serde_json::value::RawValue::from_string(line.to_owned()).unwrap();
+        assert_eq!(CliMessage::from_raw(&text), CliMessage::from_raw_tolerant(&text), "{line}");
+    }
+}

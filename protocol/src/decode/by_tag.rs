@@ -1,12 +1,16 @@
 //! The strict one-pass decode of a tagged object: the members are read once, in the order they
-//! were written; those before the tag are held as `Value`s (none when the tag comes first, as the
-//! peers write it), and from the tag on, the variant's type decodes straight from the text with the
-//! held members handed to it first. No peek reads the line ahead of the decode, and a nested tagged
+//! were written; those before the tag are held as their text (skipped over, nothing built; none
+//! when the tag comes first, as the peers write it), and from the tag on, the variant's type decodes
+//! straight from the text with the held members handed to it first, each decoded from its own
+//! text. Holding text rather than `Value`s keeps a member written twice inside a held one an error,
+//! as it is when the text is decoded straight (a `Value` would keep the last). No peek reads the line ahead of the decode, and a nested tagged
 //! object decodes the same way, inside the same pass.
 //!
-//! *Strict* means it gives up (an error) where the tolerant decode would make a catch-all or drop
-//! a drifted field: an unknown or missing tag, a tag written twice, a field of the wrong type. A
-//! caller runs it first and, when it gives up, runs the tolerant decode from the start, so what a
+//! An object whose tag names no variant becomes the catch-all in the same pass, holding the whole
+//! object as a `Value` (the tolerant decode keeps the same). *Strict* means it gives up (an error)
+//! where the tolerant decode would record a decode error or drop a drifted field: a missing or
+//! non-string tag, a tag written twice, a field of the wrong type, a variant whose fields do not
+//! decode. A caller runs it first and, when it gives up, runs the tolerant decode from the start, so what a
 //! line decodes to never depends on which of the two answered (`claude/tests.rs` holds the two
 //! against each other on every recorded line; the `claude_messages` fuzz target on any input).
 //!
@@ -21,9 +25,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
-use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::forward_to_deserialize_any;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{CowStr, error_text};
 
@@ -55,9 +60,15 @@ pub(crate) trait Tagged: Sized {
     /// The member that names the variant.
     const TAG: &'static str;
 
-    /// Decodes the variant named `tag` from `body` (the object's members without the tag); an
-    /// error for a tag that has no variant.
-    fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error>;
+    /// Decodes the variant named `tag` from `body` (the object's members without the tag); `None`
+    /// for a tag that has no variant.
+    fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Option<Result<Self, D::Error>>;
+
+    /// Whether `tag` names a variant.
+    fn has_variant(tag: &str) -> bool;
+
+    /// The catch-all for an object whose tag has no variant, holding the whole object.
+    fn untyped(raw: Value) -> Self;
 }
 
 /// The strict decode of the tagged object in `text` (the whole text: trailing bytes fail it).
@@ -98,22 +109,49 @@ impl<'de, T: Tagged> Visitor<'de> for ByTag<T> {
         while let Some(CowStr(key)) = map.next_key::<CowStr<'de>>()? {
             if key == T::TAG {
                 let CowStr(tag) = map.next_value::<CowStr<'de>>()?;
+                if !T::has_variant(&tag) {
+                    return untyped(before, T::TAG, tag, map).map(T::untyped);
+                }
                 let body = Body { before: before.into_iter(), held: None, rest: map, tag: T::TAG };
-                return T::decode_variant(&tag, body);
+                return T::decode_variant(&tag, body)
+                    .unwrap_or_else(|| Err(de::Error::custom("a tag without a variant")));
             }
-            before.push((key, map.next_value::<Value>()?));
+            before.push((key, map.next_value::<&'de RawValue>()?));
         }
         Err(de::Error::custom(format_args!("no `{}` member", T::TAG)))
     }
 }
 
+/// The whole object whose tag has no variant, as a `Value` (the tolerant decode's catch-all keeps
+/// the same): the members read before the tag, the tag, the rest. A second tag member fails it, as
+/// the tolerant decode would take the last one, which might name a variant.
+fn untyped<'de, A: MapAccess<'de>>(
+    before: Vec<(Cow<'de, str>, &'de RawValue)>,
+    tag_member: &str,
+    tag: Cow<'de, str>,
+    mut rest: A,
+) -> Result<Value, A::Error> {
+    let mut object = serde_json::Map::new();
+    for (key, text) in before {
+        object.insert(key.into_owned(), serde_json::from_str(text.get()).map_err(de::Error::custom)?);
+    }
+    object.insert(tag_member.to_owned(), Value::String(tag.into_owned()));
+    while let Some(CowStr(key)) = rest.next_key::<CowStr<'de>>()? {
+        if key == tag_member {
+            return Err(de::Error::custom(format_args!("the `{tag_member}` member twice")));
+        }
+        object.insert(key.into_owned(), rest.next_value::<Value>()?);
+    }
+    Ok(Value::Object(object))
+}
+
 /// An object's members without its tag: those read before the tag (held), then the rest of the
 /// object as it is read. It answers a second tag member with an error.
 struct Body<'de, A> {
-    /// The members read before the tag, in the order they were written.
-    before: std::vec::IntoIter<(Cow<'de, str>, Value)>,
-    /// The value of the held member whose key was handed out last.
-    held: Option<Value>,
+    /// The members read before the tag (their text), in the order they were written.
+    before: std::vec::IntoIter<(Cow<'de, str>, &'de RawValue)>,
+    /// The text of the held member whose key was handed out last.
+    held: Option<&'de RawValue>,
     /// The rest of the object.
     rest: A,
     /// The tag member's name.
@@ -159,7 +197,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Body<'de, A> {
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Self::Error> {
         match self.held.take() {
-            Some(value) => seed.deserialize(value.into_deserializer()).map_err(de::Error::custom),
+            Some(text) => {
+                let mut deserializer = serde_json::Deserializer::from_str(text.get());
+                seed.deserialize(&mut deserializer).map_err(de::Error::custom)
+            }
             None => self.rest.next_value_seed(seed),
         }
     }
@@ -173,6 +214,7 @@ mod tests {
     #[derive(Debug, PartialEq)]
     enum Shape {
         Circle(Circle),
+        Other(Value),
     }
 
     #[derive(Debug, Deserialize, PartialEq)]
@@ -195,11 +237,14 @@ mod tests {
 
     impl Tagged for Shape {
         const TAG: &'static str = "type";
-        fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
-            match tag {
-                "circle" => Circle::deserialize(body).map(Shape::Circle),
-                _ => Err(de::Error::custom("unknown")),
-            }
+        fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Option<Result<Self, D::Error>> {
+            (tag == "circle").then(|| Circle::deserialize(body).map(Shape::Circle))
+        }
+        fn has_variant(tag: &str) -> bool {
+            tag == "circle"
+        }
+        fn untyped(raw: Value) -> Self {
+            Shape::Other(raw)
         }
     }
 
@@ -224,15 +269,25 @@ mod tests {
     }
 
     #[test]
+    fn a_tag_without_a_variant_keeps_the_whole_object() {
+        let whole = serde_json::json!({"a": [1], "type": "square", "r": 1});
+        for text in [r#"{"a":[1],"type":"square","r":1}"#, r#"{"type":"square","r":1,"a":[1]}"#] {
+            assert_eq!(decode_text::<Shape>(text), Ok(Shape::Other(whole.clone())), "{text}");
+        }
+    }
+
+    #[test]
     fn it_gives_up_where_the_tolerant_decode_would_make_something_else() {
         for text in [
             r#"{"r":1}"#,
-            r#"{"type":"square","r":1}"#,
+            r#"{"type":"square","r":1,"type":"circle"}"#,
             r#"{"type":5,"r":1}"#,
             r#"{"type":"circle","r":1,"type":"circle"}"#,
             r#"{"r":1,"type":"circle","r":2}"#,
             r#"{"type":"circle","r":"x"}"#,
-            r#"{"type":"circle","r":1,"inner":{"type":"square"}}"#,
+            r#"{"type":"circle","r":1,"inner":{"type":5}}"#,
+            r#"{"inner":{"type":"circle","r":2,"r":3},"type":"circle","r":1}"#,
+            r#"{"type":"circle","r":1,"inner":{"r":2}}"#,
             r#"{"type":"circle","r":1} x"#,
             r#"["type","circle"]"#,
         ] {
