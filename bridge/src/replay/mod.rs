@@ -123,6 +123,7 @@ pub fn line_text(json: &Value) -> String {
 
 /// A `Value` that serialises with the [`TAG_MEMBERS`] of each object first (what [`line_text`]
 /// writes), for writers that serialise a line into something larger or into a stream.
+#[derive(Clone, Copy, Debug)]
 pub struct TagsFirst<'a>(pub &'a Value);
 
 impl Serialize for TagsFirst<'_> {
