@@ -38,6 +38,12 @@ pub fn init_logging_filtered(spec: &str, state_dir: Option<&Path>) -> LogGuard {
     init_logging_with(spec, crate::config::DEFAULT_LOG_FILTER, state_dir)
 }
 
+/// Log lines the file writer's queue holds before it drops new ones. The queue's slots are
+/// allocated and touched when logging starts, so tracing-appender's default of 128,000 cost every
+/// `run` and `serve` a few megabytes of page faults (about 7 ms, in profiles of `run`) before its
+/// first line; a bridge logs a few lines per turn, and a burst beyond this is what dropping is for.
+const LOG_QUEUE_LINES: usize = 4096;
+
 fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> LogGuard {
     use tracing_subscriber::EnvFilter;
     use tracing_subscriber::layer::SubscriberExt;
@@ -57,7 +63,10 @@ fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> Lo
             );
             // Off the runtime's threads: a slow disk delays the writer thread, never a turn.
             // Its queue is bounded and drops lines rather than block when full.
-            let (writer, guard) = tracing_appender::non_blocking(file);
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .buffered_lines_limit(LOG_QUEUE_LINES)
+                .lossy(true)
+                .finish(file);
             let _ = LOG_FILE.set(path);
             let layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_target(true);
             (Some(layer), Some(guard))
