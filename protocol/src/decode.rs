@@ -1,7 +1,9 @@
-//! The one-pass decode of a tagged line from its JSON text: a peek reads the tag alone (borrowed,
-//! nothing built), then the variant's type decodes straight from the text with the tag member
-//! skipped on the way ([`WithoutMember`]), so no `Value` tree of the line is ever made on the hot
-//! path. Only a line that does not fit a variant pays for a `Value` (its catch-all keeps one).
+//! The decode of a tagged line from its JSON text: a peek reads the tag alone (borrowed, nothing
+//! built), then the variant's type decodes straight from the text with the tag member skipped on
+//! the way ([`WithoutMember`]), so no `Value` tree of the line is made. Only a line that does not
+//! fit a variant pays for a `Value` (its catch-all keeps one). Codex and ACP lines are peeked this
+//! way; for Claude lines this is the tolerant decode behind the strict one pass of [`by_tag`],
+//! which reads the line once and finds the tag on the way.
 //!
 //! Where a `Value` and the text can differ is a member written twice, which no peer does: a `Value`
 //! keeps the last; the peek takes a tag written first at once (the peers write it first), and a

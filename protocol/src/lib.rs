@@ -6,9 +6,10 @@
 //!
 //! Peer input is decoded tolerantly: unknown fields are ignored and unknown variants fall into an
 //! explicit catch-all, because every peer release adds fields (see docs/peers/codex.md#version-drift).
-//! Each peer line decodes once, from its text straight into its typed message (a borrowed peek at the
-//! tag or method picks the type; a Claude line is read in one strict pass that finds its tags on the
-//! way); a `Value` is built only for what lands in a catch-all, or for members written before a tag.
+//! A peer line decodes from its text straight into its typed message: a borrowed peek at the tag or
+//! method picks the type (a Claude line is read in one strict pass that finds its tags on the way,
+//! and only a line that does not fit it exactly is read a second time, tolerantly); a `Value` is
+//! built only for what lands in a catch-all.
 
 #[macro_use]
 mod macros;

@@ -44,7 +44,8 @@ pub struct ApiMessage {
 pub enum MessageContent {
     /// A plain string (user prompts may be written this way).
     Text(String),
-    /// Content blocks; each decodes (into [`ContentBlock::Unknown`] at worst), so any array fits.
+    /// Content blocks; in the tolerant decode each decodes (into [`ContentBlock::Unknown`] at
+    /// worst), so any array fits (the strict pass gives up on a block that does not fit instead).
     Blocks(Vec<ContentBlock>),
     /// Anything else (`null`, an object), kept as received.
     Other(Value),

@@ -4,7 +4,8 @@
 //! The CLI speaks newline-delimited JSON objects discriminated by `type` (no JSON-RPC):
 //!
 //! - what the CLI writes on stdout: [`CliMessage`] (built by the never-failing
-//!   [`CliMessage::from_raw`], one pass from the line's text, or [`CliMessage::from_value`]): [`system`] lines, `assistant` / `user` lines carrying Anthropic
+//!   [`CliMessage::from_raw`] from the line's text, in one strict pass or else tolerantly, or by
+//!   [`CliMessage::from_value`]): [`system`] lines, `assistant` / `user` lines carrying Anthropic
 //!   [`content`] blocks, raw Messages-API [`stream`] events, the turn's `result`, and the [`control`]
 //!   protocol (requests the host must answer, answers to ours, cancellations);
 //! - what the client writes on stdin: [`ClientMessage`] (user lines and control envelopes), with

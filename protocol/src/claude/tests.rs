@@ -263,6 +263,10 @@ fn recorded_lines_decode() {
             let text = serde_json::from_str::<RecordText>(line).unwrap().json;
             let at = format!("{}:{}", path.display(), n + 1);
             lines += 1;
+            if record["dir"] == "from_agent" {
+                let strict = crate::decode::by_tag::decode_text::<CliMessage>(text.get());
+                assert!(strict.is_ok(), "{at}: the one pass gave up on a recorded line: {strict:?}");
+            }
             match record["dir"].as_str() {
                 Some("from_agent") => match decode_text(&text, message.clone()) {
                     CliMessage::Unknown(u) => panic!("{at}: unknown line {u:?}"),
@@ -319,10 +323,19 @@ fn without_nulls(value: Value) -> Value {
 }
 
 #[test]
-fn members_written_twice_decode_as_the_tolerant_decode_has_them_in_any_order() {
+fn members_written_twice_or_nested_deeply_decode_as_the_tolerant_decode_has_them_in_any_order() {
     // Found by the `claude_messages` fuzz target: a member written twice inside one written before
     // the tag. The one pass holds such members as their text, so the duplicate stays an error.
-    for line in [
+    // Found in review: a member before the tag nested near serde_json's limit of 128 levels, which
+    // the tolerant decode refuses as a whole line and a held member's own decode did not.
+    let deep = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    let deep_lines = [
+        format!(r#"{{"x":{},"type":"assistant"}}"#, deep(127)),
+        format!(r#"{{"x":{},"type":"zz"}}"#, deep(127)),
+        format!(r#"{{"x":{},"type":"assistant"}}"#, deep(60)),
+        format!(r#"{{"type":"assistant","message":{{"content":[{{"input":{},"type":"tool_use"}}]}}}}"#, deep(124)),
+    ];
+    for line in deep_lines.iter().map(String::as_str).chain([
         r#"{"message":{"id":"m","stop_reason":null,"stop_reason":null},"type":"assistant","session_id":"s"}"#,
         r#"{"type":"assistant","message":{"id":"m","stop_reason":null,"stop_reason":null},"session_id":"s"}"#,
         r#"{"event":{"type":"ping","type":"ping"},"type":"stream_event"}"#,
@@ -330,7 +343,7 @@ fn members_written_twice_decode_as_the_tolerant_decode_has_them_in_any_order() {
         r#"{"session_id":"a","type":"system","subtype":"thinking_tokens","session_id":"b"}"#,
         r#"{"type":"system","subtype":"nope","subtype":"init","session_id":"s"}"#,
         r#"{"uuid":"a","uuid":"b","type":"result","subtype":"success"}"#,
-    ] {
+    ]) {
         let text = serde_json::value::RawValue::from_string(line.to_owned()).unwrap();
         assert_eq!(CliMessage::from_raw(&text), CliMessage::from_raw_tolerant(&text), "{line}");
     }

@@ -1,18 +1,25 @@
-//! The strict one-pass decode of a tagged object: the members are read once, in the order they
-//! were written; those before the tag are held as their text (skipped over, nothing built; none
-//! when the tag comes first, as the peers write it), and from the tag on, the variant's type decodes
-//! straight from the text with the held members handed to it first, each decoded from its own
-//! text. Holding text rather than `Value`s keeps a member written twice inside a held one an error,
-//! as it is when the text is decoded straight (a `Value` would keep the last). No peek reads the line ahead of the decode, and a nested tagged
-//! object decodes the same way, inside the same pass.
+//! The strict one-pass decode of a tagged object. The members are read once, in the order they
+//! were written: those before the tag are held as their text (skipped over, nothing built; there
+//! are none when the tag comes first, as the peers write it), and from the tag on the variant's
+//! type decodes straight from the text, the held members handed to it first, each decoded from its
+//! own text. No peek reads the line ahead of the decode, and a nested tagged object decodes the
+//! same way inside the same pass. An object whose tag names no variant becomes the catch-all in
+//! the same pass, holding the whole object as a `Value` (the tolerant decode keeps the same).
 //!
-//! An object whose tag names no variant becomes the catch-all in the same pass, holding the whole
-//! object as a `Value` (the tolerant decode keeps the same). *Strict* means it gives up (an error)
-//! where the tolerant decode would record a decode error or drop a drifted field: a missing or
-//! non-string tag, a tag written twice, a field of the wrong type, a variant whose fields do not
-//! decode. A caller runs it first and, when it gives up, runs the tolerant decode from the start, so what a
-//! line decodes to never depends on which of the two answered (`claude/tests.rs` holds the two
-//! against each other on every recorded line; the `claude_messages` fuzz target on any input).
+//! Holding text rather than `Value`s keeps a member written twice inside a held one an error, as
+//! it is when the text is decoded straight (a `Value` would keep the last). Decoding a held member
+//! from its own text starts serde_json's nesting budget (128 levels) afresh, where the tolerant
+//! decode spends one budget on the whole line, so the pass gives up on a held member nested deeper
+//! than [`MAX_HELD_NESTING`].
+//!
+//! *Strict* means it gives up (an error) where the tolerant decode would record a decode error or
+//! drop a drifted field: a missing or non-string tag, a tag written twice, a field of the wrong
+//! type, a variant whose fields do not decode. A caller runs it first and, when it gives up, runs
+//! the tolerant decode from the start, so what a line decodes to never depends on which of the two
+//! answered. `claude/tests.rs` checks that the pass answers every recorded line and holds its
+//! result against the `Value` decode in three member orders and against the tolerant decode on
+//! hand-written edge cases; the `claude_messages` fuzz target holds it against the tolerant decode
+//! on any input.
 //!
 //! The field decoders that are tolerant (`claude::lenient`) and the tagged enums' `Deserialize`
 //! ask [`is_strict`] which of the two they are part of. That is a flag of the running thread, set
@@ -36,6 +43,11 @@ thread_local! {
     /// Whether the decode running on this thread is the strict one (see the module docs).
     static STRICT: Cell<bool> = const { Cell::new(false) };
 }
+
+/// How deeply a member held before the tag may nest (arrays and objects inside it). Tagged
+/// objects sit a few levels deep in every type that uses this pass, so a held member within this
+/// bound stays inside serde_json's 128 levels whichever way it is decoded.
+const MAX_HELD_NESTING: usize = 64;
 
 /// Whether the decode running on this thread is the strict one.
 pub(crate) fn is_strict() -> bool {
@@ -116,10 +128,41 @@ impl<'de, T: Tagged> Visitor<'de> for ByTag<T> {
                 return T::decode_variant(&tag, body)
                     .unwrap_or_else(|| Err(de::Error::custom("a tag without a variant")));
             }
-            before.push((key, map.next_value::<&'de RawValue>()?));
+            let held = map.next_value::<&'de RawValue>()?;
+            if nesting(held.get()) > MAX_HELD_NESTING {
+                return Err(de::Error::custom("a member before the tag nested too deeply to hold"));
+            }
+            before.push((key, held));
         }
         Err(de::Error::custom(format_args!("no `{}` member", T::TAG)))
     }
+}
+
+/// How deeply the arrays and objects in a JSON text nest (0 for a scalar). The text is valid JSON
+/// (a `RawValue`), so brackets inside strings are the only ones to step over.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The whole object whose tag has no variant, as a `Value` (the tolerant decode's catch-all keeps
@@ -269,6 +312,13 @@ mod tests {
     }
 
     #[test]
+    fn nesting_counts_brackets_outside_strings() {
+        assert_eq!(nesting("1"), 0);
+        assert_eq!(nesting(r#"{"a":[1,{"b":[]}]}"#), 4);
+        assert_eq!(nesting(r#"["[[[{", "\"[[", {}]"#), 2);
+    }
+
+    #[test]
     fn a_tag_without_a_variant_keeps_the_whole_object() {
         let whole = serde_json::json!({"a": [1], "type": "square", "r": 1});
         for text in [r#"{"a":[1],"type":"square","r":1}"#, r#"{"type":"square","r":1,"a":[1]}"#] {
@@ -287,6 +337,7 @@ mod tests {
             r#"{"type":"circle","r":"x"}"#,
             r#"{"type":"circle","r":1,"inner":{"type":5}}"#,
             r#"{"inner":{"type":"circle","r":2,"r":3},"type":"circle","r":1}"#,
+            format!(r#"{{"x":{}{},"type":"circle","r":1}}"#, "[".repeat(65), "]".repeat(65)).as_str(),
             r#"{"type":"circle","r":1,"inner":{"r":2}}"#,
             r#"{"type":"circle","r":1} x"#,
             r#"["type","circle"]"#,
