@@ -129,13 +129,21 @@ impl<'de, T: Tagged> Visitor<'de> for ByTag<T> {
                     .unwrap_or_else(|| Err(de::Error::custom("a tag without a variant")));
             }
             let held = map.next_value::<&'de RawValue>()?;
-            if nesting(held.get()) > MAX_HELD_NESTING {
+            if nested_deeper_than(held.get(), MAX_HELD_NESTING) {
                 return Err(de::Error::custom("a member before the tag nested too deeply to hold"));
             }
             before.push((key, held));
         }
         Err(de::Error::custom(format_args!("no `{}` member", T::TAG)))
     }
+}
+
+/// Whether the arrays and objects in a JSON text nest deeper than `limit`. Each level opens with a
+/// bracket, so a text with no more opening brackets than `limit` (inside strings or not) cannot;
+/// that count is a fast pass, and the exact scan follows only for a text with more.
+fn nested_deeper_than(text: &str, limit: usize) -> bool {
+    let openings = text.bytes().filter(|byte| matches!(byte, b'[' | b'{')).count();
+    openings > limit && nesting(text) > limit
 }
 
 /// How deeply the arrays and objects in a JSON text nest (0 for a scalar). The text is valid JSON
@@ -316,6 +324,10 @@ mod tests {
         assert_eq!(nesting("1"), 0);
         assert_eq!(nesting(r#"{"a":[1,{"b":[]}]}"#), 4);
         assert_eq!(nesting(r#"["[[[{", "\"[[", {}]"#), 2);
+        let in_strings = format!(r#"["{}"]"#, "[".repeat(100));
+        assert!(!nested_deeper_than(&in_strings, 64), "brackets in strings do not nest");
+        assert!(nested_deeper_than(&format!("{}{}", "[".repeat(65), "]".repeat(65)), 64));
+        assert!(!nested_deeper_than(&format!("{}{}", "[".repeat(64), "]".repeat(64)), 64));
     }
 
     #[test]
