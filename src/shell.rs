@@ -40,8 +40,9 @@ pub fn init_logging_filtered(spec: &str, state_dir: Option<&Path>) -> LogGuard {
 
 /// Log lines the file writer's queue holds before it drops new ones. The queue's slots are
 /// allocated and touched when logging starts, so tracing-appender's default of 128,000 cost every
-/// `run` and `serve` a few megabytes of page faults (about 7 ms, in profiles of `run`) before its
-/// first line; a bridge logs a few lines per turn, and a burst beyond this is what dropping is for.
+/// `run` and `serve` about a thousand page faults and 3.6 ms of CPU before its first line
+/// (BENCHMARKS.md); a bridge logs a few lines per turn, and a burst beyond this is what dropping
+/// is for.
 const LOG_QUEUE_LINES: usize = 4096;
 
 fn init_logging_with(spec: &str, fallback: &str, state_dir: Option<&Path>) -> LogGuard {

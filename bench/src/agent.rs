@@ -6,8 +6,9 @@
 //! little as possible from the bridge they feed:
 //!
 //! - `replay`: plays a recording (the `fixtures::recording` format). The peer's lines are copied out
-//!   of the file as they are (only answers to the client's requests are re-encoded, with the client's
-//!   ids, in the peers' member order as the product's player writes them); each client line must be of the recorded kind (method, or `type`/`subtype`). Unlike
+//!   of the file as they are (only answers to the client's requests are re-encoded, with the
+//!   client's ids, in the peers' member order as the product's player writes them); each client
+//!   line must be of the recorded kind (method, or `type`/`subtype`). Unlike
 //!   `replay-agent` it does not compare the client's lines field by field: the recordings it plays
 //!   are generated, and the bench measures the bridge, not the check. `--version` / `-v` print the
 //!   recorded peer version, so it can stand in for `claude` behind a version gate.
