@@ -175,18 +175,15 @@ macro_rules! tagged_enum {
         impl $crate::decode::by_tag::Tagged for $name {
             const TAG: &'static str = $tag;
 
-            fn decode_variant<'de, D: serde::Deserializer<'de>>(
-                tag: &str,
-                body: D,
-            ) -> Option<Result<Self, D::Error>> {
-                match tag {
-                    $($wire => Some(<$ty as serde::Deserialize>::deserialize(body).map($name::$variant)),)+
-                    _ => None,
-                }
-            }
-
             fn has_variant(tag: &str) -> bool {
                 Self::KNOWN_TAGS.contains(&tag)
+            }
+
+            fn decode_variant<'de, D: serde::Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
+                match tag {
+                    $($wire => <$ty as serde::Deserialize>::deserialize(body).map($name::$variant),)+
+                    _ => Err(serde::de::Error::custom("a tag without a variant")),
+                }
             }
 
             fn untyped(raw: serde_json::Value) -> Self {

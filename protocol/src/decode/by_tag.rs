@@ -72,12 +72,12 @@ pub(crate) trait Tagged: Sized {
     /// The member that names the variant.
     const TAG: &'static str;
 
-    /// Decodes the variant named `tag` from `body` (the object's members without the tag); `None`
-    /// for a tag that has no variant.
-    fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Option<Result<Self, D::Error>>;
-
     /// Whether `tag` names a variant.
     fn has_variant(tag: &str) -> bool;
+
+    /// Decodes the variant named `tag` (one [`has_variant`](Self::has_variant) accepts) from
+    /// `body`, the object's members without the tag.
+    fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error>;
 
     /// The catch-all for an object whose tag has no variant, holding the whole object.
     fn untyped(raw: Value) -> Self;
@@ -125,8 +125,7 @@ impl<'de, T: Tagged> Visitor<'de> for ByTag<T> {
                     return untyped(before, T::TAG, tag, map).map(T::untyped);
                 }
                 let body = Body { before: before.into_iter(), held: None, rest: map, tag: T::TAG };
-                return T::decode_variant(&tag, body)
-                    .unwrap_or_else(|| Err(de::Error::custom("a tag without a variant")));
+                return T::decode_variant(&tag, body);
             }
             let held = map.next_value::<&'de RawValue>()?;
             if nested_deeper_than(held.get(), MAX_HELD_NESTING) {
@@ -288,11 +287,14 @@ mod tests {
 
     impl Tagged for Shape {
         const TAG: &'static str = "type";
-        fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Option<Result<Self, D::Error>> {
-            (tag == "circle").then(|| Circle::deserialize(body).map(Shape::Circle))
-        }
         fn has_variant(tag: &str) -> bool {
             tag == "circle"
+        }
+        fn decode_variant<'de, D: Deserializer<'de>>(tag: &str, body: D) -> Result<Self, D::Error> {
+            match tag {
+                "circle" => Circle::deserialize(body).map(Shape::Circle),
+                _ => Err(de::Error::custom("no variant")),
+            }
         }
         fn untyped(raw: Value) -> Self {
             Shape::Other(raw)
