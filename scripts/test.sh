@@ -124,8 +124,12 @@ if [ "$fuzz_seconds" != 0 ]; then
   bash scripts/fuzz.sh "$fuzz_seconds" >&2 || { rc=$?; failed "fuzz (scripts/fuzz.sh)" "$rc"; status=$rc; }
 fi
 if [ -s "$failures" ]; then
-  # On both streams: a log that keeps either one's tail names what failed.
-  { echo "test.sh: FAILED:"; sed 's/^/test.sh:   /' "$failures"; } | tee /dev/stderr
+  # On both streams: a log that keeps either one's tail names what failed. Written to each
+  # stream's own descriptor: `tee /dev/stderr` would reopen a log file that both streams go to and
+  # truncate it, losing everything the run wrote before.
+  summary="$(echo "test.sh: FAILED:"; sed 's/^/test.sh:   /' "$failures")"
+  echo "$summary"
+  echo "$summary" >&2
 else
   echo "test.sh: every step passed"
 fi
